@@ -1,0 +1,133 @@
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// Something that makes the agent run, like an interrupt makes an OS run.
+///
+/// ```
+/// use memgpt_core::agent::Event;
+///
+/// let e: Event = "hello".into();
+/// assert!(matches!(e.kind, memgpt_core::agent::EventKind::UserMessage { .. }));
+/// let replay = Event::user("we met in Paris").at("2023-05-08T13:56:00Z".parse().unwrap());
+/// assert!(replay.at.is_some());
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// What happened.
+    pub kind: EventKind,
+    /// When it happened; `None` means now (the agent's clock). Every message of the step is
+    /// stamped with this time, which lets historical conversations be replayed.
+    pub at: Option<DateTime<Utc>>,
+}
+
+/// The kinds of events.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum EventKind {
+    /// The user sent a message.
+    UserMessage {
+        /// The text.
+        text: String,
+        /// The user's name, if known.
+        name: Option<String>,
+    },
+    /// A system alert for the agent.
+    SystemAlert {
+        /// The text.
+        text: String,
+    },
+    /// The user logged in.
+    Login,
+    /// The user uploaded a document: it is split into passages in archival storage and the
+    /// agent is told.
+    DocumentUpload {
+        /// The document's name.
+        name: String,
+        /// Its text.
+        text: String,
+    },
+    /// A scheduled timer fired (ignored while heartbeats are paused).
+    Timer {
+        /// Why it fired.
+        reason: String,
+    },
+}
+
+impl EventKind {
+    /// A short name for records and logs.
+    pub fn label(&self) -> &'static str {
+        match self {
+            EventKind::UserMessage { .. } => "user_message",
+            EventKind::SystemAlert { .. } => "system_alert",
+            EventKind::Login => "login",
+            EventKind::DocumentUpload { .. } => "document_upload",
+            EventKind::Timer { .. } => "timer",
+        }
+    }
+}
+
+impl Event {
+    fn now(kind: EventKind) -> Self {
+        Self { kind, at: None }
+    }
+
+    /// A user message.
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::now(EventKind::UserMessage {
+            text: text.into(),
+            name: None,
+        })
+    }
+
+    /// A user message from a named user.
+    pub fn user_named(name: impl Into<String>, text: impl Into<String>) -> Self {
+        Self::now(EventKind::UserMessage {
+            text: text.into(),
+            name: Some(name.into()),
+        })
+    }
+
+    /// A system alert.
+    pub fn alert(text: impl Into<String>) -> Self {
+        Self::now(EventKind::SystemAlert { text: text.into() })
+    }
+
+    /// A login.
+    pub fn login() -> Self {
+        Self::now(EventKind::Login)
+    }
+
+    /// A document upload.
+    pub fn document(name: impl Into<String>, text: impl Into<String>) -> Self {
+        Self::now(EventKind::DocumentUpload {
+            name: name.into(),
+            text: text.into(),
+        })
+    }
+
+    /// A timer.
+    pub fn timer(reason: impl Into<String>) -> Self {
+        Self::now(EventKind::Timer {
+            reason: reason.into(),
+        })
+    }
+
+    /// Stamps the event with the time it happened.
+    pub fn at(mut self, at: DateTime<Utc>) -> Self {
+        self.at = Some(at);
+        self
+    }
+}
+
+impl From<&str> for Event {
+    fn from(text: &str) -> Self {
+        Event::user(text)
+    }
+}
+
+impl From<String> for Event {
+    fn from(text: String) -> Self {
+        Event::user(text)
+    }
+}

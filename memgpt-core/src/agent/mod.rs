@@ -1,0 +1,314 @@
+//! The agent: an LLM with a virtual context, driven by events.
+//!
+//! An [`Event`] (user message, system alert, login, document upload, timer) starts a **step**:
+//! the event is appended to the FIFO queue (and recall storage); the queue manager checks
+//! memory pressure (warning at 70%, flush and recursive summary at 100% with the paper's
+//! policy); main context is compiled and sent to the LLM; the function calls it returns are
+//! validated and run, their results appended; and if a function requested a heartbeat, or a
+//! call failed, the LLM runs again at once, up to [`AgentConfig::max_chain_length`] calls.
+//! Then control returns to the caller with a [`StepRecord`].
+//!
+//! A step is atomic: everything it appended and changed is committed to the
+//! [`AgentStore`](crate::store::AgentStore) in one transaction at its end. If the step fails (or
+//! its future is dropped), nothing is stored and the in-memory agent is restored to where it
+//! was.
+
+mod builder;
+mod config;
+mod event;
+pub mod prompt;
+mod record;
+mod step;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+pub use builder::AgentBuilder;
+pub use config::AgentConfig;
+pub use event::{Event, EventKind};
+pub use record::{FlushRecord, StepRecord, StepTimings, StopReason, ToolCallRecord};
+
+use crate::context::{ContextStats, MainContext, MemoryCounts};
+use crate::embed::Embedder;
+use crate::error::{Error, Result};
+use crate::function::{Extensions, ToolSettings, Toolset};
+use crate::ids::{AgentId, MessageId, PassageId};
+use crate::llm::{ChatMessage, ChatRequest, LlmProvider};
+use crate::memory::{MemoryError, WorkingContext};
+use crate::message::Message;
+use crate::queue::QueueManager;
+use crate::store::{AgentState, Commit, Storage, Summary};
+use crate::summarizer::Summarizer;
+use crate::time::Clock;
+use crate::tokens::TokenCounter;
+
+/// The parts an agent runs with (not persisted).
+#[derive(Clone)]
+pub(crate) struct Runtime {
+    pub(crate) provider: Arc<dyn LlmProvider>,
+    pub(crate) summarizer: Arc<dyn Summarizer>,
+    pub(crate) embedder: Option<Arc<dyn Embedder>>,
+    pub(crate) counter: Arc<dyn TokenCounter>,
+    pub(crate) manager: QueueManager,
+    pub(crate) storage: Storage,
+    pub(crate) toolset: Toolset,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) extensions: Extensions,
+    pub(crate) settings: ToolSettings,
+}
+
+/// A MemGPT agent.
+///
+/// Create one with [`Agent::builder`], drive it with [`Agent::step`].
+pub struct Agent {
+    state: AgentState,
+    context: MainContext,
+    committed_passages: u64,
+    rt: Runtime,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("id", &self.state.id)
+            .field("name", &self.state.name)
+            .field("version", &self.state.version)
+            .field("context", &self.context.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a failed or cancelled step restores.
+struct Snapshot {
+    state: AgentState,
+    context: MainContext,
+    committed_passages: u64,
+}
+
+impl Agent {
+    /// A builder for a new agent (or for loading a stored one).
+    pub fn builder() -> AgentBuilder {
+        AgentBuilder::new()
+    }
+
+    fn assemble(
+        rt: Runtime,
+        state: AgentState,
+        queued: Vec<Message>,
+        counts: MemoryCounts,
+    ) -> Result<Self> {
+        let mut context = builder::main_context(&rt, &state, counts);
+        for message in queued {
+            let pinned = state.pinned.contains(&message.id);
+            let id = message.id;
+            context
+                .queue_mut()
+                .push(Arc::new(message), rt.counter.as_ref());
+            if pinned {
+                context.queue_mut().set_pinned(id, true);
+            }
+        }
+        Ok(Self {
+            committed_passages: counts.archival,
+            state,
+            context,
+            rt,
+        })
+    }
+
+    /// The agent's id.
+    pub fn id(&self) -> AgentId {
+        self.state.id
+    }
+
+    /// The agent's name.
+    pub fn name(&self) -> &str {
+        &self.state.name
+    }
+
+    /// The number of commits so far.
+    pub fn version(&self) -> u64 {
+        self.state.version
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &AgentConfig {
+        &self.state.config
+    }
+
+    /// Main context.
+    pub fn context(&self) -> &MainContext {
+        &self.context
+    }
+
+    /// Working context.
+    pub fn memory(&self) -> &WorkingContext {
+        self.context.memory()
+    }
+
+    /// The recursive summary.
+    pub fn summary(&self) -> &Summary {
+        self.context.summary()
+    }
+
+    /// Token use of main context.
+    pub fn stats(&self) -> ContextStats {
+        self.context.stats()
+    }
+
+    /// The storage handles.
+    pub fn storage(&self) -> &Storage {
+        &self.rt.storage
+    }
+
+    /// The functions the agent may call.
+    pub fn toolset(&self) -> &Toolset {
+        &self.rt.toolset
+    }
+
+    /// Until when timer events are ignored, if they are.
+    pub fn timers_paused_until(&self) -> Option<DateTime<Utc>> {
+        self.state.heartbeats_paused_until
+    }
+
+    /// The request the next LLM call would send (main context, functions, settings).
+    pub fn request(&self) -> ChatRequest {
+        ChatRequest {
+            model: self.state.config.model.clone(),
+            messages: self.context.messages(),
+            tools: self.context.tools().clone(),
+            tool_choice: self.state.config.tool_choice.clone(),
+            temperature: self.state.config.temperature,
+            max_tokens: self.state.config.max_completion_tokens,
+        }
+    }
+
+    /// The prompt the next LLM call would send.
+    pub fn prompt(&self) -> Vec<ChatMessage> {
+        self.context.messages()
+    }
+
+    /// Edits working context directly (not through the LLM) and commits the change.
+    pub async fn update_memory<R>(
+        &mut self,
+        edit: impl FnOnce(&mut WorkingContext) -> Result<R, MemoryError>,
+    ) -> Result<R> {
+        let snapshot = self.snapshot();
+        let outcome = edit(self.context.memory_mut());
+        let result = match outcome {
+            Ok(value) => {
+                let now = self.rt.clock.now();
+                self.context.memory_changed(now);
+                self.commit(now, Vec::new(), Vec::new())
+                    .await
+                    .map(|_| value)
+            }
+            Err(e) => Err(e.into()),
+        };
+        if result.is_err() {
+            self.restore(snapshot);
+        }
+        result
+    }
+
+    /// Stores text in archival storage outside any step (split into passages and embedded as
+    /// the `archival_memory_insert` function would) and commits it.
+    pub async fn insert_archival(
+        &mut self,
+        text: &str,
+        metadata: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Vec<PassageId>> {
+        let now = self.rt.clock.now();
+        let chunks = crate::chunk::chunk_text(
+            text,
+            self.rt.settings.passage_tokens,
+            self.rt.counter.as_ref(),
+        );
+        let passages = crate::function::build_passages(
+            self.id(),
+            chunks,
+            metadata,
+            self.rt.embedder.as_deref(),
+            now,
+        )
+        .await?;
+        let ids = passages.iter().map(|p| p.id).collect();
+        let snapshot = self.snapshot();
+        let result = self.commit(now, Vec::new(), passages).await;
+        if result.is_err() {
+            self.restore(snapshot);
+        }
+        result.map(|_| ids)
+    }
+
+    /// Pins a queued message so no flush evicts it, and commits. Returns whether it was queued.
+    pub async fn pin(&mut self, id: MessageId, pinned: bool) -> Result<bool> {
+        if !self.context.queue_mut().set_pinned(id, pinned) {
+            return Ok(false);
+        }
+        let snapshot = self.snapshot();
+        let result = self
+            .commit(self.rt.clock.now(), Vec::new(), Vec::new())
+            .await;
+        if result.is_err() {
+            self.restore(snapshot);
+        }
+        result.map(|_| true)
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            state: self.state.clone(),
+            context: self.context.clone(),
+            committed_passages: self.committed_passages,
+        }
+    }
+
+    fn restore(&mut self, snapshot: Snapshot) {
+        self.state = snapshot.state;
+        self.context = snapshot.context;
+        self.committed_passages = snapshot.committed_passages;
+    }
+
+    /// Persists the current in-memory state with `messages` and `passages` as one commit;
+    /// gives the messages back.
+    async fn commit(
+        &mut self,
+        now: DateTime<Utc>,
+        messages: Vec<Message>,
+        passages: Vec<crate::store::Passage>,
+    ) -> Result<Vec<Message>> {
+        self.state.version += 1;
+        self.state.memory = self.context.memory().clone();
+        self.state.summary = self.context.summary().clone();
+        self.state.fifo = self.context.queue().ids();
+        self.state.pinned = self
+            .context
+            .queue()
+            .entries()
+            .filter(|e| e.is_pinned())
+            .map(|e| e.message().id)
+            .collect();
+        self.state.memory_updated_at = self.context.memory_updated_at();
+        self.state.updated_at = now;
+        let added = passages.len() as u64;
+        let commit = Commit {
+            state: self.state.clone(),
+            messages,
+            passages,
+            deleted_passages: Vec::new(),
+        };
+        self.rt
+            .storage
+            .agents
+            .commit(&commit)
+            .await
+            .map_err(Error::from)?;
+        self.committed_passages += added;
+        let mut counts = self.context.counts();
+        counts.archival = self.committed_passages;
+        self.context.set_counts(counts);
+        Ok(commit.messages)
+    }
+}

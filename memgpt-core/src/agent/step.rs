@@ -1,0 +1,576 @@
+//! The agent loop: one event in, a chain of LLM calls and function executions, one commit out.
+
+use std::any::Any;
+use std::future::poll_fn;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use tracing::{Instrument, debug, info_span, warn};
+
+use super::{
+    Agent, Event, EventKind, FlushRecord, Snapshot, StepRecord, StepTimings, StopReason,
+    ToolCallRecord,
+};
+use crate::chunk::chunk_text;
+use crate::error::{Error, Result};
+use crate::function::{BoxFuture, StepWrites, ToolContext, ToolReturn, build_passages};
+use crate::ids::MessageId;
+use crate::llm::Usage;
+use crate::message::{Message, MessageKind, ToolCall};
+use crate::queue::Pressure;
+use crate::store::{Page, RecallQuery, Summary};
+use crate::time::{Clock, format_time};
+
+/// The heartbeat after a function requested one.
+const HEARTBEAT_REQUESTED: &str = "[automated, hidden from the user] Function called with request_heartbeat=true; you have control again.";
+/// The heartbeat after a failed function call.
+const HEARTBEAT_FAILED: &str = "[automated, hidden from the user] A function call failed; you have control again. Read the error and correct the call.";
+
+/// What a step accumulates before it commits.
+struct StepRun {
+    /// The event's time, if it was given (replays); otherwise the clock is read per message.
+    fixed_time: Option<DateTime<Utc>>,
+    started: Instant,
+    messages: Vec<Message>,
+    writes: StepWrites,
+    tool_calls: Vec<ToolCallRecord>,
+    llm_calls: usize,
+    usage: Usage,
+    pressure_warning: bool,
+    flushes: Vec<FlushRecord>,
+    timings: StepTimings,
+}
+
+impl StepRun {
+    fn new(fixed_time: Option<DateTime<Utc>>) -> Self {
+        Self {
+            fixed_time,
+            started: Instant::now(),
+            messages: Vec::new(),
+            writes: StepWrites::default(),
+            tool_calls: Vec::new(),
+            llm_calls: 0,
+            usage: Usage::default(),
+            pressure_warning: false,
+            flushes: Vec::new(),
+            timings: StepTimings::default(),
+        }
+    }
+
+    fn now(&self, clock: &dyn Clock) -> DateTime<Utc> {
+        self.fixed_time.unwrap_or_else(|| clock.now())
+    }
+}
+
+/// Puts the agent back as it was if the step fails or its future is dropped mid-way.
+struct StepGuard<'a> {
+    agent: &'a mut Agent,
+    snapshot: Option<Snapshot>,
+}
+
+impl Drop for StepGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(snapshot) = self.snapshot.take() {
+            self.agent.restore(snapshot);
+        }
+    }
+}
+
+impl Agent {
+    /// Runs one step: handles `event`, follows heartbeats, and commits everything atomically.
+    ///
+    /// Returns the step's record. Provider failures (after the provider's own retries) end the
+    /// step with [`StopReason::ProviderError`] and what happened before them is still
+    /// committed. An `Err` means nothing was stored (storage failure, oversize input, embedding
+    /// failure of an upload) and the agent is unchanged; the same happens if the returned
+    /// future is dropped before it completes.
+    pub async fn step(&mut self, event: impl Into<Event>) -> Result<StepRecord> {
+        let event = event.into();
+        let span = info_span!("step", agent = %self.id(), event = event.kind.label());
+        let snapshot = self.snapshot();
+        let mut guard = StepGuard {
+            agent: self,
+            snapshot: Some(snapshot),
+        };
+        let record = guard.agent.run_step(event).instrument(span).await?;
+        guard.snapshot = None;
+        Ok(record)
+    }
+
+    async fn run_step(&mut self, event: Event) -> Result<StepRecord> {
+        let mut run = StepRun::new(event.at);
+        let label = event.kind.label();
+        let now = run.now(self.rt.clock.as_ref());
+
+        if matches!(event.kind, EventKind::Timer { .. }) {
+            if let Some(until) = self
+                .state
+                .heartbeats_paused_until
+                .filter(|until| now < *until)
+            {
+                debug!(until = %until, "timer ignored: timers are paused");
+                return Ok(self.record(run, label, Vec::new(), StopReason::TimersPaused));
+            }
+        }
+
+        let message = self.event_message(&event, &mut run, now).await?;
+        self.check_fits(&message)?;
+        let protected = [message.id];
+        self.push(&mut run, message);
+
+        let limit = self.state.config.max_chain_length.max(1);
+        let mut responses = 0;
+        let mut overflow_retried = false;
+        let stop = loop {
+            self.relieve_pressure(&mut run, &protected).await;
+            let request = self.request();
+            let started = Instant::now();
+            let result = self.rt.provider.complete(&request).await;
+            run.timings.llm += started.elapsed();
+            run.llm_calls += 1;
+            let response = match result {
+                Ok(response) => response,
+                Err(e) if e.is_context_overflow() && !overflow_retried => {
+                    warn!(error = %e, "provider reports a context overflow: flushing and retrying once");
+                    overflow_retried = true;
+                    self.flush(&mut run, &protected, true).await;
+                    continue;
+                }
+                Err(e) => {
+                    warn!(error = %e, "provider failed; ending the step");
+                    break StopReason::ProviderError {
+                        message: e.to_string(),
+                        retryable: e.is_transient(),
+                    };
+                }
+            };
+            responses += 1;
+            run.usage += response.usage;
+            let calls = response.tool_calls;
+            if response.content.trim().is_empty() && calls.is_empty() {
+                break StopReason::NoFunctionCall;
+            }
+            let now = run.now(self.rt.clock.as_ref());
+            self.push(
+                &mut run,
+                Message::assistant(self.id(), response.content, calls.clone(), now),
+            );
+            if calls.is_empty() {
+                break StopReason::NoFunctionCall;
+            }
+
+            let (mut failed, mut heartbeat) = (false, false);
+            for call in &calls {
+                let result = self.call_function(&mut run, call).await;
+                failed |= result.is_failure();
+                heartbeat |= result.request_heartbeat;
+            }
+            if !failed && !heartbeat {
+                break StopReason::EndTurn;
+            }
+            if responses >= limit {
+                break StopReason::ChainLimit { limit };
+            }
+            let reason = if failed {
+                HEARTBEAT_FAILED
+            } else {
+                HEARTBEAT_REQUESTED
+            };
+            let now = run.now(self.rt.clock.as_ref());
+            self.push(
+                &mut run,
+                Message::new(self.id(), MessageKind::Heartbeat, reason, now),
+            );
+        };
+
+        if let Some(pause) = run.writes.pause_until.take() {
+            self.state.heartbeats_paused_until = pause;
+        }
+        let now = run.now(self.rt.clock.as_ref());
+        let messages = std::mem::take(&mut run.messages);
+        let passages = std::mem::take(&mut run.writes.passages);
+        let started = Instant::now();
+        let messages = self.commit(now, messages, passages).await?;
+        run.timings.commit = started.elapsed();
+        Ok(self.record(run, label, messages, stop))
+    }
+
+    /// The message an event puts into the queue (and the passages an upload adds).
+    async fn event_message(
+        &mut self,
+        event: &Event,
+        run: &mut StepRun,
+        now: DateTime<Utc>,
+    ) -> Result<Message> {
+        let id = self.id();
+        Ok(match &event.kind {
+            EventKind::UserMessage { text, name } => {
+                let mut message = Message::new(id, MessageKind::User, text.clone(), now);
+                message.name = name.clone();
+                message
+            }
+            EventKind::SystemAlert { text } => {
+                Message::new(id, MessageKind::SystemAlert, text.clone(), now)
+            }
+            EventKind::Login => {
+                let text = match self.last_login().await? {
+                    Some(at) => format!(
+                        "The user logged in. Their previous login was at {}.",
+                        format_time(at)
+                    ),
+                    None => "The user logged in for the first time.".to_owned(),
+                };
+                Message::new(id, MessageKind::Login, text, now)
+            }
+            EventKind::DocumentUpload { name, text } => {
+                let limit = self.state.config.max_document_bytes;
+                if text.len() > limit {
+                    return Err(Error::DocumentTooLarge {
+                        name: name.clone(),
+                        bytes: text.len(),
+                        limit,
+                    });
+                }
+                let chunks = chunk_text(
+                    text,
+                    self.rt.settings.passage_tokens,
+                    self.rt.counter.as_ref(),
+                );
+                if chunks.is_empty() {
+                    return Err(Error::EmptyDocument { name: name.clone() });
+                }
+                let mut metadata = serde_json::Map::new();
+                metadata.insert("source".into(), Value::String(name.clone()));
+                let mut passages =
+                    build_passages(id, chunks, metadata, self.rt.embedder.as_deref(), now).await?;
+                for (i, passage) in passages.iter_mut().enumerate() {
+                    passage.metadata.insert("chunk".into(), Value::from(i));
+                }
+                let count = passages.len();
+                run.writes.passages.extend(passages);
+                self.sync_archival_count(run);
+                Message::new(
+                    id,
+                    MessageKind::DocumentUpload,
+                    format!(
+                        "The user uploaded the document \"{name}\" ({} characters) into your archival memory as {count} \
+                         passages. Search it with archival_memory_search.",
+                        text.chars().count()
+                    ),
+                    now,
+                )
+            }
+            EventKind::Timer { reason } => Message::new(
+                id,
+                MessageKind::Timer,
+                format!(
+                    "Timer: {reason}. You may act on your own now; the user may not be present."
+                ),
+                now,
+            ),
+        })
+    }
+
+    async fn last_login(&self) -> Result<Option<DateTime<Utc>>> {
+        let mut query = RecallQuery {
+            text: None,
+            range: Default::default(),
+            kinds: vec![MessageKind::Login],
+            page: Page::first(1),
+        };
+        let first = self.rt.storage.recall.search(self.id(), &query).await?;
+        if first.total == 0 {
+            return Ok(None);
+        }
+        query.page = Page::new(first.total - 1, 1);
+        let last = self.rt.storage.recall.search(self.id(), &query).await?;
+        Ok(last.hits.first().map(|hit| hit.item.created_at))
+    }
+
+    /// Rejects an event message that cannot fit the window even with an empty queue.
+    fn check_fits(&self, message: &Message) -> Result<()> {
+        let tokens = self.rt.counter.count_message(&message.to_chat());
+        let stats = self.context.stats();
+        let available = stats
+            .window
+            .saturating_sub(stats.total_tokens - stats.queue_tokens);
+        if tokens > available {
+            return Err(Error::MessageTooLarge { tokens, available });
+        }
+        Ok(())
+    }
+
+    /// Appends a message to the queue and to the step's pending recall writes.
+    fn push(&mut self, run: &mut StepRun, message: Message) {
+        run.messages.push(message.clone());
+        self.context
+            .queue_mut()
+            .push(Arc::new(message), self.rt.counter.as_ref());
+        let mut counts = self.context.counts();
+        counts.recall += 1;
+        self.context.set_counts(counts);
+    }
+
+    fn sync_archival_count(&mut self, run: &StepRun) {
+        let mut counts = self.context.counts();
+        counts.archival = self.committed_passages + run.writes.passages.len() as u64;
+        self.context.set_counts(counts);
+    }
+
+    /// Warns once at the policy's warning level; flushes at its flush level.
+    async fn relieve_pressure(&mut self, run: &mut StepRun, protected: &[MessageId]) {
+        let stats = self.context.stats();
+        let fixed = stats.total_tokens - stats.queue_tokens;
+        match self
+            .rt
+            .manager
+            .pressure(self.context.queue(), stats.window, fixed)
+        {
+            Pressure::Flush => self.flush(run, protected, false).await,
+            Pressure::Warn if !self.state.pressure_warned => {
+                self.state.pressure_warned = true;
+                run.pressure_warning = true;
+                let text = format!(
+                    "Memory pressure: your context is {:.0}% full. Older messages will soon be evicted (they stay \
+                     searchable in recall memory and a summary is kept). Save anything important to core memory or \
+                     archival memory now.",
+                    stats.fraction * 100.0
+                );
+                debug!(fraction = stats.fraction, "memory-pressure warning");
+                let now = run.now(self.rt.clock.as_ref());
+                self.push(
+                    run,
+                    Message::new(self.id(), MessageKind::SystemAlert, text, now),
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// Evicts what the policy (and the manager's invariants) choose and folds it into the
+    /// recursive summary. A failed or empty summary keeps the previous one.
+    async fn flush(&mut self, run: &mut StepRun, protected: &[MessageId], forced: bool) {
+        let before = self.context.stats();
+        let fixed = before.total_tokens - before.queue_tokens;
+        let plan = self
+            .rt
+            .manager
+            .plan(self.context.queue(), before.window, fixed, protected);
+        if plan.is_empty() {
+            warn!(
+                tokens = before.total_tokens,
+                window = before.window,
+                "memory pressure, but nothing can be evicted"
+            );
+            return;
+        }
+        let evicted: Vec<Arc<Message>> = self
+            .context
+            .queue_mut()
+            .remove(&plan.indices)
+            .into_iter()
+            .map(|entry| entry.message().clone())
+            .collect();
+        let previous = self.context.summary().clone();
+        let started = Instant::now();
+        let result = self.rt.summarizer.summarize(&previous.text, &evicted).await;
+        run.timings.summarizer += started.elapsed();
+        let (text, updated_at, summary_updated) = match result {
+            Ok(text) if !text.trim().is_empty() => {
+                (text, Some(run.now(self.rt.clock.as_ref())), true)
+            }
+            Ok(_) => {
+                warn!("the summarizer returned nothing; keeping the previous summary");
+                (previous.text, previous.updated_at, false)
+            }
+            Err(e) => {
+                warn!(error = %e, "the summarizer failed; keeping the previous summary");
+                (previous.text, previous.updated_at, false)
+            }
+        };
+        self.context.set_summary(Summary {
+            text,
+            evicted_messages: previous.evicted_messages + evicted.len() as u64,
+            updated_at,
+        });
+        self.state.pressure_warned = false;
+        let after = self.context.stats();
+        debug!(
+            evicted = evicted.len(),
+            tokens = plan.tokens,
+            forced,
+            summary_updated,
+            "flushed the queue"
+        );
+        run.flushes.push(FlushRecord {
+            evicted_messages: evicted.len(),
+            evicted_tokens: plan.tokens,
+            summary_updated,
+            forced,
+            tokens_before: before.total_tokens,
+            tokens_after: after.total_tokens,
+        });
+    }
+
+    /// Validates and runs one function call and appends its result. Never fails: every problem
+    /// becomes an error result the LLM reads.
+    async fn call_function(&mut self, run: &mut StepRun, call: &ToolCall) -> ToolReturn {
+        let started = Instant::now();
+        let now = run.now(self.rt.clock.as_ref());
+        let result = match self.rt.toolset.get(&call.name).cloned() {
+            None => ToolReturn::failed(format!(
+                "unknown function `{}`; the available functions are: {}",
+                call.name,
+                self.rt.toolset.names().collect::<Vec<_>>().join(", ")
+            )),
+            Some(function) => match parse_raw_arguments(&call.name, &call.arguments) {
+                Err(message) => ToolReturn::failed(message),
+                Ok(arguments) => {
+                    let recall_messages = self.context.counts().recall;
+                    let mut ctx = ToolContext {
+                        agent_id: self.state.id,
+                        now,
+                        memory: self.context.memory_mut(),
+                        storage: &self.rt.storage,
+                        embedder: self.rt.embedder.as_deref(),
+                        counter: self.rt.counter.as_ref(),
+                        writes: &mut run.writes,
+                        settings: &self.rt.settings,
+                        extensions: &self.rt.extensions,
+                        committed_passages: self.committed_passages,
+                        recall_messages,
+                    };
+                    match catch_unwind(function.call(&mut ctx, arguments)).await {
+                        Ok(result) => result,
+                        Err(panic) => {
+                            let message = panic_message(panic.as_ref());
+                            warn!(function = %call.name, %message, "function panicked");
+                            ToolReturn::failed(format!(
+                                "function `{}` crashed: {message}",
+                                call.name
+                            ))
+                        }
+                    }
+                }
+            },
+        };
+        self.context.memory_changed(now);
+        self.sync_archival_count(run);
+        let duration = started.elapsed();
+        run.timings.functions += duration;
+        debug!(function = %call.name, ok = !result.is_failure(), heartbeat = result.request_heartbeat, "function call");
+        run.tool_calls.push(ToolCallRecord {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            ok: !result.is_failure(),
+            output: match &result.result {
+                Ok(text) | Err(text) => text.clone(),
+            },
+            request_heartbeat: result.request_heartbeat,
+            duration,
+        });
+        let message = Message::function_result(
+            self.id(),
+            call.id.clone(),
+            call.name.clone(),
+            result.result.clone(),
+            now,
+        );
+        self.push(run, message);
+        result
+    }
+
+    fn record(
+        &self,
+        run: StepRun,
+        event: &str,
+        messages: Vec<Message>,
+        stop_reason: StopReason,
+    ) -> StepRecord {
+        let mut timings = run.timings;
+        timings.total = run.started.elapsed();
+        StepRecord {
+            agent_id: self.id(),
+            event: event.to_owned(),
+            messages,
+            replies: run.writes.replies,
+            tool_calls: run.tool_calls,
+            llm_calls: run.llm_calls,
+            usage: run.usage,
+            pressure_warning: run.pressure_warning,
+            flushes: run.flushes,
+            timings,
+            stop_reason,
+            context: self.context.stats(),
+        }
+    }
+}
+
+/// Parses the model's raw arguments. Empty arguments mean `{}`; a JSON string holding a JSON
+/// object (double-encoded arguments, a common model mistake) is unwrapped.
+fn parse_raw_arguments(function: &str, raw: &str) -> Result<Value, String> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    match serde_json::from_str::<Value>(raw) {
+        Ok(Value::String(inner)) => match serde_json::from_str::<Value>(&inner) {
+            Ok(value @ Value::Object(_)) => Ok(value),
+            _ => Ok(Value::String(inner)),
+        },
+        Ok(value) => Ok(value),
+        Err(e) => Err(format!(
+            "the arguments to `{function}` are not valid JSON ({e}); send one JSON object of named arguments"
+        )),
+    }
+}
+
+/// Polls `future`, turning a panic into an `Err` instead of unwinding through the agent.
+async fn catch_unwind<T>(
+    mut future: BoxFuture<'_, T>,
+) -> std::result::Result<T, Box<dyn Any + Send>> {
+    poll_fn(move |cx| {
+        match std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+            Ok(Poll::Ready(value)) => Poll::Ready(Ok(value)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
+    })
+    .await
+}
+
+fn panic_message(panic: &(dyn Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_arguments_are_parsed_leniently_but_honestly() {
+        assert_eq!(parse_raw_arguments("f", "").unwrap(), serde_json::json!({}));
+        assert_eq!(
+            parse_raw_arguments("f", r#""{\"a\":1}""#).unwrap(),
+            serde_json::json!({"a": 1})
+        );
+        assert_eq!(
+            parse_raw_arguments("f", "[1]").unwrap(),
+            serde_json::json!([1])
+        );
+        let err = parse_raw_arguments("f", "{\"a\": 1,").unwrap_err();
+        assert!(
+            err.starts_with("the arguments to `f` are not valid JSON (EOF while parsing"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,65 @@
+//! The crate's error type.
+
+use crate::embed::EmbedError;
+use crate::function::RegistryError;
+use crate::ids::AgentId;
+use crate::memory::MemoryError;
+use crate::store::StoreError;
+
+/// Why an agent operation failed. When a step fails with one of these, nothing of it was
+/// stored and the agent is as it was before the step.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Storage failed or refused (conflict, embedding mismatch...).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A function could not be found or registered.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// A working-context edit was rejected.
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+    /// Embedding failed.
+    #[error("embedding failed: {0}")]
+    Embed(#[from] EmbedError),
+    /// No agent with this id exists in the store.
+    #[error("agent {0} not found")]
+    AgentNotFound(AgentId),
+    /// A document upload was larger than [`AgentConfig::max_document_bytes`](crate::agent::AgentConfig::max_document_bytes).
+    #[error(
+        "document \"{name}\" is {bytes} bytes, over the limit of {limit} bytes; split it or raise \
+         AgentConfig::max_document_bytes"
+    )]
+    DocumentTooLarge {
+        /// The document.
+        name: String,
+        /// Its size.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A document upload had no text.
+    #[error("document \"{name}\" has no text")]
+    EmptyDocument {
+        /// The document.
+        name: String,
+    },
+    /// An event's message alone does not fit the context window.
+    #[error(
+        "the message is {tokens} tokens but only {available} fit in the context window next to the system \
+         instructions, functions and memory; send long text as a document upload instead"
+    )]
+    MessageTooLarge {
+        /// The message's tokens.
+        tokens: usize,
+        /// The room left for it.
+        available: usize,
+    },
+    /// The agent was configured inconsistently.
+    #[error("invalid agent configuration: {0}")]
+    Config(String),
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,286 @@
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+use super::ToolError;
+use crate::chunk::chunk_text;
+use crate::embed::{EmbedError, Embedder, Embedding};
+use crate::ids::{AgentId, PassageId};
+use crate::memory::WorkingContext;
+use crate::message::Message;
+use crate::store::{
+    ArchivalQuery, Hit, Page, Passage, RecallQuery, SearchMode, SearchPage, Storage,
+};
+use crate::tokens::TokenCounter;
+
+/// Settings that built-in functions read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolSettings {
+    /// Results per page of every search function.
+    pub page_size: usize,
+    /// How `archival_memory_search` ranks passages (falls back to text with no embedder).
+    pub archival_search: SearchMode,
+    /// Maximum tokens per archival passage; longer inserts are split.
+    pub passage_tokens: usize,
+}
+
+impl Default for ToolSettings {
+    fn default() -> Self {
+        Self {
+            page_size: 5,
+            archival_search: SearchMode::Hybrid,
+            passage_tokens: 300,
+        }
+    }
+}
+
+/// Typed values a user hands to their functions (database pools, HTTP clients, API keys...).
+///
+/// ```
+/// use memgpt_core::function::Extensions;
+///
+/// struct WeatherApiKey(String);
+/// let mut ext = Extensions::new();
+/// ext.insert(WeatherApiKey("k".into()));
+/// assert_eq!(ext.get::<WeatherApiKey>().unwrap().0, "k");
+/// ```
+#[derive(Clone, Default)]
+pub struct Extensions {
+    map: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
+}
+
+impl Extensions {
+    /// No extensions.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds (or replaces) the value of type `T`.
+    pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) {
+        self.map.insert(TypeId::of::<T>(), Arc::new(value));
+    }
+
+    /// The value of type `T`, if one was inserted.
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.map.get(&TypeId::of::<T>())?.downcast_ref()
+    }
+}
+
+impl fmt::Debug for Extensions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Extensions")
+            .field("len", &self.map.len())
+            .finish()
+    }
+}
+
+/// Writes a step makes that are committed together at its end.
+#[derive(Debug, Default)]
+pub(crate) struct StepWrites {
+    /// Passages inserted by functions (searchable within the step through the overlay).
+    pub(crate) passages: Vec<Passage>,
+    /// Messages for the user (`send_message`).
+    pub(crate) replies: Vec<String>,
+    /// A new pause for timer events: `Some(until)` set, `Some(None)` cleared.
+    pub(crate) pause_until: Option<Option<DateTime<Utc>>>,
+}
+
+/// What a function call can see and change: working context, recall and archival storage, the
+/// user-facing output and the agent's extensions.
+///
+/// Writes (archival inserts, memory edits, messages to the user) become durable with the step
+/// that made them; a later call in the same step already sees them.
+pub struct ToolContext<'a> {
+    pub(crate) agent_id: AgentId,
+    pub(crate) now: DateTime<Utc>,
+    pub(crate) memory: &'a mut WorkingContext,
+    pub(crate) storage: &'a Storage,
+    pub(crate) embedder: Option<&'a dyn Embedder>,
+    pub(crate) counter: &'a dyn TokenCounter,
+    pub(crate) writes: &'a mut StepWrites,
+    pub(crate) settings: &'a ToolSettings,
+    pub(crate) extensions: &'a Extensions,
+    /// Passages committed before this step.
+    pub(crate) committed_passages: u64,
+    /// Messages in recall storage, this step's included.
+    pub(crate) recall_messages: u64,
+}
+
+impl fmt::Debug for ToolContext<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("agent_id", &self.agent_id)
+            .field("now", &self.now)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> ToolContext<'a> {
+    /// The agent running the call.
+    pub fn agent_id(&self) -> AgentId {
+        self.agent_id
+    }
+
+    /// The time of the call (from the agent's clock).
+    pub fn now(&self) -> DateTime<Utc> {
+        self.now
+    }
+
+    /// Working context.
+    pub fn memory(&self) -> &WorkingContext {
+        self.memory
+    }
+
+    /// Working context, for editing.
+    pub fn memory_mut(&mut self) -> &mut WorkingContext {
+        self.memory
+    }
+
+    /// Settings for built-in functions.
+    pub fn settings(&self) -> &ToolSettings {
+        self.settings
+    }
+
+    /// The extension of type `T` given to the agent, if any.
+    pub fn extension<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.extensions.get::<T>()
+    }
+
+    /// Sends a message to the user (it appears in the step's replies).
+    pub fn send_message(&mut self, text: impl Into<String>) {
+        self.writes.replies.push(text.into());
+    }
+
+    /// Ignores timer events until `until` (`None` resumes them).
+    pub fn pause_timers_until(&mut self, until: Option<DateTime<Utc>>) {
+        self.writes.pause_until = Some(until);
+    }
+
+    /// How many messages recall storage holds for this agent.
+    pub fn recall_count(&self) -> u64 {
+        self.recall_messages
+    }
+
+    /// How many passages archival storage holds for this agent, this step's inserts included.
+    pub fn archival_count(&self) -> u64 {
+        self.committed_passages + self.writes.passages.len() as u64
+    }
+
+    /// Searches recall storage. Messages of the step in progress are in the FIFO queue and
+    /// become searchable when the step commits.
+    pub async fn search_recall(
+        &self,
+        query: &RecallQuery,
+    ) -> Result<SearchPage<Message>, ToolError> {
+        Ok(self.storage.recall.search(self.agent_id, query).await?)
+    }
+
+    /// Stores `text` in archival storage, split into passages of at most
+    /// [`ToolSettings::passage_tokens`] tokens and embedded when the agent has an embedder.
+    /// Returns the new passages' ids.
+    pub async fn insert_archival(
+        &mut self,
+        text: &str,
+        metadata: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Vec<PassageId>, ToolError> {
+        let chunks = chunk_text(text, self.settings.passage_tokens, self.counter);
+        if chunks.is_empty() {
+            return Err(ToolError::new("nothing to insert: the content is empty"));
+        }
+        let passages =
+            build_passages(self.agent_id, chunks, metadata, self.embedder, self.now).await?;
+        let ids = passages.iter().map(|p| p.id).collect();
+        self.writes.passages.extend(passages);
+        Ok(ids)
+    }
+
+    /// Searches archival storage, this step's inserts included, ranked by
+    /// [`ToolSettings::archival_search`].
+    pub async fn search_archival(
+        &self,
+        text: &str,
+        page: usize,
+    ) -> Result<SearchPage<Passage>, ToolError> {
+        let page = Page::new(page, self.settings.page_size);
+        let embedding = match (self.settings.archival_search, self.embedder) {
+            (SearchMode::Text, _) | (_, None) => None,
+            (_, Some(embedder)) => Some(embedder.embed_one(text).await?),
+        };
+        let mode = if embedding.is_some() {
+            self.settings.archival_search
+        } else {
+            SearchMode::Text
+        };
+        let query = ArchivalQuery {
+            text: text.to_owned(),
+            embedding,
+            mode,
+            page,
+        };
+        if self.writes.passages.is_empty() {
+            return Ok(self.storage.archival.search(self.agent_id, &query).await?);
+        }
+        // Overlay: rank this step's passages the same way and merge them by score with every
+        // committed hit that could land on the requested page.
+        let wide = ArchivalQuery {
+            page: Page::new(0, page.offset() + page.size),
+            ..query.clone()
+        };
+        let committed = self.storage.archival.search(self.agent_id, &wide).await?;
+        let pending = crate::store::rank_passages(&self.writes.passages, &query)?;
+        let total = committed.total + pending.len();
+        let mut hits = committed.hits;
+        hits.extend(pending.into_iter().map(|(score, i)| Hit {
+            item: self.writes.passages[i].clone(),
+            score,
+        }));
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(b.item.created_at.cmp(&a.item.created_at))
+        });
+        Ok(SearchPage {
+            hits: page.slice(hits),
+            page,
+            total,
+        })
+    }
+}
+
+/// Embeds `chunks` (when there is an embedder) into passages.
+pub(crate) async fn build_passages(
+    agent_id: AgentId,
+    chunks: Vec<String>,
+    metadata: serde_json::Map<String, serde_json::Value>,
+    embedder: Option<&dyn Embedder>,
+    now: DateTime<Utc>,
+) -> Result<Vec<Passage>, EmbedError> {
+    let vectors = match embedder {
+        Some(embedder) => {
+            let vectors = embedder.embed(&chunks).await?;
+            if vectors.len() != chunks.len() {
+                return Err(EmbedError::InvalidResponse {
+                    message: format!("{} vectors for {} texts", vectors.len(), chunks.len()),
+                });
+            }
+            vectors.into_iter().map(Some).collect()
+        }
+        None => vec![None; chunks.len()],
+    };
+    Ok(chunks
+        .into_iter()
+        .zip(vectors)
+        .map(|(text, vector)| {
+            let mut passage = Passage::new(agent_id, text, now);
+            passage.metadata = metadata.clone();
+            passage.embedding = vector.map(|vector| Embedding {
+                model: embedder.map(|e| e.model().to_owned()).unwrap_or_default(),
+                vector,
+            });
+            passage
+        })
+        .collect())
+}

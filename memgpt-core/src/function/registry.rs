@@ -1,0 +1,277 @@
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+
+use super::{FUNCTIONS, Function};
+use crate::llm::ToolSchema;
+
+/// Why a function could not be registered or looked up.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// Two functions share a name.
+    #[error("two functions are named `{name}`: one in {first}, one in {second}")]
+    DuplicateName {
+        /// The name.
+        name: String,
+        /// Where the first was defined.
+        first: String,
+        /// Where the second was defined.
+        second: String,
+    },
+    /// A toolset names a function nobody registered.
+    #[error(
+        "no function named `{name}` is registered (is the crate defining it linked? see memgpt::function); \
+         registered: {}",
+        available.join(", ")
+    )]
+    UnknownFunction {
+        /// The name asked for.
+        name: String,
+        /// The names that exist.
+        available: Vec<String>,
+    },
+    /// A name the chat APIs would reject.
+    #[error("invalid function name `{0}`: use 1 to 64 letters, digits, `_` or `-`")]
+    InvalidName(String),
+    /// A parameters schema that is not a JSON object schema.
+    #[error("function `{name}` has an invalid parameters schema: {reason}")]
+    InvalidSchema {
+        /// The function.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// A registered function with its schema, computed once.
+#[derive(Clone, Debug)]
+pub struct RegisteredFunction {
+    /// The function.
+    pub function: Arc<dyn Function>,
+    /// Its schema as sent to the LLM.
+    pub schema: ToolSchema,
+}
+
+/// All functions an agent could be given, by name.
+///
+/// [`FunctionRegistry::linked`] holds every `#[memgpt_fn]` in the binary; add run-time
+/// functions with [`FunctionRegistry::register`]. Cloning is cheap.
+#[derive(Clone, Debug, Default)]
+pub struct FunctionRegistry {
+    functions: Arc<BTreeMap<String, RegisteredFunction>>,
+}
+
+impl FunctionRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every function registered with `#[memgpt_fn]` in the linked binary (computed once).
+    pub fn linked() -> Result<Self, RegistryError> {
+        static LINKED: OnceLock<Result<FunctionRegistry, RegistryError>> = OnceLock::new();
+        LINKED
+            .get_or_init(|| {
+                let mut registry = FunctionRegistry::new();
+                for def in FUNCTIONS.iter() {
+                    registry.insert(Arc::new(def))?;
+                }
+                Ok(registry)
+            })
+            .clone()
+    }
+
+    /// Adds a function. Fails if the name is taken or invalid, or its schema is not an object.
+    pub fn register(&mut self, function: impl Function + 'static) -> Result<(), RegistryError> {
+        self.insert(Arc::new(function))
+    }
+
+    fn insert(&mut self, function: Arc<dyn Function>) -> Result<(), RegistryError> {
+        let name = function.name().to_owned();
+        if name.is_empty()
+            || name.len() > 64
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(RegistryError::InvalidName(name));
+        }
+        if let Some(existing) = self.functions.get(&name) {
+            return Err(RegistryError::DuplicateName {
+                name,
+                first: existing.function.origin().to_owned(),
+                second: function.origin().to_owned(),
+            });
+        }
+        let parameters = function.parameters();
+        if parameters.get("type").and_then(|t| t.as_str()) != Some("object") {
+            return Err(RegistryError::InvalidSchema {
+                name,
+                reason: "it must be a JSON schema of type \"object\"".into(),
+            });
+        }
+        let schema = ToolSchema {
+            name: name.clone(),
+            description: function.description().to_owned(),
+            parameters,
+        };
+        Arc::make_mut(&mut self.functions).insert(name, RegisteredFunction { function, schema });
+        Ok(())
+    }
+
+    /// The function called `name`.
+    pub fn get(&self, name: &str) -> Option<&RegisteredFunction> {
+        self.functions.get(name)
+    }
+
+    /// Every registered name, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.functions.keys().map(String::as_str)
+    }
+
+    /// The functions called `names`, in that order. Unknown names are an error.
+    pub fn toolset<S: AsRef<str>>(&self, names: &[S]) -> Result<Toolset, RegistryError> {
+        let mut functions = Vec::with_capacity(names.len());
+        for name in names {
+            let name = name.as_ref();
+            if functions
+                .iter()
+                .any(|f: &RegisteredFunction| f.schema.name == name)
+            {
+                continue;
+            }
+            let registered = self
+                .get(name)
+                .ok_or_else(|| RegistryError::UnknownFunction {
+                    name: name.to_owned(),
+                    available: self.names().map(str::to_owned).collect(),
+                })?;
+            functions.push(registered.clone());
+        }
+        let schemas = functions.iter().map(|f| f.schema.clone()).collect();
+        Ok(Toolset { functions, schemas })
+    }
+}
+
+/// The ordered set of functions one agent may call.
+#[derive(Clone, Debug)]
+pub struct Toolset {
+    functions: Vec<RegisteredFunction>,
+    schemas: Arc<[ToolSchema]>,
+}
+
+impl Toolset {
+    /// The function called `name`, if the agent has it.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Function>> {
+        self.functions
+            .iter()
+            .find(|f| f.schema.name == name)
+            .map(|f| &f.function)
+    }
+
+    /// The schemas sent to the LLM, in order.
+    pub fn schemas(&self) -> &Arc<[ToolSchema]> {
+        &self.schemas
+    }
+
+    /// The function names, in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.functions.iter().map(|f| f.schema.name.as_str())
+    }
+
+    /// How many functions there are.
+    pub fn len(&self) -> usize {
+        self.functions.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.functions.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use async_trait::async_trait;
+    use serde_json::json;
+
+    use super::*;
+    use crate::function::{ToolContext, ToolReturn};
+
+    #[derive(Debug)]
+    struct Dynamic(&'static str, serde_json::Value);
+
+    #[async_trait]
+    impl Function for Dynamic {
+        fn name(&self) -> &str {
+            self.0
+        }
+        fn description(&self) -> &str {
+            "a runtime function"
+        }
+        fn parameters(&self) -> serde_json::Value {
+            self.1.clone()
+        }
+        async fn call(
+            &self,
+            _ctx: &mut ToolContext<'_>,
+            _arguments: serde_json::Value,
+        ) -> ToolReturn {
+            ToolReturn::ok("dynamic", false)
+        }
+    }
+
+    #[test]
+    fn builtins_are_linked() {
+        let registry = FunctionRegistry::linked().unwrap();
+        for name in crate::builtin::DEFAULT_FUNCTIONS {
+            assert!(registry.get(name).is_some(), "{name} missing");
+        }
+    }
+
+    #[test]
+    fn duplicates_and_bad_names_are_rejected() {
+        let mut registry = FunctionRegistry::linked().unwrap();
+        let err = registry
+            .register(Dynamic("send_message", json!({"type": "object"})))
+            .unwrap_err();
+        assert!(
+            matches!(err, RegistryError::DuplicateName { ref second, .. } if second == "runtime"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("memgpt_core::builtin"));
+        assert!(matches!(
+            registry.register(Dynamic("has space", json!({"type": "object"}))),
+            Err(RegistryError::InvalidName(_))
+        ));
+        assert!(matches!(
+            registry.register(Dynamic("x", json!({"type": "string"}))),
+            Err(RegistryError::InvalidSchema { .. })
+        ));
+        registry
+            .register(Dynamic("lookup", json!({"type": "object"})))
+            .unwrap();
+        assert!(registry.get("lookup").is_some());
+        assert!(
+            FunctionRegistry::linked().unwrap().get("lookup").is_none(),
+            "registering does not touch the linked set"
+        );
+    }
+
+    #[test]
+    fn toolsets_keep_order_and_reject_unknown_names() {
+        let registry = FunctionRegistry::linked().unwrap();
+        let set = registry
+            .toolset(&["send_message", "core_memory_append", "send_message"])
+            .unwrap();
+        assert_eq!(
+            set.names().collect::<Vec<_>>(),
+            ["send_message", "core_memory_append"]
+        );
+        let err = registry.toolset(&["send_mesage"]).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("no function named `send_mesage` is registered")
+        );
+    }
+}

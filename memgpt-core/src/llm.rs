@@ -1,0 +1,342 @@
+//! The LLM seam: one chat-completion call with function schemas in, content + function calls +
+//! token usage out.
+//!
+//! Providers (in `memgpt-providers`) implement [`LlmProvider`] for a wire protocol. Errors are
+//! typed so the agent loop can react: a [`LlmError::ContextOverflow`] forces a queue flush and one
+//! retry, a [`LlmError::Transient`] error was already retried by the provider, and a
+//! [`LlmError::Permanent`] error ends the step.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::message::ToolCall;
+
+/// The role of a chat message on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// System instructions.
+    System,
+    /// The user (and, in MemGPT, system events packaged as JSON envelopes).
+    User,
+    /// The model.
+    Assistant,
+    /// A function result.
+    Tool,
+}
+
+impl Role {
+    /// The lowercase wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
+/// A provider-neutral chat message.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// Who speaks.
+    pub role: Role,
+    /// The text content (may be empty for an assistant message that only calls functions).
+    pub content: String,
+    /// Function calls (assistant messages only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// The call answered (tool messages only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// The function name (tool messages) when the protocol wants it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl ChatMessage {
+    /// A message with `role` and `content` and nothing else.
+    pub fn new(role: Role, content: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            name: None,
+        }
+    }
+
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::new(Role::System, content)
+    }
+
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::new(Role::User, content)
+    }
+
+    /// An assistant message.
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self::new(Role::Assistant, content)
+    }
+}
+
+/// A function offered to the model: name, description and JSON-schema parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolSchema {
+    /// The function name.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// A JSON schema (type `object`) of its arguments.
+    pub parameters: serde_json::Value,
+}
+
+/// Whether the model must call a function.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides.
+    Auto,
+    /// The model must call some function (MemGPT's default: every turn is a function call).
+    #[default]
+    Required,
+    /// The model must not call functions.
+    None,
+}
+
+/// One chat-completion request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatRequest {
+    /// The model name; empty means the provider's configured default.
+    pub model: String,
+    /// The prompt.
+    pub messages: Vec<ChatMessage>,
+    /// Functions offered (empty: plain completion, as for the summarizer).
+    pub tools: Arc<[ToolSchema]>,
+    /// Whether a function call is required (ignored when `tools` is empty).
+    pub tool_choice: ToolChoice,
+    /// Sampling temperature, when set.
+    pub temperature: Option<f32>,
+    /// Maximum completion tokens, when set.
+    pub max_tokens: Option<u32>,
+}
+
+impl ChatRequest {
+    /// A request for `messages` with no functions.
+    pub fn new(model: impl Into<String>, messages: Vec<ChatMessage>) -> Self {
+        Self {
+            model: model.into(),
+            messages,
+            tools: Arc::from(Vec::new()),
+            tool_choice: ToolChoice::Auto,
+            temperature: None,
+            max_tokens: None,
+        }
+    }
+}
+
+/// Token usage of one call, as reported by the provider.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt (input) tokens.
+    pub prompt_tokens: u64,
+    /// Completion (output) tokens.
+    pub completion_tokens: u64,
+}
+
+impl Usage {
+    /// Prompt plus completion tokens.
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, rhs: Self) {
+        self.prompt_tokens += rhs.prompt_tokens;
+        self.completion_tokens += rhs.completion_tokens;
+    }
+}
+
+/// Why the model stopped generating.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// It finished its answer.
+    Stop,
+    /// It called functions.
+    ToolCalls,
+    /// It hit the completion token limit.
+    Length,
+    /// A content filter stopped it.
+    ContentFilter,
+    /// Something else, as reported.
+    Other(String),
+}
+
+/// One chat-completion response.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChatResponse {
+    /// Text content (inner monologue for MemGPT agents); empty when there is none.
+    pub content: String,
+    /// Function calls, in order.
+    pub tool_calls: Vec<ToolCall>,
+    /// Token usage.
+    pub usage: Usage,
+    /// Why generation stopped.
+    pub finish_reason: FinishReason,
+    /// The model that answered, as reported.
+    pub model: String,
+}
+
+/// Why a chat call failed.
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LlmError {
+    /// The prompt does not fit the model's context window.
+    #[error("context length exceeded: {message}")]
+    ContextOverflow {
+        /// The provider's message.
+        message: String,
+    },
+    /// A failure that may succeed later (rate limit, overload, timeout, 5xx). Providers retry
+    /// these themselves; this is returned once retries are exhausted.
+    #[error("transient provider error{}: {message}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+    Transient {
+        /// The HTTP status, if there was one.
+        status: Option<u16>,
+        /// What happened.
+        message: String,
+        /// How long the provider asked us to wait, if it said.
+        retry_after: Option<Duration>,
+    },
+    /// A failure that will not go away by retrying (bad key, unknown model, invalid request).
+    #[error("provider error{}: {message}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+    Permanent {
+        /// The HTTP status, if there was one.
+        status: Option<u16>,
+        /// What happened.
+        message: String,
+    },
+    /// The provider answered with something that is not a valid response.
+    #[error("invalid provider response: {message}")]
+    InvalidResponse {
+        /// What was wrong with it.
+        message: String,
+    },
+}
+
+impl LlmError {
+    /// Whether retrying the same request may succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, LlmError::Transient { .. })
+    }
+
+    /// Whether the prompt was too long.
+    pub fn is_context_overflow(&self) -> bool {
+        matches!(self, LlmError::ContextOverflow { .. })
+    }
+}
+
+/// A chat-completion backend.
+///
+/// Implementations retry transient failures themselves (with backoff), and map "context length
+/// exceeded" responses to [`LlmError::ContextOverflow`] so the agent can flush and retry.
+#[async_trait]
+pub trait LlmProvider: Send + Sync + fmt::Debug {
+    /// The model used when a request leaves [`ChatRequest::model`] empty.
+    fn model(&self) -> &str;
+
+    /// The model's context window in tokens, when the provider knows it.
+    fn context_window(&self) -> Option<usize> {
+        None
+    }
+
+    /// Runs one chat completion.
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError>;
+}
+
+#[async_trait]
+impl<P: LlmProvider + ?Sized> LlmProvider for Arc<P> {
+    fn model(&self) -> &str {
+        (**self).model()
+    }
+
+    fn context_window(&self) -> Option<usize> {
+        (**self).context_window()
+    }
+
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        (**self).complete(request).await
+    }
+}
+
+/// The context window of well-known models, by name prefix; `None` for unknown models.
+///
+/// ```
+/// assert_eq!(memgpt_core::llm::known_context_window("gpt-4o-mini"), Some(128_000));
+/// assert_eq!(memgpt_core::llm::known_context_window("my-local-model"), None);
+/// ```
+pub fn known_context_window(model: &str) -> Option<usize> {
+    let model = model.rsplit('/').next().unwrap_or(model);
+    const TABLE: &[(&str, usize)] = &[
+        ("gpt-4.1", 1_047_576),
+        ("gpt-4o", 128_000),
+        ("gpt-4-turbo", 128_000),
+        ("gpt-4-1106", 128_000),
+        ("gpt-4-0125", 128_000),
+        ("gpt-4-32k", 32_768),
+        ("gpt-4", 8_192),
+        ("gpt-3.5-turbo-instruct", 4_096),
+        ("gpt-3.5-turbo", 16_385),
+        ("gpt-5", 400_000),
+        ("o1", 200_000),
+        ("o3", 200_000),
+        ("o4", 200_000),
+        ("claude", 200_000),
+    ];
+    TABLE
+        .iter()
+        .find(|(prefix, _)| model.starts_with(prefix))
+        .map(|&(_, window)| window)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_windows_prefer_the_longest_matching_prefix_listed_first() {
+        assert_eq!(known_context_window("gpt-4-turbo-preview"), Some(128_000));
+        assert_eq!(known_context_window("gpt-4-0613"), Some(8_192));
+        assert_eq!(known_context_window("openai/gpt-4o"), Some(128_000));
+        assert_eq!(known_context_window("gpt-3.5-turbo"), Some(16_385));
+    }
+
+    #[test]
+    fn errors_say_what_kind_they_are() {
+        let e = LlmError::Transient {
+            status: Some(429),
+            message: "slow down".into(),
+            retry_after: None,
+        };
+        assert!(e.is_transient());
+        assert_eq!(
+            e.to_string(),
+            "transient provider error (HTTP 429): slow down"
+        );
+        assert!(
+            LlmError::ContextOverflow {
+                message: "too long".into()
+            }
+            .is_context_overflow()
+        );
+    }
+}

@@ -1,0 +1,64 @@
+//! Working context: the fixed-size, read/write part of main context.
+//!
+//! It is split into labelled [`MemoryBlock`]s (by default `persona` and `human`), each with a
+//! character limit. The LLM changes them only through function calls
+//! (`core_memory_append`, `core_memory_replace`); an edit that would exceed a limit fails with a
+//! message saying how far over it is.
+
+mod block;
+mod working;
+
+pub use block::{DEFAULT_BLOCK_LIMIT, MemoryBlock};
+pub use working::WorkingContext;
+
+/// Why a working-context edit was rejected. The messages are written for the LLM to read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MemoryError {
+    /// No block has this label.
+    #[error("there is no memory block labelled `{label}`; the blocks are: {}", available.join(", "))]
+    UnknownBlock {
+        /// The label asked for.
+        label: String,
+        /// The labels that exist.
+        available: Vec<String>,
+    },
+    /// The edit would exceed the block's character limit.
+    #[error(
+        "edit rejected: block `{label}` would hold {would_be} characters but its limit is {limit} ({} over); \
+         shorten the text, replace older content, or move details to archival memory",
+        would_be - limit
+    )]
+    OverLimit {
+        /// The block.
+        label: String,
+        /// Its character limit.
+        limit: usize,
+        /// The length the edit would produce.
+        would_be: usize,
+    },
+    /// `core_memory_replace` was given text that does not occur in the block.
+    #[error(
+        "edit rejected: the text to replace was not found in block `{label}`; it must match the block's \
+         current text exactly (case, spacing and punctuation included)"
+    )]
+    NotFound {
+        /// The block.
+        label: String,
+    },
+    /// `core_memory_replace` was given an empty text to replace.
+    #[error("edit rejected: the text to replace is empty; give the exact text to change")]
+    EmptyPattern,
+    /// The block is read-only.
+    #[error("edit rejected: block `{label}` is read-only")]
+    ReadOnly {
+        /// The block.
+        label: String,
+    },
+    /// A block with this label already exists.
+    #[error("a memory block labelled `{label}` already exists")]
+    DuplicateLabel {
+        /// The label.
+        label: String,
+    },
+}

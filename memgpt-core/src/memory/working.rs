@@ -1,0 +1,159 @@
+use serde::{Deserialize, Serialize};
+
+use super::{MemoryBlock, MemoryError};
+
+/// The labelled blocks of working context, in display order.
+///
+/// Every successful edit bumps [`WorkingContext::revision`], which the agent uses to notice that
+/// the rendered system prompt (and its token count) must be refreshed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkingContext {
+    blocks: Vec<MemoryBlock>,
+    #[serde(skip)]
+    revision: u64,
+}
+
+impl WorkingContext {
+    /// An empty working context.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Working context holding `blocks` (labels must be unique).
+    pub fn from_blocks(blocks: impl IntoIterator<Item = MemoryBlock>) -> Result<Self, MemoryError> {
+        let mut ctx = Self::new();
+        for block in blocks {
+            ctx.add(block)?;
+        }
+        Ok(ctx)
+    }
+
+    /// Adds a block at the end.
+    pub fn add(&mut self, block: MemoryBlock) -> Result<(), MemoryError> {
+        if self.get(block.label()).is_some() {
+            return Err(MemoryError::DuplicateLabel {
+                label: block.label().to_owned(),
+            });
+        }
+        self.blocks.push(block);
+        self.revision += 1;
+        Ok(())
+    }
+
+    /// Removes a block, returning it.
+    pub fn remove(&mut self, label: &str) -> Result<MemoryBlock, MemoryError> {
+        let index = self.index_of(label)?;
+        self.revision += 1;
+        Ok(self.blocks.remove(index))
+    }
+
+    /// The blocks, in order.
+    pub fn blocks(&self) -> &[MemoryBlock] {
+        &self.blocks
+    }
+
+    /// The block labelled `label`.
+    pub fn get(&self, label: &str) -> Option<&MemoryBlock> {
+        self.blocks.iter().find(|b| b.label() == label)
+    }
+
+    /// Appends `content` to block `label`.
+    pub fn append(&mut self, label: &str, content: &str) -> Result<(), MemoryError> {
+        let index = self.index_of(label)?;
+        self.blocks[index].append(content)?;
+        self.revision += 1;
+        Ok(())
+    }
+
+    /// Replaces `old` with `new` in block `label`; returns the number of replacements.
+    pub fn replace(&mut self, label: &str, old: &str, new: &str) -> Result<usize, MemoryError> {
+        let index = self.index_of(label)?;
+        let n = self.blocks[index].replace(old, new)?;
+        self.revision += 1;
+        Ok(n)
+    }
+
+    /// Sets the whole text of block `label`.
+    pub fn set(&mut self, label: &str, value: impl Into<String>) -> Result<(), MemoryError> {
+        let index = self.index_of(label)?;
+        self.blocks[index].set(value.into())?;
+        self.revision += 1;
+        Ok(())
+    }
+
+    /// A counter bumped by every successful change.
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// Renders every block for the prompt.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for (i, block) in self.blocks.iter().enumerate() {
+            if i > 0 {
+                out.push('\n');
+            }
+            block.render(&mut out);
+        }
+        out
+    }
+
+    fn index_of(&self, label: &str) -> Result<usize, MemoryError> {
+        self.blocks
+            .iter()
+            .position(|b| b.label() == label)
+            .ok_or_else(|| MemoryError::UnknownBlock {
+                label: label.to_owned(),
+                available: self.blocks.iter().map(|b| b.label().to_owned()).collect(),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> WorkingContext {
+        WorkingContext::from_blocks([
+            MemoryBlock::new("persona", "I am Sam."),
+            MemoryBlock::new("human", ""),
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn unknown_labels_list_the_real_ones() {
+        let mut c = ctx();
+        let err = c.append("user", "x").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "there is no memory block labelled `user`; the blocks are: persona, human"
+        );
+    }
+
+    #[test]
+    fn revision_moves_only_on_success() {
+        let mut c = ctx();
+        let r = c.revision();
+        c.append("human", "Name: Chad").unwrap();
+        assert_eq!(c.revision(), r + 1);
+        assert!(c.replace("human", "nope", "x").is_err());
+        assert_eq!(c.revision(), r + 1);
+    }
+
+    #[test]
+    fn duplicate_labels_are_rejected() {
+        let mut c = ctx();
+        assert!(matches!(
+            c.add(MemoryBlock::new("human", "")),
+            Err(MemoryError::DuplicateLabel { .. })
+        ));
+    }
+
+    #[test]
+    fn render_joins_blocks() {
+        let rendered = ctx().render();
+        assert!(rendered.starts_with("<persona characters=\"9/2000\">"));
+        assert!(rendered.ends_with("<human characters=\"0/2000\">\n\n</human>"));
+    }
+}

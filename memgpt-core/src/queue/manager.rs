@@ -1,0 +1,379 @@
+use std::sync::Arc;
+
+use super::{EntryView, EvictionPolicy, FifoQueue, PaperPolicy, Pressure, QueueView};
+use crate::ids::MessageId;
+
+/// The entries a flush will evict, after the invariants were enforced.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EvictionPlan {
+    /// Queue indices to evict, ascending.
+    pub indices: Vec<usize>,
+    /// Tokens they free.
+    pub tokens: usize,
+}
+
+impl EvictionPlan {
+    /// Whether nothing will be evicted.
+    pub fn is_empty(&self) -> bool {
+        self.indices.is_empty()
+    }
+}
+
+/// Carries out an [`EvictionPolicy`]'s decisions on a [`FifoQueue`], enforcing:
+///
+/// 1. a function call and its results are evicted together or not at all;
+/// 2. pinned messages, `protected` messages, and the newest unit (what the model must answer)
+///    are never evicted;
+/// 3. if what the policy chose would leave the context in the flush zone, more units are
+///    evicted, oldest first, until it is out of it or nothing evictable is left.
+#[derive(Clone, Debug)]
+pub struct QueueManager {
+    policy: Arc<dyn EvictionPolicy>,
+}
+
+impl Default for QueueManager {
+    fn default() -> Self {
+        Self::new(Arc::new(PaperPolicy::default()))
+    }
+}
+
+impl QueueManager {
+    /// A manager for `policy`.
+    pub fn new(policy: Arc<dyn EvictionPolicy>) -> Self {
+        Self { policy }
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Arc<dyn EvictionPolicy> {
+        &self.policy
+    }
+
+    /// The policy's view of `queue`, with `protected` messages marked pinned.
+    pub fn view_entries(queue: &FifoQueue, protected: &[MessageId]) -> Vec<EntryView> {
+        queue
+            .entries()
+            .map(|e| {
+                let m = e.message();
+                EntryView {
+                    id: m.id,
+                    kind: m.kind,
+                    tokens: e.tokens(),
+                    created_at: m.created_at,
+                    last_used: e.last_used(),
+                    uses: e.uses(),
+                    pinned: e.is_pinned() || protected.contains(&m.id),
+                }
+            })
+            .collect()
+    }
+
+    /// How full the context is.
+    pub fn pressure(&self, queue: &FifoQueue, window: usize, fixed_tokens: usize) -> Pressure {
+        let entries = Self::view_entries(queue, &[]);
+        self.policy.pressure(&QueueView {
+            entries: &entries,
+            window,
+            fixed_tokens,
+        })
+    }
+
+    /// What a flush would evict now.
+    pub fn plan(
+        &self,
+        queue: &FifoQueue,
+        window: usize,
+        fixed_tokens: usize,
+        protected: &[MessageId],
+    ) -> EvictionPlan {
+        let mut entries = Self::view_entries(queue, protected);
+        let units = queue.units();
+        // The newest unit is what the model is answering: it always stays.
+        if let Some(last) = units.last() {
+            for i in last.clone() {
+                entries[i].pinned = true;
+            }
+        }
+        let mut unit_of = vec![0; entries.len()];
+        for (u, unit) in units.iter().enumerate() {
+            for i in unit.clone() {
+                unit_of[i] = u;
+            }
+        }
+        let evictable: Vec<bool> = units
+            .iter()
+            .map(|unit| unit.clone().all(|i| !entries[i].pinned))
+            .collect();
+
+        let view = QueueView {
+            entries: &entries,
+            window,
+            fixed_tokens,
+        };
+        let mut chosen = vec![false; units.len()];
+        for index in self.policy.select(&view) {
+            if let Some(&u) = unit_of.get(index) {
+                chosen[u] |= evictable[u];
+            }
+        }
+
+        // Never leave the context in the flush zone if evicting more can help: add the oldest
+        // remaining evictable units, as few as needed. Evicting more never raises pressure, so
+        // the smallest sufficient count is found by bisection.
+        let still_flush = |chosen: &[bool]| {
+            let remaining: Vec<EntryView> = units
+                .iter()
+                .enumerate()
+                .filter(|(u, _)| !chosen[*u])
+                .flat_map(|(_, unit)| unit.clone().map(|i| entries[i].clone()))
+                .collect();
+            self.policy.pressure(&QueueView {
+                entries: &remaining,
+                window,
+                fixed_tokens,
+            }) == Pressure::Flush
+        };
+        if still_flush(&chosen) {
+            let extra: Vec<usize> = (0..units.len())
+                .filter(|&u| evictable[u] && !chosen[u])
+                .collect();
+            let with = |k: usize| {
+                let mut c = chosen.clone();
+                for &u in &extra[..k] {
+                    c[u] = true;
+                }
+                c
+            };
+            let (mut lo, mut hi) = (0, extra.len());
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                if still_flush(&with(mid)) {
+                    lo = mid + 1
+                } else {
+                    hi = mid
+                }
+            }
+            chosen = with(lo);
+        }
+
+        let mut plan = EvictionPlan::default();
+        for unit in units
+            .iter()
+            .zip(&chosen)
+            .filter(|(_, c)| **c)
+            .map(|(unit, _)| unit)
+        {
+            for i in unit.clone() {
+                plan.indices.push(i);
+                plan.tokens += entries[i].tokens;
+            }
+        }
+        plan
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use chrono::Utc;
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::ids::AgentId;
+    use crate::message::{Message, MessageKind, ToolCall};
+    use crate::tokens::ApproxCounter;
+
+    /// A policy that evicts whatever it is told: to check that the manager, not the policy,
+    /// keeps the invariants.
+    #[derive(Debug)]
+    struct Arbitrary {
+        picks: Vec<usize>,
+        flush_at: usize,
+    }
+
+    impl EvictionPolicy for Arbitrary {
+        fn name(&self) -> &str {
+            "arbitrary"
+        }
+        fn pressure(&self, view: &QueueView<'_>) -> Pressure {
+            if view.total_tokens() >= self.flush_at {
+                Pressure::Flush
+            } else {
+                Pressure::Normal
+            }
+        }
+        fn select(&self, view: &QueueView<'_>) -> Vec<usize> {
+            self.picks
+                .iter()
+                .map(|p| p % view.entries.len().max(1))
+                .collect()
+        }
+    }
+
+    /// One step of a conversation: a user message, or an assistant message with `n` calls
+    /// followed by its `n` results.
+    #[derive(Clone, Debug)]
+    enum Turn {
+        User(usize),
+        Calls(usize, usize),
+    }
+
+    fn turn() -> impl Strategy<Value = Turn> {
+        prop_oneof![
+            (1usize..200).prop_map(Turn::User),
+            ((1usize..4), (1usize..200)).prop_map(|(n, len)| Turn::Calls(n, len)),
+        ]
+    }
+
+    fn build(turns: &[Turn], pins: &[usize]) -> FifoQueue {
+        let agent = AgentId::new();
+        let mut q = FifoQueue::new();
+        for t in turns {
+            match *t {
+                Turn::User(len) => q.push(
+                    Arc::new(Message::new(
+                        agent,
+                        MessageKind::User,
+                        "u".repeat(len),
+                        Utc::now(),
+                    )),
+                    &ApproxCounter,
+                ),
+                Turn::Calls(n, len) => {
+                    let calls = (0..n)
+                        .map(|i| ToolCall {
+                            id: format!("{i}"),
+                            name: "f".into(),
+                            arguments: "{}".into(),
+                        })
+                        .collect();
+                    q.push(
+                        Arc::new(Message::assistant(
+                            agent,
+                            "t".repeat(len),
+                            calls,
+                            Utc::now(),
+                        )),
+                        &ApproxCounter,
+                    );
+                    for i in 0..n {
+                        let result = if i % 2 == 0 {
+                            Ok("r".repeat(len))
+                        } else {
+                            Err("e".into())
+                        };
+                        q.push(
+                            Arc::new(Message::function_result(
+                                agent,
+                                format!("{i}"),
+                                "f",
+                                result,
+                                Utc::now(),
+                            )),
+                            &ApproxCounter,
+                        );
+                    }
+                }
+            }
+        }
+        for &p in pins {
+            if let Some(id) = q.get(p % q.len().max(1)).map(|e| e.message().id) {
+                q.set_pinned(id, true);
+            }
+        }
+        q
+    }
+
+    /// Every function result is directly preceded by its call group, and every call keeps all
+    /// its results.
+    fn pairs_intact(q: &FifoQueue) -> bool {
+        let entries: Vec<_> = q.entries().collect();
+        let mut i = 0;
+        while i < entries.len() {
+            let m = entries[i].message();
+            match m.kind {
+                MessageKind::FunctionReturn | MessageKind::FunctionError => return false,
+                MessageKind::Assistant if !m.tool_calls.is_empty() => {
+                    let n = m.tool_calls.len();
+                    for j in 1..=n {
+                        match entries.get(i + j).map(|e| e.message().kind) {
+                            Some(MessageKind::FunctionReturn | MessageKind::FunctionError) => {}
+                            _ => return false,
+                        }
+                    }
+                    i += n + 1;
+                }
+                _ => i += 1,
+            }
+        }
+        true
+    }
+
+    proptest! {
+        #[test]
+        fn any_policy_keeps_the_queue_valid(
+            turns in prop::collection::vec(turn(), 1..40),
+            picks in prop::collection::vec(0usize..200, 0..30),
+            pins in prop::collection::vec(0usize..200, 0..3),
+            window in 50usize..3000,
+            fixed in 0usize..500,
+        ) {
+            let mut q = build(&turns, &pins);
+            prop_assert!(pairs_intact(&q));
+            let pinned: Vec<MessageId> = q.entries().filter(|e| e.is_pinned()).map(|e| e.message().id).collect();
+            let newest = q.get(q.len() - 1).unwrap().message().id;
+            let manager = QueueManager::new(Arc::new(Arbitrary { picks, flush_at: window }));
+            let plan = manager.plan(&q, window, fixed, &[]);
+            let before = q.tokens();
+            let removed = q.remove(&plan.indices);
+            prop_assert_eq!(before - q.tokens(), plan.tokens);
+            prop_assert_eq!(removed.len(), plan.indices.len());
+            prop_assert!(pairs_intact(&q), "a call was separated from its result");
+            for id in &pinned {
+                prop_assert!(q.position(*id).is_some(), "a pinned message was evicted");
+            }
+            prop_assert!(q.position(newest).is_some(), "the newest message was evicted");
+            // Still flushing only if nothing evictable is left.
+            if fixed + q.tokens() >= window {
+                let again = manager.plan(&q, window, fixed, &[]);
+                prop_assert!(again.is_empty(), "the flush stopped while more could be evicted");
+            }
+        }
+
+        #[test]
+        fn paper_policy_evicts_oldest_first_and_about_half(
+            turns in prop::collection::vec(turn(), 4..40),
+        ) {
+            let q = build(&turns, &[]);
+            let window = q.tokens();
+            let manager = QueueManager::default();
+            let plan = manager.plan(&q, window, 0, &[]);
+            // Oldest first: the evicted indices are a prefix of the queue.
+            prop_assert_eq!(plan.indices.clone(), (0..plan.indices.len()).collect::<Vec<_>>());
+            // About half: at least half of the queue's tokens unless the newest unit (which
+            // stays) holds more than half of them.
+            let last_unit = q.units().pop().unwrap();
+            let newest_tokens: usize = last_unit.map(|i| q.get(i).unwrap().tokens()).sum();
+            if newest_tokens * 2 <= q.tokens() {
+                prop_assert!(plan.tokens * 2 >= q.tokens());
+            }
+        }
+    }
+
+    #[test]
+    fn protected_messages_stay() {
+        let q = build(
+            &[
+                Turn::User(100),
+                Turn::User(100),
+                Turn::User(100),
+                Turn::User(100),
+            ],
+            &[],
+        );
+        let protected = q.get(0).unwrap().message().id;
+        let plan = QueueManager::default().plan(&q, q.tokens(), 0, &[protected]);
+        assert!(!plan.indices.contains(&0));
+        assert!(plan.indices.contains(&1));
+    }
+}

@@ -1,0 +1,19 @@
+//! The FIFO queue and page replacement.
+//!
+//! * [`FifoQueue`]: the recent messages in context, each with its token count cached at append
+//!   time, so the running total is O(1) per append.
+//! * [`EvictionPolicy`]: decides *when* to warn or flush and *what* to evict, from a read-only
+//!   [`QueueView`]. [`PaperPolicy`] is MemGPT's: warn at 70% of the window, flush at 100%, evict
+//!   about 50% of the queue, oldest first.
+//! * [`QueueManager`]: carries a policy's decisions out and enforces the invariants whatever the
+//!   policy returns: a function call is never separated from its results, pinned and protected
+//!   messages stay, and a flush always frees enough to leave the flush zone when that is
+//!   possible.
+
+mod fifo;
+mod manager;
+mod policy;
+
+pub use fifo::{FifoQueue, QueueEntry};
+pub use manager::{EvictionPlan, QueueManager};
+pub use policy::{EntryView, EvictionPolicy, PaperPolicy, Pressure, QueueView};

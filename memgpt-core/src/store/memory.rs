@@ -1,0 +1,586 @@
+//! The in-memory reference implementation of every storage seam.
+
+use std::collections::HashMap;
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use async_trait::async_trait;
+
+use super::text::Bm25Index;
+use super::{
+    AgentState, AgentStore, ArchivalQuery, ArchivalStore, Commit, Hit, Page, Passage, RecallQuery,
+    RecallStore, SearchMode, SearchPage, StoreError,
+};
+use crate::embed::{Embedding, cosine};
+use crate::ids::{AgentId, MessageId, PassageId};
+use crate::message::Message;
+
+/// The constant of reciprocal-rank fusion (Cormack et al. 2009).
+pub(crate) const RRF_K: f32 = 60.0;
+
+/// Every storage role in process memory: exact, simple, and the reference the SQL and index
+/// backends are checked against. Nothing survives the process.
+///
+/// Search is exhaustive: BM25 over message/passage text and exact cosine over embeddings.
+#[derive(Debug, Default)]
+pub struct InMemoryStore {
+    inner: RwLock<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    agents: HashMap<AgentId, AgentState>,
+    /// Creation order of agents.
+    order: Vec<AgentId>,
+    recall: HashMap<AgentId, AgentRecall>,
+    archival: HashMap<AgentId, AgentArchival>,
+}
+
+#[derive(Debug, Default)]
+struct AgentRecall {
+    messages: Vec<Message>,
+    by_id: HashMap<MessageId, usize>,
+}
+
+#[derive(Debug, Default)]
+struct AgentArchival {
+    passages: Vec<Passage>,
+    /// The (model, dimension) of every stored vector, fixed by the first one.
+    embedding: Option<(String, usize)>,
+}
+
+/// Checks that `embedding` matches the (model, dimension) a store already holds, if any.
+fn check_embedding(
+    fixed: Option<&(String, usize)>,
+    embedding: &Embedding,
+) -> Result<(), StoreError> {
+    match fixed {
+        Some((model, dimension))
+            if *model != embedding.model || *dimension != embedding.dimension() =>
+        {
+            Err(StoreError::EmbeddingMismatch {
+                expected_model: model.clone(),
+                expected_dimension: *dimension,
+                found_model: embedding.model.clone(),
+                found_dimension: embedding.dimension(),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+impl InMemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Inner> {
+        // Writers never leave `Inner` half-updated (they validate first), so a poisoned lock
+        // still guards consistent data.
+        self.inner
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Inner> {
+        self.inner
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[async_trait]
+impl AgentStore for InMemoryStore {
+    async fn create_agent(&self, state: &AgentState) -> Result<(), StoreError> {
+        let mut inner = self.write();
+        if inner.agents.contains_key(&state.id) {
+            return Err(StoreError::AgentExists(state.id));
+        }
+        inner.agents.insert(state.id, state.clone());
+        inner.order.push(state.id);
+        Ok(())
+    }
+
+    async fn load_agent(&self, id: AgentId) -> Result<Option<AgentState>, StoreError> {
+        Ok(self.read().agents.get(&id).cloned())
+    }
+
+    async fn list_agents(&self) -> Result<Vec<AgentState>, StoreError> {
+        let inner = self.read();
+        Ok(inner
+            .order
+            .iter()
+            .filter_map(|id| inner.agents.get(id).cloned())
+            .collect())
+    }
+
+    async fn delete_agent(&self, id: AgentId) -> Result<bool, StoreError> {
+        let mut inner = self.write();
+        inner.recall.remove(&id);
+        inner.archival.remove(&id);
+        inner.order.retain(|a| *a != id);
+        Ok(inner.agents.remove(&id).is_some())
+    }
+
+    async fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
+        let id = commit.state.id;
+        let mut inner = self.write();
+        // Validate everything before changing anything: the commit is all or nothing.
+        let current = inner.agents.get(&id).ok_or(StoreError::AgentNotFound(id))?;
+        let expected = commit.state.version.saturating_sub(1);
+        if current.version != expected || commit.state.version == 0 {
+            return Err(StoreError::Conflict {
+                agent: id,
+                expected,
+                found: current.version,
+            });
+        }
+        let archival = inner.archival.entry(id).or_default();
+        let mut fixed = archival.embedding.clone();
+        for passage in &commit.passages {
+            if let Some(embedding) = &passage.embedding {
+                check_embedding(fixed.as_ref(), embedding)?;
+                fixed.get_or_insert_with(|| (embedding.model.clone(), embedding.dimension()));
+            }
+        }
+
+        archival.embedding = fixed;
+        if !commit.deleted_passages.is_empty() {
+            archival
+                .passages
+                .retain(|p| !commit.deleted_passages.contains(&p.id));
+        }
+        archival.passages.extend(commit.passages.iter().cloned());
+        let recall = inner.recall.entry(id).or_default();
+        for message in &commit.messages {
+            recall.by_id.insert(message.id, recall.messages.len());
+            recall.messages.push(message.clone());
+        }
+        inner.agents.insert(id, commit.state.clone());
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl RecallStore for InMemoryStore {
+    async fn search(
+        &self,
+        agent: AgentId,
+        query: &RecallQuery,
+    ) -> Result<SearchPage<Message>, StoreError> {
+        let inner = self.read();
+        let Some(recall) = inner.recall.get(&agent) else {
+            return Ok(SearchPage::empty(query.page));
+        };
+        let candidates: Vec<&Message> =
+            recall.messages.iter().filter(|m| query.admits(m)).collect();
+        let hits: Vec<Hit<Message>> = match query.text_query() {
+            None => candidates
+                .into_iter()
+                .map(|m| Hit {
+                    item: m.clone(),
+                    score: 0.0,
+                })
+                .collect(),
+            Some(text) => {
+                let texts: Vec<String> = candidates.iter().map(|m| m.searchable_text()).collect();
+                let scores = Bm25Index::new(texts.iter().map(String::as_str)).scores(text);
+                let mut scored: Vec<(f32, &Message)> = scores
+                    .into_iter()
+                    .zip(candidates)
+                    .filter(|(s, _)| *s > 0.0)
+                    .collect();
+                scored.sort_by(|a, b| {
+                    b.0.total_cmp(&a.0)
+                        .then(b.1.created_at.cmp(&a.1.created_at))
+                });
+                scored
+                    .into_iter()
+                    .map(|(score, m)| Hit {
+                        item: m.clone(),
+                        score,
+                    })
+                    .collect()
+            }
+        };
+        Ok(SearchPage {
+            total: hits.len(),
+            hits: query.page.slice(hits),
+            page: query.page,
+        })
+    }
+
+    async fn get_messages(
+        &self,
+        agent: AgentId,
+        ids: &[MessageId],
+    ) -> Result<Vec<Message>, StoreError> {
+        let inner = self.read();
+        let Some(recall) = inner.recall.get(&agent) else {
+            return Ok(Vec::new());
+        };
+        Ok(ids
+            .iter()
+            .filter_map(|id| recall.by_id.get(id).map(|&i| recall.messages[i].clone()))
+            .collect())
+    }
+
+    async fn count_messages(&self, agent: AgentId) -> Result<u64, StoreError> {
+        Ok(self
+            .read()
+            .recall
+            .get(&agent)
+            .map_or(0, |r| r.messages.len() as u64))
+    }
+}
+
+#[async_trait]
+impl ArchivalStore for InMemoryStore {
+    async fn search(
+        &self,
+        agent: AgentId,
+        query: &ArchivalQuery,
+    ) -> Result<SearchPage<Passage>, StoreError> {
+        let inner = self.read();
+        let Some(archival) = inner.archival.get(&agent) else {
+            return Ok(SearchPage::empty(query.page));
+        };
+        if let Some(embedding) = &query.embedding {
+            check_embedding(archival.embedding.as_ref(), embedding)?;
+        }
+        let ranked = rank_passages(&archival.passages, query)?;
+        let total = ranked.len();
+        let hits = query
+            .page
+            .slice(ranked)
+            .into_iter()
+            .map(|(score, i)| Hit {
+                item: archival.passages[i].clone(),
+                score,
+            })
+            .collect();
+        Ok(SearchPage {
+            hits,
+            page: query.page,
+            total,
+        })
+    }
+
+    async fn get_passages(
+        &self,
+        agent: AgentId,
+        ids: &[PassageId],
+    ) -> Result<Vec<Passage>, StoreError> {
+        let inner = self.read();
+        let Some(archival) = inner.archival.get(&agent) else {
+            return Ok(Vec::new());
+        };
+        Ok(ids
+            .iter()
+            .filter_map(|id| archival.passages.iter().find(|p| p.id == *id).cloned())
+            .collect())
+    }
+
+    async fn list_passages(
+        &self,
+        agent: AgentId,
+        page: Page,
+    ) -> Result<SearchPage<Passage>, StoreError> {
+        let inner = self.read();
+        let passages = inner
+            .archival
+            .get(&agent)
+            .map(|a| a.passages.as_slice())
+            .unwrap_or_default();
+        Ok(SearchPage {
+            total: passages.len(),
+            hits: page
+                .slice(passages.iter().collect())
+                .into_iter()
+                .map(|p| Hit {
+                    item: p.clone(),
+                    score: 0.0,
+                })
+                .collect(),
+            page,
+        })
+    }
+
+    async fn count_passages(&self, agent: AgentId) -> Result<u64, StoreError> {
+        Ok(self
+            .read()
+            .archival
+            .get(&agent)
+            .map_or(0, |a| a.passages.len() as u64))
+    }
+}
+
+/// Ranks passages for `query`: `(score, index)`, best first.
+///
+/// Shared with the step overlay, which searches passages inserted earlier in the same step.
+pub(crate) fn rank_passages(
+    passages: &[Passage],
+    query: &ArchivalQuery,
+) -> Result<Vec<(f32, usize)>, StoreError> {
+    let by_vector = |embedding: &Embedding| -> Vec<(f32, usize)> {
+        let mut ranked: Vec<(f32, usize)> = passages
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| {
+                Some((cosine(&embedding.vector, &p.embedding.as_ref()?.vector), i))
+            })
+            .collect();
+        sort_ranked(&mut ranked, passages);
+        ranked
+    };
+    let by_text = || -> Vec<(f32, usize)> {
+        let scores = Bm25Index::new(passages.iter().map(|p| p.text.as_str())).scores(&query.text);
+        let mut ranked: Vec<(f32, usize)> = scores
+            .into_iter()
+            .enumerate()
+            .filter(|(_, s)| *s > 0.0)
+            .map(|(i, s)| (s, i))
+            .collect();
+        sort_ranked(&mut ranked, passages);
+        ranked
+    };
+    Ok(match (query.mode, &query.embedding) {
+        (SearchMode::Vector, Some(e)) => by_vector(e),
+        (SearchMode::Vector, None) => {
+            return Err(StoreError::InvalidQuery(
+                "vector search needs a query embedding".into(),
+            ));
+        }
+        (SearchMode::Text, _) | (SearchMode::Hybrid, None) => by_text(),
+        (SearchMode::Hybrid, Some(e)) => {
+            reciprocal_rank_fusion(&[by_vector(e), by_text()], passages)
+        }
+    })
+}
+
+fn sort_ranked(ranked: &mut [(f32, usize)], passages: &[Passage]) {
+    ranked.sort_by(|a, b| {
+        b.0.total_cmp(&a.0)
+            .then(passages[b.1].created_at.cmp(&passages[a.1].created_at))
+    });
+}
+
+/// Fuses rankings: each item scores the sum of `1 / (RRF_K + rank)` over the lists it is in.
+fn reciprocal_rank_fusion(lists: &[Vec<(f32, usize)>], passages: &[Passage]) -> Vec<(f32, usize)> {
+    let mut fused: HashMap<usize, f32> = HashMap::new();
+    for list in lists {
+        for (rank, &(_, i)) in list.iter().enumerate() {
+            *fused.entry(i).or_default() += 1.0 / (RRF_K + rank as f32 + 1.0);
+        }
+    }
+    let mut ranked: Vec<(f32, usize)> = fused.into_iter().map(|(i, s)| (s, i)).collect();
+    sort_ranked(&mut ranked, passages);
+    ranked
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{Duration, TimeZone, Utc};
+
+    use super::*;
+    use crate::agent::AgentConfig;
+    use crate::embed::HashingEmbedder;
+    use crate::message::MessageKind;
+    use crate::store::{Summary, TimeRange};
+
+    fn state(id: AgentId) -> AgentState {
+        let t = Utc.with_ymd_and_hms(2024, 1, 1, 0, 0, 0).unwrap();
+        AgentState {
+            id,
+            name: "a".into(),
+            version: 0,
+            config: AgentConfig::default(),
+            system: String::new(),
+            memory: Default::default(),
+            summary: Summary::default(),
+            fifo: Vec::new(),
+            pinned: Vec::new(),
+            pressure_warned: false,
+            heartbeats_paused_until: None,
+            memory_updated_at: t,
+            created_at: t,
+            updated_at: t,
+        }
+    }
+
+    fn commit(state: &AgentState, messages: Vec<Message>, passages: Vec<Passage>) -> Commit {
+        let mut next = state.clone();
+        next.version += 1;
+        Commit {
+            state: next,
+            messages,
+            passages,
+            deleted_passages: Vec::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn commits_are_versioned_and_all_or_nothing() {
+        let store = InMemoryStore::new();
+        let id = AgentId::new();
+        let s0 = state(id);
+        store.create_agent(&s0).await.unwrap();
+        assert!(matches!(
+            store.create_agent(&s0).await,
+            Err(StoreError::AgentExists(_))
+        ));
+
+        let t = s0.created_at;
+        let e = HashingEmbedder::new(8);
+        let mut good = Passage::new(id, "x", t);
+        good.embedding = Some(Embedding {
+            model: "m".into(),
+            vector: e.vector("x"),
+        });
+        let c1 = commit(
+            &s0,
+            vec![Message::new(id, MessageKind::User, "hi", t)],
+            vec![good],
+        );
+        store.commit(&c1).await.unwrap();
+
+        // A stale writer conflicts.
+        let stale = commit(
+            &s0,
+            vec![Message::new(id, MessageKind::User, "lost?", t)],
+            vec![],
+        );
+        assert!(matches!(
+            store.commit(&stale).await,
+            Err(StoreError::Conflict {
+                expected: 0,
+                found: 1,
+                ..
+            })
+        ));
+
+        // A mismatched embedding rejects the whole commit, messages included.
+        let mut bad = Passage::new(id, "y", t);
+        bad.embedding = Some(Embedding {
+            model: "other".into(),
+            vector: vec![1.0; 8],
+        });
+        let c2 = commit(
+            &c1.state,
+            vec![Message::new(id, MessageKind::User, "also lost", t)],
+            vec![bad],
+        );
+        assert!(matches!(
+            store.commit(&c2).await,
+            Err(StoreError::EmbeddingMismatch { .. })
+        ));
+        assert_eq!(store.count_messages(id).await.unwrap(), 1);
+        assert_eq!(store.count_passages(id).await.unwrap(), 1);
+        assert_eq!(store.load_agent(id).await.unwrap().unwrap().version, 1);
+    }
+
+    #[tokio::test]
+    async fn recall_search_ranks_text_and_lists_ranges_chronologically() {
+        let store = InMemoryStore::new();
+        let id = AgentId::new();
+        let s0 = state(id);
+        store.create_agent(&s0).await.unwrap();
+        let t0 = s0.created_at;
+        let texts = ["my cat is Mochi", "weather talk", "Mochi ate tuna", "bye"];
+        let messages: Vec<Message> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Message::new(id, MessageKind::User, *t, t0 + Duration::days(i as i64)))
+            .collect();
+        store
+            .commit(&commit(&s0, messages.clone(), vec![]))
+            .await
+            .unwrap();
+
+        let page = RecallStore::search(&store, id, &RecallQuery::text("mochi", Page::first(1)))
+            .await
+            .unwrap();
+        assert_eq!(page.total, 2);
+        assert_eq!(page.hits.len(), 1);
+        assert!(page.has_more());
+
+        let range = TimeRange {
+            start: Some(t0 + Duration::days(1)),
+            end: Some(t0 + Duration::days(3)),
+        };
+        let page = RecallStore::search(&store, id, &RecallQuery::range(range, Page::first(10)))
+            .await
+            .unwrap();
+        let got: Vec<&str> = page.hits.iter().map(|h| h.item.text.as_str()).collect();
+        assert_eq!(got, ["weather talk", "Mochi ate tuna"]);
+
+        let ids = [messages[3].id, messages[0].id];
+        let got = store.get_messages(id, &ids).await.unwrap();
+        assert_eq!(got.iter().map(|m| m.id).collect::<Vec<_>>(), ids);
+    }
+
+    #[tokio::test]
+    async fn archival_search_modes() {
+        let store = InMemoryStore::new();
+        let id = AgentId::new();
+        let s0 = state(id);
+        store.create_agent(&s0).await.unwrap();
+        let e = HashingEmbedder::new(128);
+        let passages: Vec<Passage> = [
+            "the launch code is 4242",
+            "apples are red",
+            "bananas are yellow",
+        ]
+        .iter()
+        .map(|t| {
+            let mut p = Passage::new(id, *t, s0.created_at);
+            p.embedding = Some(Embedding {
+                model: e.model_name(),
+                vector: e.vector(t),
+            });
+            p
+        })
+        .collect();
+        store.commit(&commit(&s0, vec![], passages)).await.unwrap();
+
+        let q = |mode, text: &str, with_vector: bool| ArchivalQuery {
+            text: text.into(),
+            embedding: with_vector.then(|| Embedding {
+                model: e.model_name(),
+                vector: e.vector(text),
+            }),
+            mode,
+            page: Page::first(5),
+        };
+        for mode in [SearchMode::Vector, SearchMode::Text, SearchMode::Hybrid] {
+            let page = ArchivalStore::search(&store, id, &q(mode, "launch code", true))
+                .await
+                .unwrap();
+            assert_eq!(
+                page.hits[0].item.text, "the launch code is 4242",
+                "{mode:?}"
+            );
+        }
+        assert!(matches!(
+            ArchivalStore::search(&store, id, &q(SearchMode::Vector, "x", false)).await,
+            Err(StoreError::InvalidQuery(_))
+        ));
+        let wrong = ArchivalQuery {
+            embedding: Some(Embedding {
+                model: "other".into(),
+                vector: vec![0.0; 3],
+            }),
+            ..q(SearchMode::Vector, "x", false)
+        };
+        assert!(matches!(
+            ArchivalStore::search(&store, id, &wrong).await,
+            Err(StoreError::EmbeddingMismatch { .. })
+        ));
+    }
+
+    impl HashingEmbedder {
+        fn model_name(&self) -> String {
+            crate::embed::Embedder::model(self).to_owned()
+        }
+    }
+}

@@ -1,0 +1,310 @@
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::agent::AgentConfig;
+use crate::embed::Embedding;
+use crate::ids::{AgentId, MessageId, PassageId};
+use crate::memory::WorkingContext;
+use crate::message::{Message, MessageKind};
+
+/// Which page of results to return. Pages are numbered from 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Page {
+    /// The page number, from 0.
+    pub number: usize,
+    /// Results per page (at least 1).
+    pub size: usize,
+}
+
+impl Page {
+    /// Page `number` of `size` results.
+    pub fn new(number: usize, size: usize) -> Self {
+        Self {
+            number,
+            size: size.max(1),
+        }
+    }
+
+    /// The first page of `size` results.
+    pub fn first(size: usize) -> Self {
+        Self::new(0, size)
+    }
+
+    /// Index of the first result on this page.
+    pub fn offset(&self) -> usize {
+        self.number.saturating_mul(self.size)
+    }
+
+    /// Cuts this page out of a full, ordered result list.
+    pub fn slice<T>(&self, all: Vec<T>) -> Vec<T> {
+        all.into_iter()
+            .skip(self.offset())
+            .take(self.size)
+            .collect()
+    }
+}
+
+/// One search result with its score (higher is better; meaning depends on the search).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Hit<T> {
+    /// The item found.
+    pub item: T,
+    /// Its relevance score.
+    pub score: f32,
+}
+
+/// One page of search results and how many there are in all.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchPage<T> {
+    /// The hits on this page, best (or oldest, for listings) first.
+    pub hits: Vec<Hit<T>>,
+    /// Which page this is.
+    pub page: Page,
+    /// How many results match in all pages together.
+    pub total: usize,
+}
+
+impl<T> SearchPage<T> {
+    /// An empty result.
+    pub fn empty(page: Page) -> Self {
+        Self {
+            hits: Vec::new(),
+            page,
+            total: 0,
+        }
+    }
+
+    /// How many pages the results span.
+    pub fn page_count(&self) -> usize {
+        self.total.div_ceil(self.page.size)
+    }
+
+    /// Whether a later page has more results.
+    pub fn has_more(&self) -> bool {
+        self.page.number + 1 < self.page_count()
+    }
+}
+
+/// A time interval: `start` inclusive, `end` exclusive; either side may be open.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimeRange {
+    /// Earliest time included.
+    pub start: Option<DateTime<Utc>>,
+    /// First time excluded.
+    pub end: Option<DateTime<Utc>>,
+}
+
+impl TimeRange {
+    /// Whether `t` falls in the range.
+    pub fn contains(&self, t: DateTime<Utc>) -> bool {
+        self.start.is_none_or(|s| t >= s) && self.end.is_none_or(|e| t < e)
+    }
+
+    /// Whether the range is unbounded on both sides.
+    pub fn is_unbounded(&self) -> bool {
+        self.start.is_none() && self.end.is_none()
+    }
+}
+
+/// A recall-storage query.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecallQuery {
+    /// Words to search for; `None` (or blank) lists messages chronologically.
+    pub text: Option<String>,
+    /// Only messages created in this range.
+    pub range: TimeRange,
+    /// Only messages of these kinds; empty means every kind.
+    pub kinds: Vec<MessageKind>,
+    /// Which page.
+    pub page: Page,
+}
+
+impl RecallQuery {
+    /// A text search over the conversation (user and assistant messages).
+    pub fn text(text: impl Into<String>, page: Page) -> Self {
+        Self {
+            text: Some(text.into()),
+            range: TimeRange::default(),
+            kinds: MessageKind::CONVERSATION.to_vec(),
+            page,
+        }
+    }
+
+    /// The conversation (user and assistant messages) in a time range, oldest first.
+    pub fn range(range: TimeRange, page: Page) -> Self {
+        Self {
+            text: None,
+            range,
+            kinds: MessageKind::CONVERSATION.to_vec(),
+            page,
+        }
+    }
+
+    /// The query text if it has any non-whitespace content.
+    pub fn text_query(&self) -> Option<&str> {
+        self.text
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+    }
+
+    /// Whether a message passes the kind and range filters (not the text).
+    pub fn admits(&self, message: &Message) -> bool {
+        (self.kinds.is_empty() || self.kinds.contains(&message.kind))
+            && self.range.contains(message.created_at)
+    }
+}
+
+/// How archival search ranks passages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchMode {
+    /// By embedding similarity (needs a query embedding).
+    Vector,
+    /// By lexical relevance (BM25 or the backend's full-text ranking).
+    Text,
+    /// Reciprocal-rank fusion of both; falls back to text when there is no query embedding.
+    #[default]
+    Hybrid,
+}
+
+/// An archival-storage query.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ArchivalQuery {
+    /// The query text.
+    pub text: String,
+    /// The query's embedding (needed for vector and hybrid search).
+    pub embedding: Option<Embedding>,
+    /// How to rank.
+    pub mode: SearchMode,
+    /// Which page.
+    pub page: Page,
+}
+
+/// One passage of archival storage.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Passage {
+    /// Its id.
+    pub id: PassageId,
+    /// The agent it belongs to.
+    pub agent_id: AgentId,
+    /// The text.
+    pub text: String,
+    /// Its embedding, with the model that produced it.
+    pub embedding: Option<Embedding>,
+    /// Free-form metadata (source document, chunk index...).
+    #[serde(default)]
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+    /// When it was stored.
+    pub created_at: DateTime<Utc>,
+}
+
+impl Passage {
+    /// A passage with no embedding and no metadata.
+    pub fn new(agent_id: AgentId, text: impl Into<String>, at: DateTime<Utc>) -> Self {
+        Self {
+            id: PassageId::new(),
+            agent_id,
+            text: text.into(),
+            embedding: None,
+            metadata: serde_json::Map::new(),
+            created_at: at,
+        }
+    }
+}
+
+/// The recursive summary: the first entry of the FIFO queue, standing for every evicted message.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    /// The summary text (empty before the first flush).
+    pub text: String,
+    /// How many messages it stands for.
+    pub evicted_messages: u64,
+    /// When it was last rewritten.
+    pub updated_at: Option<DateTime<Utc>>,
+}
+
+/// Everything needed to bring an agent back: what the [`AgentStore`](super::AgentStore) keeps.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentState {
+    /// The agent's id.
+    pub id: AgentId,
+    /// A human-readable name.
+    pub name: String,
+    /// Bumped by every commit (optimistic concurrency).
+    pub version: u64,
+    /// Configuration.
+    pub config: AgentConfig,
+    /// The read-only system instructions.
+    pub system: String,
+    /// Working context.
+    pub memory: WorkingContext,
+    /// The recursive summary.
+    pub summary: Summary,
+    /// The FIFO queue: ids of the messages in context, oldest first.
+    pub fifo: Vec<MessageId>,
+    /// Queued messages that are never evicted.
+    #[serde(default)]
+    pub pinned: Vec<MessageId>,
+    /// Whether the memory-pressure warning was given and no flush has happened since.
+    pub pressure_warned: bool,
+    /// Timer events are ignored until then (`pause_heartbeats`).
+    pub heartbeats_paused_until: Option<DateTime<Utc>>,
+    /// When working context last changed.
+    pub memory_updated_at: DateTime<Utc>,
+    /// When the agent was created.
+    pub created_at: DateTime<Utc>,
+    /// When the agent was last committed.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// One atomic write: the outcome of one agent step.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Commit {
+    /// The agent's new state; `state.version` is the version being written.
+    pub state: AgentState,
+    /// Messages to append to recall storage.
+    pub messages: Vec<Message>,
+    /// Passages to add to archival storage.
+    pub passages: Vec<Passage>,
+    /// Passages to delete from archival storage.
+    pub deleted_passages: Vec<PassageId>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_know_their_extent() {
+        let p = SearchPage::<()> {
+            hits: vec![],
+            page: Page::new(1, 5),
+            total: 12,
+        };
+        assert_eq!(p.page_count(), 3);
+        assert!(p.has_more());
+        let last = SearchPage::<()> {
+            hits: vec![],
+            page: Page::new(2, 5),
+            total: 12,
+        };
+        assert!(!last.has_more());
+        assert_eq!(Page::new(2, 5).slice((0..12).collect()), vec![10, 11]);
+        assert_eq!(Page::new(0, 0).size, 1);
+    }
+
+    #[test]
+    fn time_ranges_are_half_open() {
+        use chrono::TimeZone;
+        let a = Utc.with_ymd_and_hms(2024, 1, 1, 0, 0, 0).unwrap();
+        let b = Utc.with_ymd_and_hms(2024, 1, 2, 0, 0, 0).unwrap();
+        let r = TimeRange {
+            start: Some(a),
+            end: Some(b),
+        };
+        assert!(r.contains(a));
+        assert!(!r.contains(b));
+        assert!(TimeRange::default().contains(b));
+    }
+}

@@ -1,0 +1,219 @@
+//! Reads and checks the annotated function's signature: which parameter is the context, what
+//! the others are called, what they document.
+
+use syn::spanned::Spanned;
+use syn::{Attribute, Expr, ExprLit, FnArg, Lit, Meta, Pat, Type};
+
+/// How the function takes its context.
+pub(crate) enum ContextParam {
+    None,
+    Shared,
+    Exclusive,
+}
+
+/// One LLM-facing parameter.
+pub(crate) struct Param {
+    pub(crate) ident: syn::Ident,
+    pub(crate) ty: Type,
+    pub(crate) docs: Vec<String>,
+    /// `#[serde]` / `#[schemars]` attributes moved onto the arguments struct's field.
+    pub(crate) forwarded: Vec<Attribute>,
+}
+
+pub(crate) struct Signature {
+    pub(crate) context: ContextParam,
+    pub(crate) params: Vec<Param>,
+}
+
+/// Checks the signature and strips the helper attributes (docs, serde, schemars) off the
+/// parameters, which Rust does not accept there.
+pub(crate) fn analyse(item: &mut syn::ItemFn) -> syn::Result<Signature> {
+    let sig = &mut item.sig;
+    if sig.asyncness.is_none() {
+        return Err(syn::Error::new(
+            sig.fn_token.span,
+            "#[memgpt_fn] requires an `async fn` (functions may await storage and network calls)",
+        ));
+    }
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        return Err(syn::Error::new(
+            sig.generics.span(),
+            "#[memgpt_fn] functions cannot be generic: the LLM needs one concrete schema",
+        ));
+    }
+    if let Some(variadic) = &sig.variadic {
+        return Err(syn::Error::new(
+            variadic.span(),
+            "#[memgpt_fn] functions cannot be variadic",
+        ));
+    }
+
+    let mut context = ContextParam::None;
+    let mut params = Vec::new();
+    for (index, input) in sig.inputs.iter_mut().enumerate() {
+        let typed = match input {
+            FnArg::Receiver(receiver) => {
+                return Err(syn::Error::new(
+                    receiver.span(),
+                    "#[memgpt_fn] must be a free function, not a method: the registry calls it without a receiver",
+                ));
+            }
+            FnArg::Typed(typed) => typed,
+        };
+        if let Some(kind) = context_kind(&typed.ty) {
+            if index != 0 {
+                return Err(syn::Error::new(
+                    typed.ty.span(),
+                    "the `ToolContext` parameter must come first",
+                ));
+            }
+            context = kind;
+            continue;
+        }
+        let ident = match &*typed.pat {
+            Pat::Ident(pat) if pat.subpat.is_none() && pat.by_ref.is_none() => pat.ident.clone(),
+            other => {
+                return Err(syn::Error::new(
+                    other.span(),
+                    "#[memgpt_fn] parameters must be plain names: the name is what the LLM sends",
+                ));
+            }
+        };
+        if ident == "request_heartbeat" {
+            return Err(syn::Error::new(
+                ident.span(),
+                "`request_heartbeat` is added by #[memgpt_fn] itself; remove this parameter",
+            ));
+        }
+        check_type(&ident, &typed.ty)?;
+
+        let mut docs = Vec::new();
+        let mut forwarded = Vec::new();
+        let mut kept = Vec::new();
+        for attr in typed.attrs.drain(..) {
+            if attr.path().is_ident("doc") {
+                docs.push(doc_text(&attr)?);
+            } else if attr.path().is_ident("serde") || attr.path().is_ident("schemars") {
+                forwarded.push(attr);
+            } else {
+                kept.push(attr);
+            }
+        }
+        typed.attrs = kept;
+        params.push(Param {
+            ident,
+            ty: (*typed.ty).clone(),
+            docs,
+            forwarded,
+        });
+    }
+    Ok(Signature { context, params })
+}
+
+/// `Some` if `ty` is `&ToolContext<..>` or `&mut ToolContext<..>`.
+fn context_kind(ty: &Type) -> Option<ContextParam> {
+    let Type::Reference(reference) = ty else {
+        return None;
+    };
+    let Type::Path(path) = &*reference.elem else {
+        return None;
+    };
+    let last = path.path.segments.last()?;
+    if last.ident != "ToolContext" {
+        return None;
+    }
+    Some(if reference.mutability.is_some() {
+        ContextParam::Exclusive
+    } else {
+        ContextParam::Shared
+    })
+}
+
+/// Rejects parameter types the LLM cannot send as owned JSON values.
+fn check_type(ident: &syn::Ident, ty: &Type) -> syn::Result<()> {
+    let unsupported = |what: &str, hint: &str| {
+        Err(syn::Error::new(
+            ty.span(),
+            format!("parameter `{ident}`: {what} cannot be a #[memgpt_fn] parameter; {hint}"),
+        ))
+    };
+    match ty {
+        Type::Reference(_) => unsupported(
+            "a reference",
+            "arguments are deserialised into owned values, so use an owned type such as `String` or `Vec<T>` \
+             (only the first parameter may be a `&ToolContext`/`&mut ToolContext`)",
+        ),
+        Type::ImplTrait(_) => unsupported("`impl Trait`", "use a concrete type"),
+        Type::TraitObject(_) => unsupported("a trait object", "use a concrete type"),
+        Type::BareFn(_) => unsupported("a function pointer", "the LLM can only send JSON data"),
+        Type::Ptr(_) => unsupported("a raw pointer", "the LLM can only send JSON data"),
+        Type::Never(_) => unsupported("`!`", "use a type that has values"),
+        Type::Infer(_) => unsupported("`_`", "write the type out"),
+        Type::Paren(inner) => check_type(ident, &inner.elem),
+        Type::Group(inner) => check_type(ident, &inner.elem),
+        Type::Array(inner) => check_type(ident, &inner.elem),
+        Type::Slice(_) => unsupported("a slice", "use `Vec<T>`"),
+        Type::Tuple(tuple) => tuple.elems.iter().try_for_each(|t| check_type(ident, t)),
+        Type::Path(path) => {
+            for segment in &path.path.segments {
+                if let syn::PathArguments::AngleBracketed(args) = &segment.arguments {
+                    for arg in &args.args {
+                        match arg {
+                            syn::GenericArgument::Lifetime(_) => {
+                                return unsupported(
+                                    "a type with a lifetime",
+                                    "arguments are deserialised into owned values, so use an owned type",
+                                );
+                            }
+                            syn::GenericArgument::Type(inner) => check_type(ident, inner)?,
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The text of one `#[doc = "..."]` attribute.
+pub(crate) fn doc_text(attr: &Attribute) -> syn::Result<String> {
+    match &attr.meta {
+        Meta::NameValue(nv) => match &nv.value {
+            Expr::Lit(ExprLit {
+                lit: Lit::Str(s), ..
+            }) => Ok(s.value()),
+            other => Err(syn::Error::new(
+                other.span(),
+                "#[memgpt_fn] needs doc comments to be string literals",
+            )),
+        },
+        other => Err(syn::Error::new(other.span(), "malformed doc attribute")),
+    }
+}
+
+/// Joins doc lines: wrapped lines are unwrapped, list items keep their own line, and paragraphs
+/// (separated by blank lines) are joined with `paragraph_separator`.
+pub(crate) fn join_docs(lines: &[String], paragraph_separator: &str) -> String {
+    let mut paragraphs: Vec<String> = Vec::new();
+    let mut current = String::new();
+    for line in lines.iter().flat_map(|l| l.lines()) {
+        let line = line.trim();
+        if line.is_empty() {
+            if !current.is_empty() {
+                paragraphs.push(std::mem::take(&mut current));
+            }
+            continue;
+        }
+        if !current.is_empty() {
+            let list_item = line.starts_with("- ") || line.starts_with("* ");
+            current.push(if list_item { '\n' } else { ' ' });
+        }
+        current.push_str(line);
+    }
+    if !current.is_empty() {
+        paragraphs.push(current);
+    }
+    paragraphs.join(paragraph_separator)
+}

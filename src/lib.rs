@@ -1,0 +1,3 @@
+//! memgpt
+extern crate self as memgpt;
+pub use memgpt_core::*;
