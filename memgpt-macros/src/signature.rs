@@ -145,7 +145,7 @@ fn check_type(ident: &syn::Ident, ty: &Type) -> syn::Result<()> {
         ),
         Type::ImplTrait(_) => unsupported("`impl Trait`", "use a concrete type"),
         Type::TraitObject(_) => unsupported("a trait object", "use a concrete type"),
-        Type::BareFn(_) => unsupported("a function pointer", "the LLM can only send JSON data"),
+        Type::FnPtr(_) => unsupported("a function pointer", "the LLM can only send JSON data"),
         Type::Ptr(_) => unsupported("a raw pointer", "the LLM can only send JSON data"),
         Type::Never(_) => unsupported("`!`", "use a type that has values"),
         Type::Infer(_) => unsupported("`_`", "write the type out"),

@@ -1,0 +1,261 @@
+//! The HTTP client shared by providers: one TLS stack (rustls with the *ring* crypto provider),
+//! timeouts, and retries with exponential backoff and jitter that honour `Retry-After`.
+
+use std::sync::Once;
+use std::time::Duration;
+
+use reqwest::header::HeaderMap;
+use reqwest::{Client, RequestBuilder, StatusCode};
+use tracing::{debug, warn};
+
+/// How a provider retries transient failures (HTTP 408/409/425/429/5xx, timeouts, connection
+/// errors).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (0 disables retrying).
+    pub max_retries: u32,
+    /// The first backoff; it doubles with each retry.
+    pub initial_backoff: Duration,
+    /// The longest backoff.
+    pub max_backoff: Duration,
+    /// The longest wait a server's `Retry-After` may impose; longer requests are cut to this.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: 4,
+            initial_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(20),
+            max_retry_after: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait before retry number `attempt` (0-based): the server's `Retry-After` if it gave
+    /// one (capped), else exponential backoff with "equal jitter" (between half and all of the
+    /// backoff, so retries spread out but never hammer).
+    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(wait) = retry_after {
+            return wait.min(self.max_retry_after);
+        }
+        let exp = self
+            .initial_backoff
+            .saturating_mul(2u32.saturating_pow(attempt.min(20)));
+        let backoff = exp.min(self.max_backoff);
+        let half = backoff / 2;
+        half + half.mul_f64(fastrand::f64())
+    }
+}
+
+/// Connection settings every HTTP provider shares.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HttpSettings {
+    /// Whole-request timeout (a slow local model may need minutes).
+    pub timeout: Duration,
+    /// Connection timeout.
+    pub connect_timeout: Duration,
+    /// Retries of transient failures.
+    pub retry: RetryPolicy,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(300),
+            connect_timeout: Duration::from_secs(10),
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// Installs *ring* as the process's rustls crypto provider, unless the application installed
+/// one already. The whole workspace uses *ring* (as sqlx does), so only one crypto library is
+/// compiled and linked.
+pub fn install_crypto_provider() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            // Losing a race with another installer is fine: some provider is installed.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
+    });
+}
+
+/// Builds an HTTP client with the settings' timeouts.
+pub fn client(settings: &HttpSettings) -> Result<Client, reqwest::Error> {
+    install_crypto_provider();
+    Client::builder()
+        .timeout(settings.timeout)
+        .connect_timeout(settings.connect_timeout)
+        .user_agent(concat!("memgpt-rs/", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
+/// A response that completed (any status).
+#[derive(Debug)]
+pub struct HttpResponse {
+    /// The status.
+    pub status: StatusCode,
+    /// The headers.
+    pub headers: HeaderMap,
+    /// The body.
+    pub body: String,
+}
+
+/// Why a request failed for good.
+#[derive(Debug)]
+pub enum HttpFailure {
+    /// The server answered with a non-success status that is not retryable, or retries ran out
+    /// on a retryable one.
+    Status(HttpResponse),
+    /// The request never got a response (connection, timeout, body), after retries.
+    Transport(reqwest::Error),
+}
+
+/// Whether a status is worth retrying.
+pub fn is_retryable(status: StatusCode) -> bool {
+    matches!(status.as_u16(), 408 | 409 | 425 | 429 | 529) || status.is_server_error()
+}
+
+/// The wait a response asks for: `retry-after-ms` (OpenAI), else `Retry-After` in seconds or
+/// as an HTTP date.
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    if let Some(ms) = headers
+        .get("retry-after-ms")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+    {
+        return Duration::try_from_secs_f64(ms / 1000.0).ok();
+    }
+    let value = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        return Duration::try_from_secs_f64(secs).ok();
+    }
+    let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    let wait = at.with_timezone(&chrono::Utc) - chrono::Utc::now();
+    Some(wait.to_std().unwrap_or(Duration::ZERO))
+}
+
+/// Sends the request `build` makes, retrying transient failures per `policy`. Returns the
+/// first successful response, or why it failed. `give_up` lets the caller stop retrying a
+/// retryable status whose body says retrying is pointless (e.g. an exhausted quota).
+pub async fn send_with_retry(
+    policy: &RetryPolicy,
+    build: impl Fn() -> RequestBuilder,
+    give_up: impl Fn(&HttpResponse) -> bool,
+) -> Result<HttpResponse, HttpFailure> {
+    let mut attempt = 0;
+    loop {
+        let outcome = match build().send().await {
+            Ok(response) => {
+                let status = response.status();
+                let headers = response.headers().clone();
+                match response.text().await {
+                    Ok(body) => Ok(HttpResponse {
+                        status,
+                        headers,
+                        body,
+                    }),
+                    Err(e) => Err(e),
+                }
+            }
+            Err(e) => Err(e),
+        };
+        let (retry, wait) = match &outcome {
+            Ok(response) if response.status.is_success() => {
+                break outcome.map_err(HttpFailure::Transport);
+            }
+            Ok(response) => (
+                is_retryable(response.status) && !give_up(response),
+                retry_after(&response.headers),
+            ),
+            Err(_) => (true, None),
+        };
+        if !retry || attempt >= policy.max_retries {
+            return match outcome {
+                Ok(response) => Err(HttpFailure::Status(response)),
+                Err(e) => Err(HttpFailure::Transport(e)),
+            };
+        }
+        let delay = policy.delay(attempt, wait);
+        match &outcome {
+            Ok(response) => warn!(
+                status = response.status.as_u16(),
+                attempt,
+                ?delay,
+                "transient provider error, retrying"
+            ),
+            Err(e) => warn!(error = %e, attempt, ?delay, "request failed, retrying"),
+        }
+        tokio::time::sleep(delay).await;
+        attempt += 1;
+        debug!(attempt, "retrying request");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    #[test]
+    fn backoff_doubles_with_jitter_and_caps() {
+        let p = RetryPolicy {
+            max_retries: 5,
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_millis(1000),
+            max_retry_after: Duration::from_secs(5),
+        };
+        for attempt in 0..8 {
+            let full =
+                Duration::from_millis(100 * 2u64.pow(attempt)).min(Duration::from_millis(1000));
+            let d = p.delay(attempt, None);
+            assert!(d >= full / 2 && d <= full, "attempt {attempt}: {d:?}");
+        }
+        assert_eq!(
+            p.delay(0, Some(Duration::from_secs(2))),
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            p.delay(0, Some(Duration::from_secs(90))),
+            Duration::from_secs(5)
+        );
+    }
+
+    #[test]
+    fn retry_after_forms() {
+        let mut h = HeaderMap::new();
+        assert_eq!(retry_after(&h), None);
+        h.insert("retry-after", HeaderValue::from_static("3"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(3)));
+        h.insert("retry-after-ms", HeaderValue::from_static("250"));
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
+        let mut d = HeaderMap::new();
+        d.insert(
+            "retry-after",
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(
+            retry_after(&d),
+            Some(Duration::ZERO),
+            "a date in the past means now"
+        );
+    }
+
+    #[test]
+    fn retryable_statuses() {
+        for s in [408, 409, 425, 429, 500, 502, 503, 504, 529] {
+            assert!(is_retryable(StatusCode::from_u16(s).unwrap()), "{s}");
+        }
+        for s in [400, 401, 403, 404, 422] {
+            assert!(!is_retryable(StatusCode::from_u16(s).unwrap()), "{s}");
+        }
+    }
+}

@@ -1,0 +1,353 @@
+//! OpenAI's JSON wire format.
+
+use memgpt_core::llm::{ChatMessage, ChatRequest, FinishReason, Role, ToolChoice};
+use memgpt_core::message::ToolCall;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Serialize)]
+pub(super) struct ChatBody<'a> {
+    pub(super) model: &'a str,
+    pub(super) messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(super) tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) tool_choice: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) parallel_tool_calls: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) max_tokens: Option<u32>,
+}
+
+#[derive(Serialize)]
+pub(super) struct WireMessage<'a> {
+    role: &'static str,
+    /// `null` for an assistant message that only calls functions.
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<WireToolCall<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct WireToolCall<'a> {
+    id: &'a str,
+    r#type: &'static str,
+    function: WireFunctionCall<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunctionCall<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+#[derive(Serialize)]
+pub(super) struct WireTool<'a> {
+    r#type: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+impl<'a> ChatBody<'a> {
+    pub(super) fn new(
+        request: &'a ChatRequest,
+        default_model: &'a str,
+        config: &super::OpenAiConfig,
+    ) -> Self {
+        let model = if request.model.is_empty() {
+            default_model
+        } else {
+            request.model.as_str()
+        };
+        let tools: Vec<WireTool<'a>> = request
+            .tools
+            .iter()
+            .map(|t| WireTool {
+                r#type: "function",
+                function: WireFunction {
+                    name: &t.name,
+                    description: &t.description,
+                    parameters: &t.parameters,
+                },
+            })
+            .collect();
+        let tool_choice = (!tools.is_empty() && config.supports_tool_choice).then_some(
+            match request.tool_choice {
+                ToolChoice::Auto => "auto",
+                ToolChoice::Required => "required",
+                ToolChoice::None => "none",
+            },
+        );
+        Self {
+            model,
+            messages: request.messages.iter().map(WireMessage::from).collect(),
+            parallel_tool_calls: if tools.is_empty() {
+                None
+            } else {
+                config.parallel_tool_calls
+            },
+            tools,
+            tool_choice,
+            temperature: request.temperature,
+            max_tokens: request.max_tokens,
+        }
+    }
+}
+
+impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
+    fn from(m: &'a ChatMessage) -> Self {
+        let role = match m.role {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        };
+        let content =
+            if m.role == Role::Assistant && m.content.is_empty() && !m.tool_calls.is_empty() {
+                None
+            } else {
+                Some(m.content.as_str())
+            };
+        Self {
+            role,
+            content,
+            tool_calls: m
+                .tool_calls
+                .iter()
+                .map(|c| WireToolCall {
+                    id: &c.id,
+                    r#type: "function",
+                    function: WireFunctionCall {
+                        name: &c.name,
+                        arguments: &c.arguments,
+                    },
+                })
+                .collect(),
+            tool_call_id: m.tool_call_id.as_deref(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+pub(super) struct ChatCompletion {
+    #[serde(default)]
+    pub(super) model: String,
+    #[serde(default)]
+    pub(super) choices: Vec<Choice>,
+    #[serde(default)]
+    pub(super) usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct Choice {
+    pub(super) message: ResponseMessage,
+    #[serde(default)]
+    pub(super) finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct ResponseMessage {
+    #[serde(default)]
+    pub(super) content: Option<String>,
+    /// Some servers (DeepSeek, vLLM reasoning parsers) put the model's thinking here.
+    #[serde(default)]
+    pub(super) reasoning_content: Option<String>,
+    #[serde(default)]
+    pub(super) tool_calls: Vec<ResponseToolCall>,
+    /// The legacy single-function form.
+    #[serde(default)]
+    pub(super) function_call: Option<ResponseFunction>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct ResponseToolCall {
+    #[serde(default)]
+    pub(super) id: Option<String>,
+    pub(super) function: ResponseFunction,
+}
+
+#[derive(Deserialize)]
+pub(super) struct ResponseFunction {
+    #[serde(default)]
+    pub(super) name: String,
+    /// A JSON string normally; some servers send an object.
+    #[serde(default)]
+    pub(super) arguments: Value,
+}
+
+#[derive(Deserialize)]
+pub(super) struct WireUsage {
+    #[serde(default)]
+    pub(super) prompt_tokens: u64,
+    #[serde(default)]
+    pub(super) completion_tokens: u64,
+}
+
+impl ResponseMessage {
+    /// The calls, with ids invented where the server gave none and arguments as a string.
+    pub(super) fn calls(self) -> Vec<ToolCall> {
+        let legacy = self.function_call.map(|f| ResponseToolCall {
+            id: None,
+            function: f,
+        });
+        self.tool_calls
+            .into_iter()
+            .chain(legacy)
+            .enumerate()
+            .map(|(i, call)| ToolCall {
+                id: call
+                    .id
+                    .filter(|id| !id.is_empty())
+                    .unwrap_or_else(|| format!("call_{i}")),
+                name: call.function.name,
+                arguments: match call.function.arguments {
+                    Value::String(s) => s,
+                    Value::Null => String::new(),
+                    other => other.to_string(),
+                },
+            })
+            .collect()
+    }
+}
+
+pub(super) fn finish_reason(reason: Option<&str>) -> FinishReason {
+    match reason {
+        Some("stop") | None => FinishReason::Stop,
+        Some("tool_calls" | "function_call") => FinishReason::ToolCalls,
+        Some("length") => FinishReason::Length,
+        Some("content_filter") => FinishReason::ContentFilter,
+        Some(other) => FinishReason::Other(other.to_owned()),
+    }
+}
+
+#[derive(Serialize)]
+pub(super) struct EmbeddingBody<'a> {
+    pub(super) model: &'a str,
+    pub(super) input: &'a [String],
+    pub(super) encoding_format: &'static str,
+}
+
+#[derive(Deserialize)]
+pub(super) struct EmbeddingResponse {
+    pub(super) data: Vec<EmbeddingData>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct EmbeddingData {
+    #[serde(default)]
+    pub(super) index: Option<usize>,
+    pub(super) embedding: Vec<f32>,
+}
+
+/// The `error.message` of an error body, if it has one.
+pub(super) fn error_message(body: &str) -> Option<String> {
+    let value: Value = serde_json::from_str(body).ok()?;
+    let error = value.get("error")?;
+    match error {
+        Value::String(s) => Some(s.clone()),
+        Value::Object(_) => error.get("message")?.as_str().map(str::to_owned),
+        _ => None,
+    }
+}
+
+fn error_code(body: &str) -> Option<String> {
+    let value: Value = serde_json::from_str(body).ok()?;
+    let error = value.get("error")?;
+    error
+        .get("code")
+        .or_else(|| error.get("type"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// Whether an error response means the prompt was too long. Servers word this differently:
+/// OpenAI sets `code: context_length_exceeded`; others only say it in the message.
+pub(super) fn is_context_overflow(status: u16, body: &str) -> bool {
+    if !matches!(status, 400 | 413 | 422 | 500) {
+        return false;
+    }
+    if error_code(body).as_deref() == Some("context_length_exceeded") {
+        return true;
+    }
+    let text = error_message(body)
+        .unwrap_or_else(|| body.to_owned())
+        .to_lowercase();
+    [
+        "maximum context length",
+        "context length exceeded",
+        "context_length_exceeded",
+        "exceeds the context",
+        "exceed the context",
+        "exceeds the available context",
+        "context window",
+        "prompt is too long",
+        "too many tokens",
+        "input is too long",
+    ]
+    .iter()
+    .any(|needle| text.contains(needle))
+}
+
+/// Whether a 429 means the account is out of credit (retrying will not help).
+pub(super) fn is_quota_exhausted(body: &str) -> bool {
+    error_code(body).as_deref() == Some("insufficient_quota")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn overflow_detection_reads_codes_and_messages() {
+        let openai = json!({"error": {"message": "This model's maximum context length is 8192 tokens.", "code": "context_length_exceeded"}});
+        assert!(is_context_overflow(400, &openai.to_string()));
+        let llamacpp = json!({"error": {"message": "the request exceeds the available context size, try increasing it"}});
+        assert!(is_context_overflow(400, &llamacpp.to_string()));
+        assert!(!is_context_overflow(
+            400,
+            &json!({"error": {"message": "invalid model"}}).to_string()
+        ));
+        assert!(!is_context_overflow(429, &openai.to_string()));
+    }
+
+    #[test]
+    fn quota_is_not_a_rate_limit() {
+        assert!(is_quota_exhausted(
+            &json!({"error": {"code": "insufficient_quota", "message": "x"}}).to_string()
+        ));
+        assert!(!is_quota_exhausted(
+            &json!({"error": {"code": "rate_limit_exceeded"}}).to_string()
+        ));
+    }
+
+    #[test]
+    fn calls_get_ids_and_string_arguments() {
+        let m: ResponseMessage = serde_json::from_value(json!({
+            "content": null,
+            "tool_calls": [
+                {"function": {"name": "a", "arguments": {"x": 1}}},
+                {"id": "c9", "type": "function", "function": {"name": "b", "arguments": "{\"y\":2}"}}
+            ]
+        }))
+        .unwrap();
+        let calls = m.calls();
+        assert_eq!(calls[0].id, "call_0");
+        assert_eq!(calls[0].arguments, "{\"x\":1}");
+        assert_eq!(calls[1].id, "c9");
+        let legacy: ResponseMessage =
+            serde_json::from_value(json!({"function_call": {"name": "f", "arguments": "{}"}}))
+                .unwrap();
+        assert_eq!(legacy.calls()[0].name, "f");
+    }
+}
