@@ -21,6 +21,7 @@
 //!   in-memory reference implementation.
 //! * [`llm`], [`embed`], [`tokens`]: the provider, embedder and token-counting seams.
 //! * [`message`], [`ids`], [`time`], [`chunk`]: the vocabulary the rest is written in.
+//! * [`testing`]: a scripted in-process provider for unit tests of agents and tools.
 //!
 //! # Stability
 //!
@@ -47,6 +48,7 @@ pub mod message;
 pub mod queue;
 pub mod store;
 pub mod summarizer;
+pub mod testing;
 pub mod time;
 pub mod tokens;
 

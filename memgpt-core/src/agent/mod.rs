@@ -19,6 +19,8 @@ mod event;
 pub mod prompt;
 mod record;
 mod step;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 

@@ -1,0 +1,1000 @@
+//! Agent-loop tests against the scripted in-process provider.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use async_trait::async_trait;
+use chrono::{Duration, TimeZone, Utc};
+use serde_json::json;
+
+use super::*;
+use crate::embed::HashingEmbedder;
+use crate::llm::LlmError;
+use crate::message::MessageKind;
+use crate::store::{AgentStore, InMemoryStore, Page, RecallQuery, RecallStore, StoreError};
+use crate::testing::ScriptedProvider;
+use crate::time::ManualClock;
+
+fn llm() -> Arc<ScriptedProvider> {
+    Arc::new(ScriptedProvider::new())
+}
+
+async fn agent(llm: &Arc<ScriptedProvider>) -> Agent {
+    Agent::builder()
+        .provider(llm.clone())
+        .build()
+        .await
+        .unwrap()
+}
+
+/// A small agent whose context fills after a handful of steps.
+async fn small_agent(llm: &Arc<ScriptedProvider>, window: usize) -> Agent {
+    Agent::builder()
+        .provider(llm.clone())
+        .system_prompt("You are a test agent.")
+        .persona("I am T.")
+        .tools(["send_message", "conversation_search"])
+        .context_window(window)
+        .build()
+        .await
+        .unwrap()
+}
+
+fn kinds(record: &StepRecord) -> Vec<MessageKind> {
+    record.messages.iter().map(|m| m.kind).collect()
+}
+
+#[tokio::test]
+async fn send_message_ends_the_turn_and_commits_the_step() {
+    let llm = llm();
+    llm.push_calls(
+        "Greet them.",
+        &[("send_message", json!({"message": "Hello!"}))],
+    );
+    let mut agent = agent(&llm).await;
+    let record = agent.step("hi there").await.unwrap();
+    assert_eq!(record.replies, ["Hello!"]);
+    assert_eq!(record.stop_reason, StopReason::EndTurn);
+    assert_eq!(record.llm_calls, 1);
+    assert_eq!(
+        kinds(&record),
+        [
+            MessageKind::User,
+            MessageKind::Assistant,
+            MessageKind::FunctionReturn
+        ]
+    );
+    assert_eq!(record.messages[1].text, "Greet them.");
+    assert_eq!(agent.version(), 1);
+    assert_eq!(
+        agent
+            .storage()
+            .recall
+            .count_messages(agent.id())
+            .await
+            .unwrap(),
+        3
+    );
+    let stored = agent
+        .storage()
+        .agents
+        .load_agent(agent.id())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        stored.fifo,
+        record.messages.iter().map(|m| m.id).collect::<Vec<_>>()
+    );
+    // The request carried the system prompt, memory, and all eight functions.
+    let request = &llm.requests()[0];
+    assert_eq!(request.tools.len(), 8);
+    assert!(request.messages[0].content.contains("<persona characters="));
+    assert!(
+        request
+            .messages
+            .last()
+            .unwrap()
+            .content
+            .contains("hi there")
+    );
+}
+
+#[tokio::test]
+async fn heartbeats_chain_through_archival_pages() {
+    let llm = llm();
+    let mut agent = Agent::builder()
+        .provider(llm.clone())
+        .page_size(2)
+        .build()
+        .await
+        .unwrap();
+    for i in 0..5 {
+        agent
+            .insert_archival(
+                &format!("fact {i}: the project codename is Bluebird"),
+                Default::default(),
+            )
+            .await
+            .unwrap();
+    }
+    for page in 0..3 {
+        llm.push_call(
+            "archival_memory_search",
+            json!({"query": "codename", "page": page, "request_heartbeat": true}),
+        );
+    }
+    llm.push_call("send_message", json!({"message": "It is Bluebird."}));
+    let record = agent.step("what is the codename?").await.unwrap();
+    assert_eq!(record.stop_reason, StopReason::EndTurn);
+    assert_eq!(record.llm_calls, 4);
+    let outputs: Vec<&str> = record
+        .tool_calls
+        .iter()
+        .map(|c| c.output.as_str())
+        .collect();
+    assert!(
+        outputs[0].starts_with("Showing results 1-2 of 5 (page 0 of 0-2)"),
+        "{}",
+        outputs[0]
+    );
+    assert!(outputs[0].ends_with("call again with page=1."));
+    assert!(outputs[2].starts_with("Showing results 5-5 of 5 (page 2 of 0-2)"));
+    assert!(!outputs[2].contains("More results"));
+    let heartbeats = record
+        .messages
+        .iter()
+        .filter(|m| m.kind == MessageKind::Heartbeat)
+        .count();
+    assert_eq!(heartbeats, 3);
+    // Each follow-up request ends with the heartbeat that caused it.
+    for request in &llm.requests()[1..] {
+        assert!(
+            request
+                .messages
+                .last()
+                .unwrap()
+                .content
+                .contains("\"type\":\"heartbeat\"")
+        );
+    }
+}
+
+#[tokio::test]
+async fn failed_calls_give_control_back_with_a_precise_error() {
+    let llm = llm();
+    llm.push_call("send_mesage", json!({"message": "typo"}));
+    llm.push_raw_calls(
+        "",
+        vec![("core_memory_append".into(), "{\"label\": \"human\",".into())],
+    );
+    llm.push_call(
+        "core_memory_append",
+        json!({"label": "human", "request_heartbeat": false}),
+    );
+    llm.push_call(
+        "core_memory_append",
+        json!({"label": "human", "content": 5, "request_heartbeat": false}),
+    );
+    llm.push_call("send_message", json!({"message": "done", "extra": 1}));
+    llm.push_call("send_message", json!({"message": "done"}));
+    let mut agent = agent(&llm).await;
+    let record = agent.step("hello").await.unwrap();
+    assert_eq!(record.stop_reason, StopReason::EndTurn);
+    assert_eq!(record.llm_calls, 6);
+    let errors: Vec<&str> = record
+        .tool_calls
+        .iter()
+        .filter(|c| !c.ok)
+        .map(|c| c.output.as_str())
+        .collect();
+    assert_eq!(errors.len(), 5);
+    assert!(
+        errors[0].starts_with(
+            "unknown function `send_mesage`; the available functions are: send_message,"
+        )
+    );
+    assert!(errors[1].starts_with("the arguments to `core_memory_append` are not valid JSON"));
+    assert_eq!(
+        errors[2],
+        "invalid arguments for `core_memory_append`: missing field `content`"
+    );
+    assert!(errors[3].starts_with("invalid arguments for `core_memory_append`: `content`: invalid type: integer `5`, expected a string"));
+    assert!(errors[4].contains("unknown field `extra`"));
+    // The model saw each error in the next request, followed by a failure heartbeat.
+    let second = &llm.requests()[1];
+    let n = second.messages.len();
+    assert!(
+        second.messages[n - 2]
+            .content
+            .contains("\"status\":\"Failed\"")
+    );
+    assert!(
+        second.messages[n - 1]
+            .content
+            .contains("A function call failed")
+    );
+    assert_eq!(
+        agent.memory().get("human").unwrap().value(),
+        "",
+        "no failed call changed memory"
+    );
+}
+
+#[tokio::test]
+async fn tool_errors_are_reported_and_memory_limits_say_how_far_over() {
+    let llm = llm();
+    llm.push_call(
+        "core_memory_append",
+        json!({"label": "human", "content": "x".repeat(30), "request_heartbeat": false}),
+    );
+    llm.push_call("core_memory_replace", json!({"label": "human", "old_content": "nope", "new_content": "y", "request_heartbeat": false}));
+    llm.push_call("send_message", json!({"message": "ok"}));
+    let mut agent = Agent::builder()
+        .provider(llm.clone())
+        .block_limit(20)
+        .persona("I am T.")
+        .human("Name: Chad")
+        .build()
+        .await
+        .unwrap();
+    let record = agent.step("remember this").await.unwrap();
+    assert_eq!(
+        record.tool_calls[0].output,
+        "edit rejected: block `human` would hold 41 characters but its limit is 20 (21 over); shorten the text, \
+         replace older content, or move details to archival memory"
+    );
+    assert!(
+        record.tool_calls[1]
+            .output
+            .contains("was not found in block `human`")
+    );
+    assert_eq!(record.stop_reason, StopReason::EndTurn);
+}
+
+#[tokio::test]
+async fn memory_edits_show_in_the_next_prompt_and_persist() {
+    let llm = llm();
+    llm.push_call(
+        "core_memory_append",
+        json!({"label": "human", "content": "Name: Chad", "request_heartbeat": true}),
+    );
+    llm.push_call("core_memory_replace", json!({"label": "persona", "old_content": "Sam", "new_content": "Samantha", "request_heartbeat": true}));
+    llm.push_call("send_message", json!({"message": "Nice to meet you, Chad"}));
+    let mut agent = agent(&llm).await;
+    agent.step("I'm Chad").await.unwrap();
+    assert!(llm.requests()[1].messages[0].content.contains("Name: Chad"));
+    assert!(
+        llm.requests()[2].messages[0]
+            .content
+            .contains("I am Samantha")
+    );
+    let stored = agent
+        .storage()
+        .agents
+        .load_agent(agent.id())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.memory.get("human").unwrap().value(), "Name: Chad");
+}
+
+#[tokio::test]
+async fn the_chain_is_bounded() {
+    let llm = llm();
+    for _ in 0..20 {
+        llm.push_call(
+            "conversation_search",
+            json!({"query": "x", "request_heartbeat": true}),
+        );
+    }
+    let mut agent = Agent::builder()
+        .provider(llm.clone())
+        .max_chain_length(4)
+        .build()
+        .await
+        .unwrap();
+    let record = agent.step("loop forever").await.unwrap();
+    assert_eq!(record.stop_reason, StopReason::ChainLimit { limit: 4 });
+    assert_eq!(record.llm_calls, 4);
+    assert_eq!(
+        record.messages.last().unwrap().kind,
+        MessageKind::FunctionReturn,
+        "no dangling heartbeat"
+    );
+}
+
+#[tokio::test]
+async fn text_without_a_call_is_inner_monologue() {
+    let llm = llm();
+    llm.push_text("I should think about this.");
+    let mut agent = agent(&llm).await;
+    let record = agent.step("hm").await.unwrap();
+    assert_eq!(record.stop_reason, StopReason::NoFunctionCall);
+    assert!(record.replies.is_empty());
+    assert_eq!(record.messages[1].kind, MessageKind::Assistant);
+    assert_eq!(record.messages[1].text, "I should think about this.");
+}
+
+#[tokio::test]
+async fn provider_errors_end_the_step_but_keep_the_message() {
+    let llm = llm();
+    llm.push_error(LlmError::Transient {
+        status: Some(503),
+        message: "overloaded".into(),
+        retry_after: None,
+    });
+    let mut agent = agent(&llm).await;
+    let record = agent.step("are you there?").await.unwrap();
+    assert!(matches!(
+        record.stop_reason,
+        StopReason::ProviderError {
+            retryable: true,
+            ..
+        }
+    ));
+    assert_eq!(
+        agent
+            .storage()
+            .recall
+            .count_messages(agent.id())
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(agent.context().queue().len(), 1);
+}
+
+#[tokio::test]
+async fn the_warning_fires_once_and_a_flush_summarises() {
+    let llm = llm();
+    let mut agent = small_agent(&llm, 900).await;
+    let mut warnings = Vec::new();
+    let mut flush_step = None;
+    for i in 0..40 {
+        llm.push_call(
+            "send_message",
+            json!({"message": format!("reply number {i} with some padding words")}),
+        );
+        llm.push_summary(Ok(format!(
+            "Summary after step {i}: we exchanged numbered messages."
+        )));
+        let record = agent
+            .step(format!("message {i}: the secret word is word{i}"))
+            .await
+            .unwrap();
+        assert_eq!(record.stop_reason, StopReason::EndTurn);
+        if record.pressure_warning {
+            warnings.push(i);
+        }
+        if !record.flushes.is_empty() {
+            flush_step = Some((i, record));
+            break;
+        }
+    }
+    let (flushed_at, record) = flush_step.expect("the queue flushed");
+    assert_eq!(
+        warnings.len(),
+        1,
+        "one warning before the flush, not one per message: {warnings:?}"
+    );
+    assert!(warnings[0] < flushed_at);
+    let flush = &record.flushes[0];
+    assert!(!flush.forced && flush.summary_updated);
+    assert!(flush.tokens_after < flush.tokens_before);
+    assert!(flush.evicted_messages > 0 && flush.evicted_tokens > 0);
+
+    // The summary heads the queue and counts the evicted messages.
+    let summary = agent.summary().clone();
+    assert!(summary.text.starts_with("Summary after step"));
+    assert_eq!(summary.evicted_messages, flush.evicted_messages as u64);
+    let prompt = agent.prompt();
+    assert!(prompt[1].content.contains(&format!(
+        "Summary of the {} earlier messages",
+        flush.evicted_messages
+    )));
+    assert!(
+        !prompt
+            .iter()
+            .any(|m| m.content.contains("the secret word is word0"))
+    );
+    // The summarizer saw the evicted messages and no functions.
+    let summary_request = &llm.summary_requests()[0];
+    assert!(summary_request.tools.is_empty());
+    assert!(
+        summary_request.messages[1]
+            .content
+            .contains("the secret word is word0")
+    );
+    // Evicted messages remain in recall storage.
+    let found = agent
+        .storage()
+        .recall
+        .search(agent.id(), &RecallQuery::text("word0", Page::first(5)))
+        .await
+        .unwrap();
+    assert_eq!(found.total, 1);
+    // The queue never starts with a function result.
+    let first = agent.context().queue().get(0).unwrap().message().kind;
+    assert!(!matches!(
+        first,
+        MessageKind::FunctionReturn | MessageKind::FunctionError
+    ));
+    // The warning message itself was a system alert the model saw.
+    let alerts = agent
+        .storage()
+        .recall
+        .search(
+            agent.id(),
+            &RecallQuery {
+                text: Some("memory pressure".into()),
+                range: Default::default(),
+                kinds: vec![MessageKind::SystemAlert],
+                page: Page::first(5),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(alerts.total, 1);
+}
+
+#[tokio::test]
+async fn a_failed_summary_keeps_the_old_one_and_loses_no_message() {
+    let llm = llm();
+    let mut agent = small_agent(&llm, 700).await;
+    let mut flushed = false;
+    for i in 0..40 {
+        llm.push_call("send_message", json!({"message": format!("reply {i}")}));
+        llm.push_summary(Err(LlmError::Transient {
+            status: Some(500),
+            message: "down".into(),
+            retry_after: None,
+        }));
+        let record = agent
+            .step(format!(
+                "message {i} padded with several extra words to fill context"
+            ))
+            .await
+            .unwrap();
+        if let Some(flush) = record.flushes.first() {
+            assert!(!flush.summary_updated);
+            flushed = true;
+            break;
+        }
+    }
+    assert!(flushed);
+    assert_eq!(agent.summary().text, "");
+    assert!(agent.summary().evicted_messages > 0);
+    let total = agent
+        .storage()
+        .recall
+        .count_messages(agent.id())
+        .await
+        .unwrap();
+    assert!(total as usize > agent.context().queue().len());
+    let all = agent
+        .storage()
+        .recall
+        .search(
+            agent.id(),
+            &RecallQuery {
+                text: None,
+                range: Default::default(),
+                kinds: vec![],
+                page: Page::first(1000),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(all.total as u64, total);
+}
+
+#[tokio::test]
+async fn a_context_overflow_forces_a_flush_and_one_retry() {
+    let llm = llm();
+    let mut agent = small_agent(&llm, 100_000).await;
+    for i in 0..6 {
+        llm.push_call("send_message", json!({"message": format!("reply {i}")}));
+        agent.step(format!("filler {i}")).await.unwrap();
+    }
+    llm.push_error(LlmError::ContextOverflow {
+        message: "maximum context length is 4096".into(),
+    });
+    llm.push_call("send_message", json!({"message": "after the flush"}));
+    llm.push_summary(Ok("Earlier: filler.".into()));
+    let record = agent.step("one more").await.unwrap();
+    assert_eq!(record.stop_reason, StopReason::EndTurn);
+    assert_eq!(record.llm_calls, 2);
+    assert_eq!(record.flushes.len(), 1);
+    assert!(record.flushes[0].forced);
+    assert_eq!(agent.summary().text, "Earlier: filler.");
+
+    // A second overflow in the same step is not retried again.
+    llm.push_error(LlmError::ContextOverflow {
+        message: "still too long".into(),
+    });
+    llm.push_error(LlmError::ContextOverflow {
+        message: "still too long".into(),
+    });
+    llm.push_summary(Ok("Earlier: more filler.".into()));
+    let record = agent.step("and again").await.unwrap();
+    assert!(matches!(
+        record.stop_reason,
+        StopReason::ProviderError {
+            retryable: false,
+            ..
+        }
+    ));
+    assert_eq!(record.llm_calls, 2);
+}
+
+#[tokio::test]
+async fn an_oversize_message_is_refused_before_anything_is_stored() {
+    let llm = llm();
+    let mut agent = small_agent(&llm, 1000).await;
+    let err = agent.step("word ".repeat(2000)).await.unwrap_err();
+    assert!(matches!(err, Error::MessageTooLarge { .. }), "{err}");
+    assert_eq!(
+        agent
+            .storage()
+            .recall
+            .count_messages(agent.id())
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(agent.version(), 0);
+    assert!(llm.requests().is_empty());
+}
+
+#[derive(Debug)]
+struct FlakyStore {
+    inner: Arc<InMemoryStore>,
+    fail: AtomicBool,
+}
+
+#[async_trait]
+impl AgentStore for FlakyStore {
+    async fn create_agent(&self, state: &AgentState) -> Result<(), StoreError> {
+        self.inner.create_agent(state).await
+    }
+    async fn load_agent(&self, id: AgentId) -> Result<Option<AgentState>, StoreError> {
+        self.inner.load_agent(id).await
+    }
+    async fn list_agents(&self) -> Result<Vec<AgentState>, StoreError> {
+        self.inner.list_agents().await
+    }
+    async fn delete_agent(&self, id: AgentId) -> Result<bool, StoreError> {
+        self.inner.delete_agent(id).await
+    }
+    async fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
+        if self.fail.load(Ordering::SeqCst) {
+            return Err(StoreError::Backend {
+                message: "disk full".into(),
+                source: None,
+            });
+        }
+        self.inner.commit(commit).await
+    }
+}
+
+#[tokio::test]
+async fn a_failed_commit_leaves_the_agent_as_it_was() {
+    let inner = Arc::new(InMemoryStore::new());
+    let flaky = Arc::new(FlakyStore {
+        inner: inner.clone(),
+        fail: AtomicBool::new(false),
+    });
+    let storage = Storage {
+        agents: flaky.clone(),
+        recall: inner.clone(),
+        archival: inner.clone(),
+    };
+    let llm = llm();
+    let mut agent = Agent::builder()
+        .provider(llm.clone())
+        .storage(storage)
+        .build()
+        .await
+        .unwrap();
+    llm.push_call("send_message", json!({"message": "first"}));
+    agent.step("one").await.unwrap();
+    let before = (
+        agent.version(),
+        agent.context().queue().ids(),
+        agent.memory().clone(),
+        agent.stats(),
+    );
+
+    flaky.fail.store(true, Ordering::SeqCst);
+    llm.push_call(
+        "core_memory_append",
+        json!({"label": "human", "content": "Likes tea", "request_heartbeat": true}),
+    );
+    llm.push_call("send_message", json!({"message": "second"}));
+    let err = agent.step("two").await.unwrap_err();
+    assert!(err.to_string().contains("disk full"));
+    assert_eq!(
+        (
+            agent.version(),
+            agent.context().queue().ids(),
+            agent.memory().clone(),
+            agent.stats()
+        ),
+        before
+    );
+
+    // The same event can be retried once storage recovers.
+    flaky.fail.store(false, Ordering::SeqCst);
+    llm.push_call("send_message", json!({"message": "second"}));
+    let record = agent.step("two").await.unwrap();
+    assert_eq!(record.replies, ["second"]);
+    assert_eq!(inner.count_messages(agent.id()).await.unwrap(), 6);
+}
+
+#[derive(Debug)]
+struct Stalled;
+
+#[async_trait]
+impl crate::llm::LlmProvider for Stalled {
+    fn model(&self) -> &str {
+        "stalled"
+    }
+    async fn complete(
+        &self,
+        _: &crate::llm::ChatRequest,
+    ) -> Result<crate::llm::ChatResponse, LlmError> {
+        std::future::pending().await
+    }
+}
+
+#[tokio::test]
+async fn a_cancelled_step_leaves_no_trace() {
+    let mut agent = Agent::builder()
+        .provider(Arc::new(Stalled))
+        .build()
+        .await
+        .unwrap();
+    let stats = agent.stats();
+    let result =
+        tokio::time::timeout(std::time::Duration::from_millis(20), agent.step("hello?")).await;
+    assert!(result.is_err(), "the step timed out");
+    assert_eq!(agent.stats(), stats);
+    assert_eq!(agent.context().queue().len(), 0);
+    assert_eq!(
+        agent
+            .storage()
+            .recall
+            .count_messages(agent.id())
+            .await
+            .unwrap(),
+        0
+    );
+}
+
+#[tokio::test]
+async fn paused_timers_are_ignored() {
+    let llm = llm();
+    let start = Utc.with_ymd_and_hms(2025, 6, 1, 9, 0, 0).unwrap();
+    let clock = Arc::new(ManualClock::new(start));
+    let mut agent = Agent::builder()
+        .provider(llm.clone())
+        .clock(clock.clone())
+        .build()
+        .await
+        .unwrap();
+    llm.push_calls(
+        "",
+        &[(
+            "pause_heartbeats",
+            json!({"minutes": 30, "request_heartbeat": false}),
+        )],
+    );
+    let record = agent.step(Event::timer("hourly check-in")).await.unwrap();
+    assert_eq!(record.stop_reason, StopReason::EndTurn);
+    assert_eq!(
+        agent.timers_paused_until(),
+        Some(start + Duration::minutes(30))
+    );
+
+    clock.advance(Duration::minutes(10));
+    let calls = llm.requests().len();
+    let record = agent.step(Event::timer("hourly check-in")).await.unwrap();
+    assert_eq!(record.stop_reason, StopReason::TimersPaused);
+    assert!(record.messages.is_empty());
+    assert_eq!(llm.requests().len(), calls);
+
+    clock.advance(Duration::minutes(25));
+    llm.push_call("send_message", json!({"message": "checking in"}));
+    let record = agent.step(Event::timer("hourly check-in")).await.unwrap();
+    assert_eq!(record.replies, ["checking in"]);
+
+    let bad = llm.requests().len();
+    llm.push_call(
+        "pause_heartbeats",
+        json!({"minutes": 1000, "request_heartbeat": false}),
+    );
+    llm.push_call("send_message", json!({"message": "ok"}));
+    let record = agent.step("pause a lot").await.unwrap();
+    assert!(record.tool_calls[0].output.contains("at most 360"));
+    assert!(llm.requests().len() > bad);
+}
+
+#[tokio::test]
+async fn logins_mention_the_previous_one() {
+    let llm = llm();
+    let start = Utc.with_ymd_and_hms(2025, 6, 1, 9, 0, 0).unwrap();
+    let clock = Arc::new(ManualClock::new(start));
+    let mut agent = Agent::builder()
+        .provider(llm.clone())
+        .clock(clock.clone())
+        .build()
+        .await
+        .unwrap();
+    llm.push_call("send_message", json!({"message": "welcome"}));
+    let first = agent.step(Event::login()).await.unwrap();
+    assert_eq!(
+        first.messages[0].text,
+        "The user logged in for the first time."
+    );
+    clock.advance(Duration::days(2));
+    llm.push_call("send_message", json!({"message": "welcome back"}));
+    let second = agent.step(Event::login()).await.unwrap();
+    assert_eq!(
+        second.messages[0].text,
+        "The user logged in. Their previous login was at 2025-06-01T09:00:00Z."
+    );
+}
+
+#[tokio::test]
+async fn documents_go_to_archival_storage_within_limits() {
+    let llm = llm();
+    let mut agent = Agent::builder()
+        .provider(llm.clone())
+        .embedder(Arc::new(HashingEmbedder::new(64)))
+        .config(AgentConfig {
+            max_document_bytes: 2_000,
+            passage_tokens: 40,
+            ..AgentConfig::default()
+        })
+        .build()
+        .await
+        .unwrap();
+    let doc = (0..12)
+        .map(|i| format!("Paragraph {i} talks about topic {i} in some detail."))
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    llm.push_call(
+        "archival_memory_search",
+        json!({"query": "topic 7", "request_heartbeat": true}),
+    );
+    llm.push_call("send_message", json!({"message": "read it"}));
+    let record = agent.step(Event::document("notes.txt", doc)).await.unwrap();
+    assert_eq!(record.messages[0].kind, MessageKind::DocumentUpload);
+    assert!(record.messages[0].text.contains("\"notes.txt\""));
+    // The search in the same step already sees the uploaded passages.
+    assert!(
+        record.tool_calls[0]
+            .output
+            .contains("Paragraph 7 talks about topic 7"),
+        "{}",
+        record.tool_calls[0].output
+    );
+    let stored = agent
+        .storage()
+        .archival
+        .count_passages(agent.id())
+        .await
+        .unwrap();
+    assert!(stored > 1);
+    let page = agent
+        .storage()
+        .archival
+        .list_passages(agent.id(), Page::first(1))
+        .await
+        .unwrap();
+    assert_eq!(page.hits[0].item.metadata["source"], "notes.txt");
+    assert_eq!(
+        page.hits[0].item.embedding.as_ref().unwrap().model,
+        "memgpt-hashing-v1-64"
+    );
+
+    let err = agent
+        .step(Event::document("big.txt", "x".repeat(5_000)))
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        Error::DocumentTooLarge {
+            bytes: 5_000,
+            limit: 2_000,
+            ..
+        }
+    ));
+    let err = agent
+        .step(Event::document("empty.txt", "  \n\n "))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::EmptyDocument { .. }));
+    assert_eq!(
+        agent
+            .storage()
+            .archival
+            .count_passages(agent.id())
+            .await
+            .unwrap(),
+        stored
+    );
+}
+
+#[tokio::test]
+async fn inserted_passages_are_searchable_in_the_same_step() {
+    let llm = llm();
+    let mut agent = Agent::builder()
+        .provider(llm.clone())
+        .embedder(Arc::new(HashingEmbedder::new(128)))
+        .build()
+        .await
+        .unwrap();
+    agent
+        .insert_archival("Chad's sister is called Maria.", Default::default())
+        .await
+        .unwrap();
+    llm.push_call(
+        "archival_memory_insert",
+        json!({"content": "Chad's dog is called Rex.", "request_heartbeat": true}),
+    );
+    llm.push_call(
+        "archival_memory_search",
+        json!({"query": "Chad's dog", "request_heartbeat": true}),
+    );
+    llm.push_call("send_message", json!({"message": "Rex"}));
+    let record = agent.step("what's my dog's name?").await.unwrap();
+    assert!(
+        record.tool_calls[0]
+            .output
+            .contains("archival memory now holds 2")
+    );
+    let output = &record.tool_calls[1].output;
+    assert!(output.starts_with("Showing results 1-2 of 2"), "{output}");
+    assert!(
+        output.lines().nth(1).unwrap().contains("Rex"),
+        "the new passage ranks first: {output}"
+    );
+    assert!(
+        llm.requests()[2].messages[0]
+            .content
+            .contains("2 passages in archival memory")
+    );
+}
+
+#[tokio::test]
+async fn conversation_search_by_date_reads_recall() {
+    let llm = llm();
+    let mut agent = agent(&llm).await;
+    let day = |d| Utc.with_ymd_and_hms(2024, 3, d, 12, 0, 0).unwrap();
+    for d in 1..=4 {
+        llm.push_call("send_message", json!({"message": format!("noted day {d}")}));
+        agent
+            .step(Event::user(format!("it is day {d}")).at(day(d)))
+            .await
+            .unwrap();
+    }
+    llm.push_call(
+        "conversation_search_date",
+        json!({"start_date": "2024-03-02", "end_date": "2024-03-03", "request_heartbeat": true}),
+    );
+    llm.push_call(
+        "conversation_search",
+        json!({"query": "day 4", "request_heartbeat": true}),
+    );
+    llm.push_call("send_message", json!({"message": "found"}));
+    let record = agent
+        .step("what did I say on the 2nd and 3rd?")
+        .await
+        .unwrap();
+    let by_date = &record.tool_calls[0].output;
+    assert!(by_date.starts_with("Showing results 1-4 of 4"), "{by_date}");
+    assert!(by_date.contains("[2024-03-02T12:00:00Z] user: it is day 2"));
+    assert!(by_date.contains("assistant: noted day 3"));
+    assert!(!by_date.contains("day 1") && !by_date.contains("day 4"));
+    let by_text = &record.tool_calls[1].output;
+    assert!(by_text.contains("it is day 4"), "{by_text}");
+}
+
+#[tokio::test]
+async fn agents_reload_from_storage() {
+    let llm = llm();
+    let storage = Storage::in_memory();
+    let mut agent = Agent::builder()
+        .provider(llm.clone())
+        .storage(storage.clone())
+        .name("sam")
+        .build()
+        .await
+        .unwrap();
+    llm.push_call(
+        "core_memory_append",
+        json!({"label": "human", "content": "Likes jazz", "request_heartbeat": true}),
+    );
+    llm.push_call("send_message", json!({"message": "jazz, noted"}));
+    agent.step("I like jazz").await.unwrap();
+    agent
+        .insert_archival("an archived fact", Default::default())
+        .await
+        .unwrap();
+
+    let reloaded = Agent::builder()
+        .provider(llm.clone())
+        .storage(storage.clone())
+        .load(agent.id())
+        .await
+        .unwrap();
+    assert_eq!(reloaded.name(), "sam");
+    assert_eq!(reloaded.version(), agent.version());
+    assert_eq!(reloaded.memory(), agent.memory());
+    assert_eq!(
+        reloaded.context().queue().ids(),
+        agent.context().queue().ids()
+    );
+    assert_eq!(reloaded.prompt(), agent.prompt());
+    assert_eq!(reloaded.context().counts(), agent.context().counts());
+
+    let missing = Agent::builder()
+        .provider(llm)
+        .storage(storage)
+        .load(AgentId::new())
+        .await;
+    assert!(matches!(missing, Err(Error::AgentNotFound(_))));
+}
+
+#[tokio::test]
+async fn unknown_tools_fail_at_creation() {
+    let err = Agent::builder()
+        .provider(llm())
+        .tool("no_such_tool")
+        .build()
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("no function named `no_such_tool` is registered"),
+        "{err}"
+    );
+}
+
+/// Panics when called.
+#[crate::memgpt_fn]
+async fn explode() -> String {
+    panic!("kaboom")
+}
+
+#[tokio::test]
+async fn a_panicking_function_is_a_failed_call() {
+    let llm = llm();
+    llm.push_call("explode", json!({"request_heartbeat": false}));
+    llm.push_call("send_message", json!({"message": "sorry"}));
+    let mut agent = Agent::builder()
+        .provider(llm.clone())
+        .tool("explode")
+        .build()
+        .await
+        .unwrap();
+    let record = agent.step("go").await.unwrap();
+    assert_eq!(
+        record.tool_calls[0].output,
+        "function `explode` crashed: kaboom"
+    );
+    assert_eq!(record.stop_reason, StopReason::EndTurn);
+}
+
+#[test]
+fn steps_are_send() {
+    fn assert_send<T: Send>(_: &T) {}
+    let llm = llm();
+    let fut = async move {
+        let mut agent = agent(&llm).await;
+        agent.step("x").await.ok();
+    };
+    assert_send(&fut);
+}
