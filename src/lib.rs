@@ -1,3 +1,103 @@
-//! memgpt
+//! # memgpt
+//!
+//! [MemGPT](https://arxiv.org/abs/2310.08560) in Rust: LLM agents with a *virtual context*.
+//! The context window is RAM, databases are disk, and the LLM pages data in and out itself
+//! through function calls, chaining them with heartbeats.
+//!
+//! * **Main context** ([`context`]): read-only system instructions, working context
+//!   ([`memory`]: labelled blocks with character limits) and the FIFO queue of recent
+//!   messages, headed by a recursive summary of everything evicted.
+//! * **External context** ([`store`]): recall storage (every message ever exchanged, searchable
+//!   by text and date) and archival storage (passages with embeddings).
+//! * **Queue manager** ([`queue`]): a memory-pressure warning at 70% of the window, a flush with
+//!   a new recursive summary at 100%, behind a swappable [`EvictionPolicy`].
+//! * **Functions** ([`function`], [`builtin`]): `#[memgpt_fn]` turns an `async fn` into a
+//!   function the LLM can call, with a JSON schema, validated arguments and the
+//!   `request_heartbeat` flag.
+//! * **The agent loop** ([`agent`]): events in, function calls run, heartbeats followed, one
+//!   atomic commit per step, a [`StepRecord`] out.
+//! * **Providers** ([`openai`], feature `openai`): any OpenAI-compatible server.
+//!
+//! ## A custom tool and an agent
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//!
+//! use memgpt::function::{ToolContext, ToolError};
+//! use memgpt::openai::{OpenAiConfig, OpenAiProvider};
+//! use memgpt::{Agent, memgpt_fn};
+//!
+//! /// Look up a word in the team glossary.
+//! #[memgpt_fn]
+//! async fn glossary(
+//!     _ctx: &mut ToolContext<'_>,
+//!     /// The term, e.g. "SLO".
+//!     term: String,
+//! ) -> Result<String, ToolError> {
+//!     match term.as_str() {
+//!         "SLO" => Ok("Service level objective: a target for a service level indicator.".into()),
+//!         other => Err(ToolError::new(format!("`{other}` is not in the glossary"))),
+//!     }
+//! }
+//!
+//! # #[tokio::main] async fn main() -> anyhow::Result<()> {
+//! let provider = Arc::new(OpenAiProvider::new(OpenAiConfig::from_env()?)?);
+//! let mut agent = Agent::builder()
+//!     .provider(provider)
+//!     .persona("I am Ada, the team's onboarding buddy.")
+//!     .tool("glossary")
+//!     .build()
+//!     .await?;
+//! let step = agent.step("What does SLO mean?").await?;
+//! println!("{}", step.reply());
+//! # Ok(()) }
+//! ```
+//!
+//! ## Linking tool crates
+//!
+//! Tools register themselves at link time. If your binary never *names* anything from a crate
+//! that only defines tools, the linker may drop it: add `use my_tools as _;` to your binary.
+//! A missing tool is reported by name when the agent is built, never silently.
+//!
+//! ## Feature flags
+//!
+//! * `openai` (default): the OpenAI-compatible chat provider and embedder ([`openai`]).
+
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+// Lets `#[memgpt_fn]` expansions inside this package's own tests and examples name `::memgpt`.
 extern crate self as memgpt;
-pub use memgpt_core::*;
+
+#[doc(inline)]
+pub use memgpt_core::{
+    Agent, AgentBuilder, AgentConfig, ContextStats, Error, Event, EvictionPolicy, MainContext,
+    MemoryBlock, PaperPolicy, QueueManager, Result, StepRecord, StopReason, WorkingContext, agent,
+    builtin, chrono, chunk, context, embed, function, ids, llm, memgpt_fn, memory, message, queue,
+    store, summarizer, testing, time, tokens,
+};
+
+/// Re-exported so tool crates can derive `JsonSchema` for their parameter types without a
+/// direct dependency: `#[derive(memgpt::schemars::JsonSchema)]` with
+/// `#[schemars(crate = "memgpt::schemars")]`.
+pub use memgpt_core::__private::schemars;
+/// Re-exported for the same reason as [`schemars`]: `#[serde(crate = "memgpt::serde")]`.
+pub use memgpt_core::__private::serde;
+/// Re-exported JSON values, used in tool arguments and metadata.
+pub use memgpt_core::__private::serde_json;
+
+/// Storage backends (the in-memory reference store for now).
+pub use memgpt_backends as backends;
+
+/// The OpenAI-compatible provider and embedder.
+#[cfg(feature = "openai")]
+#[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
+pub use memgpt_providers::openai;
+
+/// The shared HTTP layer of the providers: timeouts and retry policy.
+#[cfg(feature = "openai")]
+#[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
+pub use memgpt_providers::http;
+
+#[doc(hidden)]
+pub use memgpt_core::__private;

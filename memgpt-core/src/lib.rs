@@ -52,6 +52,9 @@ pub mod testing;
 pub mod time;
 pub mod tokens;
 
+/// Re-exported: timestamps in this crate's API are `chrono::DateTime<Utc>`.
+pub use chrono;
+
 pub use agent::{Agent, AgentBuilder, AgentConfig, Event, StepRecord, StopReason};
 pub use context::{ContextStats, MainContext};
 pub use error::{Error, Result};
@@ -68,11 +71,13 @@ pub mod __private {
     pub use serde;
     pub use serde_json;
 
-    pub use crate::function::{FUNCTIONS, IntoToolOutput, parameters_schema, parse_arguments};
+    pub use crate::function::{
+        FUNCTIONS, FunctionParameter, IntoToolOutput, parameters_schema, parse_arguments,
+    };
 
-    /// Type check for a parameter, spanned on the user's type.
-    pub fn assert_parameter<T: crate::function::FunctionParameter>() {}
-
-    /// Type check for a return type, spanned on the user's type.
-    pub fn assert_output<T: IntoToolOutput>() {}
+    /// Converts a function's result. Generated code names `T`, spanned on the user's return
+    /// type, so a type that is not `IntoToolOutput` is reported there.
+    pub fn into_tool_output<T: IntoToolOutput>(output: T) -> Result<String, String> {
+        output.into_tool_output()
+    }
 }

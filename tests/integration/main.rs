@@ -1,1 +1,38 @@
+//! Cross-crate integration tests: real agents, the real OpenAI-compatible provider over real
+//! HTTP, and a fake LLM server on 127.0.0.1 speaking OpenAI's wire protocol.
+//!
+//! One test binary (not one per file) keeps the build small.
 
+#[path = "../support/fake_openai.rs"]
+mod fake_openai;
+
+mod agent_loop;
+mod custom_tools;
+mod providers;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fake_openai::FakeOpenAi;
+use memgpt::http::RetryPolicy;
+use memgpt::openai::{OpenAiConfig, OpenAiProvider};
+
+/// Retries fast enough for tests.
+fn quick_retry() -> RetryPolicy {
+    RetryPolicy {
+        max_retries: 3,
+        initial_backoff: Duration::from_millis(10),
+        max_backoff: Duration::from_millis(40),
+        max_retry_after: Duration::from_secs(2),
+    }
+}
+
+fn config(server: &FakeOpenAi) -> OpenAiConfig {
+    OpenAiConfig::new(server.base_url(), "gpt-4o-mini")
+        .with_api_key("sk-test")
+        .with_retry(quick_retry())
+}
+
+fn provider(server: &FakeOpenAi) -> Arc<OpenAiProvider> {
+    Arc::new(OpenAiProvider::new(config(server)).expect("provider"))
+}

@@ -119,11 +119,18 @@ impl<T: IntoToolOutput, E: fmt::Display> IntoToolOutput for Result<T, E> {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a #[memgpt_fn] parameter",
     label = "needs serde::Deserialize + schemars::JsonSchema",
-    note = "derive `serde::Deserialize` and `schemars::JsonSchema` for your own types (both are re-exported by memgpt)"
+    note = "derive `serde::Deserialize` and `schemars::JsonSchema` (schemars 1) for your own types"
 )]
-pub trait FunctionParameter: DeserializeOwned + JsonSchema + Send {}
+pub trait FunctionParameter: DeserializeOwned + JsonSchema + Send {
+    /// Always `Self`. Generated code names each parameter's type as
+    /// `<T as FunctionParameter>::Type`, so a type that cannot be a parameter is reported once,
+    /// with the message above, rather than once per bound of the serde and schemars derives.
+    type Type: DeserializeOwned + JsonSchema + Send;
+}
 
-impl<T: DeserializeOwned + JsonSchema + Send> FunctionParameter for T {}
+impl<T: DeserializeOwned + JsonSchema + Send> FunctionParameter for T {
+    type Type = T;
+}
 
 /// Deserialises the LLM's arguments into `T`, with an error message that names the function,
 /// the offending field and what was expected.

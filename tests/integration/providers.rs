@@ -1,0 +1,253 @@
+//! The OpenAI-compatible provider against the fake server: retries, errors, embeddings.
+
+use std::time::{Duration, Instant};
+
+use memgpt::embed::Embedder;
+use memgpt::llm::{ChatMessage, ChatRequest, LlmError, LlmProvider};
+use memgpt::openai::{OpenAiEmbedder, OpenAiProvider};
+use memgpt::{Agent, StopReason};
+use serde_json::json;
+
+use crate::fake_openai::{FAKE_EMBEDDING_DIMENSION, FakeOpenAi, Reply};
+use crate::{config, provider};
+
+fn hello() -> ChatRequest {
+    ChatRequest::new("", vec![ChatMessage::user("hello")])
+}
+
+#[tokio::test]
+async fn a_rate_limit_is_retried_after_the_requested_wait() {
+    let server = FakeOpenAi::start().await;
+    server.push(Reply::rate_limited(Duration::from_millis(300)));
+    server.push(Reply::call("send_message", json!({"message": "made it"})));
+    let mut agent = Agent::builder()
+        .provider(provider(&server))
+        .build()
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let record = agent.step("hi").await.unwrap();
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "Retry-After was honoured"
+    );
+    assert_eq!(record.replies, ["made it"]);
+    assert_eq!(
+        record.llm_calls, 1,
+        "the retry happened inside the provider"
+    );
+    assert_eq!(server.agent_requests().len(), 2);
+}
+
+#[tokio::test]
+async fn server_errors_are_retried_then_reported() {
+    let server = FakeOpenAi::start().await;
+    for _ in 0..4 {
+        server.push(Reply::status(503, "overloaded"));
+    }
+    let mut agent = Agent::builder()
+        .provider(provider(&server))
+        .build()
+        .await
+        .unwrap();
+    let record = agent.step("hi").await.unwrap();
+    assert_eq!(
+        server.agent_requests().len(),
+        4,
+        "one attempt and three retries"
+    );
+    match record.stop_reason {
+        StopReason::ProviderError { message, retryable } => {
+            assert!(retryable);
+            assert_eq!(message, "transient provider error (HTTP 503): overloaded");
+        }
+        other => panic!("unexpected stop: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn permanent_errors_are_not_retried() {
+    let server = FakeOpenAi::start().await;
+    server.push(Reply::status(401, "Incorrect API key provided"));
+    let p = provider(&server);
+    let err = p
+        .complete(&hello().with_tools_for_test())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            LlmError::Permanent {
+                status: Some(401),
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(server.requests().len(), 1);
+
+    let server = FakeOpenAi::start().await;
+    server.push(Reply::Status {
+        status: 429,
+        body: json!({"error": {"message": "You exceeded your current quota", "code": "insufficient_quota"}}),
+        headers: vec![],
+    });
+    let err = provider(&server)
+        .complete(&hello().with_tools_for_test())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            LlmError::Permanent {
+                status: Some(429),
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "an exhausted quota is not retried"
+    );
+}
+
+#[tokio::test]
+async fn context_overflow_is_typed() {
+    let server = FakeOpenAi::start().await;
+    server.push(Reply::context_overflow());
+    let err = provider(&server)
+        .complete(&hello().with_tools_for_test())
+        .await
+        .unwrap_err();
+    assert!(err.is_context_overflow(), "{err}");
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_server_side_overflow_forces_a_flush_and_a_retry() {
+    let server = FakeOpenAi::start().await;
+    let mut agent = Agent::builder()
+        .provider(provider(&server))
+        .build()
+        .await
+        .unwrap();
+    for i in 0..5 {
+        server.push(Reply::call(
+            "send_message",
+            json!({"message": format!("reply {i}")}),
+        ));
+        agent.step(format!("message {i}")).await.unwrap();
+    }
+    server.push(Reply::context_overflow());
+    server.push_summary("We exchanged five messages.");
+    server.push(Reply::call(
+        "send_message",
+        json!({"message": "still here"}),
+    ));
+    let record = agent.step("one more").await.unwrap();
+    assert_eq!(record.replies, ["still here"]);
+    assert_eq!(record.flushes.len(), 1);
+    assert!(record.flushes[0].forced);
+    let last = server.agent_requests().pop().unwrap();
+    assert!(
+        last.messages()[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("We exchanged five messages.")
+    );
+}
+
+#[tokio::test]
+async fn timeouts_are_retried() {
+    let server = FakeOpenAi::start().await;
+    server.push(
+        Reply::call("send_message", json!({"message": "slow"})).delayed(Duration::from_millis(800)),
+    );
+    server.push(Reply::call("send_message", json!({"message": "fast"})));
+    let p = OpenAiProvider::new(config(&server).with_timeout(Duration::from_millis(200))).unwrap();
+    let response = p.complete(&hello().with_tools_for_test()).await.unwrap();
+    assert!(response.tool_calls[0].arguments.contains("fast"));
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn requests_carry_the_key_model_and_tools() {
+    let server = FakeOpenAi::start().await;
+    server.push(Reply::call("send_message", json!({"message": "hi"})));
+    let mut agent = Agent::builder()
+        .provider(provider(&server))
+        .build()
+        .await
+        .unwrap();
+    agent.step("hi").await.unwrap();
+    let request = &server.requests()[0];
+    assert_eq!(request.authorization.as_deref(), Some("Bearer sk-test"));
+    assert_eq!(request.body["model"], "gpt-4o-mini");
+    assert_eq!(request.body["tool_choice"], "required");
+    let names: Vec<&str> = request.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, memgpt::builtin::DEFAULT_FUNCTIONS);
+    let send = &request.body["tools"][0]["function"];
+    assert!(
+        send["parameters"]["properties"]
+            .get("request_heartbeat")
+            .is_none(),
+        "send_message is terminal"
+    );
+    let append = &request.body["tools"][2]["function"]["parameters"];
+    assert_eq!(
+        append["required"],
+        json!(["label", "content", "request_heartbeat"])
+    );
+}
+
+#[tokio::test]
+async fn embeddings_round_trip_in_batches_and_order() {
+    let server = FakeOpenAi::start().await;
+    let mut c = config(&server);
+    c.model = "text-embedding-fake".into();
+    let embedder = OpenAiEmbedder::detect(c).await.unwrap().with_batch_size(2);
+    assert_eq!(embedder.dimension(), FAKE_EMBEDDING_DIMENSION);
+    let texts: Vec<String> = (0..5).map(|i| format!("text number {i}")).collect();
+    let vectors = embedder.embed(&texts).await.unwrap();
+    assert_eq!(vectors.len(), 5);
+    let expected =
+        memgpt::embed::HashingEmbedder::new(FAKE_EMBEDDING_DIMENSION).vector("text number 3");
+    assert_eq!(vectors[3], expected);
+    let batches = server
+        .all_requests()
+        .iter()
+        .filter(|r| r.path == "/v1/embeddings")
+        .count();
+    assert_eq!(batches, 1 + 3, "the probe plus ceil(5 / 2) batches");
+
+    let wrong = OpenAiEmbedder::new(config(&server), 8).unwrap();
+    let err = wrong.embed(&["x".to_owned()]).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("returned a 64-d vector, expected 8"),
+        "{err}"
+    );
+}
+
+trait ForTest {
+    fn with_tools_for_test(self) -> Self;
+}
+
+impl ForTest for ChatRequest {
+    /// The fake server answers agent requests (those with tools) from its queue.
+    fn with_tools_for_test(mut self) -> Self {
+        self.tools = std::sync::Arc::from(vec![memgpt::llm::ToolSchema {
+            name: "send_message".into(),
+            description: "say".into(),
+            parameters: json!({"type": "object"}),
+        }]);
+        self
+    }
+}

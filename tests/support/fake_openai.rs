@@ -1,0 +1,459 @@
+//! A fake OpenAI-compatible server on 127.0.0.1 for tests and benchmarks.
+//!
+//! It speaks the real wire protocol (`POST /v1/chat/completions`, `POST /v1/embeddings`) over
+//! real HTTP, and plays back scripted replies:
+//!
+//! * agent requests (those offering tools) are answered from [`FakeOpenAi::push`]'s queue, or by
+//!   the default responder ([`FakeOpenAi::respond_with`]) when the queue is empty;
+//! * summarizer requests (no tools) from [`FakeOpenAi::push_summary`]'s queue;
+//! * faults are scripted replies too: [`Reply::status`], [`Reply::rate_limited`],
+//!   [`Reply::context_overflow`], [`Reply::delayed`];
+//! * embeddings are computed with `HashingEmbedder` (deterministic, offline).
+//!
+//! With nothing scripted it answers HTTP 400 ("no scripted reply"), which providers do not
+//! retry, so an under-scripted test fails fast and visibly.
+
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use memgpt::embed::HashingEmbedder;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+/// One scripted answer.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// A chat completion with this assistant message.
+    Message {
+        /// Content (inner monologue).
+        content: Option<String>,
+        /// `(name, raw arguments)` of each tool call.
+        calls: Vec<(String, String)>,
+    },
+    /// A non-2xx answer.
+    Status {
+        /// HTTP status.
+        status: u16,
+        /// JSON body.
+        body: Value,
+        /// Extra headers.
+        headers: Vec<(String, String)>,
+    },
+    /// Another reply, after a delay.
+    Delayed(Duration, Box<Reply>),
+}
+
+impl Reply {
+    /// A reply calling one function.
+    pub fn call(name: &str, arguments: Value) -> Self {
+        Self::calls("", &[(name, arguments)])
+    }
+
+    /// A reply with inner monologue and several calls.
+    pub fn calls(thought: &str, calls: &[(&str, Value)]) -> Self {
+        Reply::Message {
+            content: (!thought.is_empty()).then(|| thought.to_owned()),
+            calls: calls
+                .iter()
+                .map(|(n, a)| ((*n).to_owned(), a.to_string()))
+                .collect(),
+        }
+    }
+
+    /// A reply calling a function with raw (possibly invalid) argument text.
+    pub fn raw_call(name: &str, arguments: &str) -> Self {
+        Reply::Message {
+            content: None,
+            calls: vec![(name.to_owned(), arguments.to_owned())],
+        }
+    }
+
+    /// A reply with text and no call.
+    pub fn text(content: &str) -> Self {
+        Reply::Message {
+            content: Some(content.to_owned()),
+            calls: Vec::new(),
+        }
+    }
+
+    /// An error status with an OpenAI-style error body.
+    pub fn status(status: u16, message: &str) -> Self {
+        Reply::Status {
+            status,
+            body: json!({"error": {"message": message, "type": "fake"}}),
+            headers: Vec::new(),
+        }
+    }
+
+    /// HTTP 429 asking the client to wait `retry_after`.
+    pub fn rate_limited(retry_after: Duration) -> Self {
+        Reply::Status {
+            status: 429,
+            body: json!({"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}}),
+            headers: vec![("retry-after-ms".into(), retry_after.as_millis().to_string())],
+        }
+    }
+
+    /// HTTP 400 `context_length_exceeded`, as OpenAI sends it.
+    pub fn context_overflow() -> Self {
+        Reply::Status {
+            status: 400,
+            body: json!({"error": {
+                "message": "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+                "type": "invalid_request_error",
+                "code": "context_length_exceeded"
+            }}),
+            headers: Vec::new(),
+        }
+    }
+
+    /// This reply after `delay`.
+    pub fn delayed(self, delay: Duration) -> Self {
+        Reply::Delayed(delay, Box::new(self))
+    }
+}
+
+/// A request the server received.
+#[derive(Clone, Debug)]
+pub struct Received {
+    /// The path, e.g. `/v1/chat/completions`.
+    pub path: String,
+    /// The `authorization` header, if any.
+    pub authorization: Option<String>,
+    /// The JSON body.
+    pub body: Value,
+}
+
+impl Received {
+    /// Whether the request offered tools (an agent call, not a summarizer call).
+    pub fn has_tools(&self) -> bool {
+        self.body["tools"].as_array().is_some_and(|t| !t.is_empty())
+    }
+
+    /// The messages sent.
+    pub fn messages(&self) -> &[Value] {
+        self.body["messages"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+
+    /// The content of the last message.
+    pub fn last_content(&self) -> String {
+        self.messages()
+            .last()
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    }
+}
+
+type Responder = Arc<dyn Fn(&Value) -> Reply + Send + Sync>;
+
+#[derive(Default)]
+struct Script {
+    replies: VecDeque<Reply>,
+    summaries: VecDeque<Reply>,
+    responder: Option<Responder>,
+    received: Vec<Received>,
+    record: bool,
+    calls: u64,
+}
+
+/// The server. Dropping it shuts it down.
+pub struct FakeOpenAi {
+    addr: SocketAddr,
+    script: Arc<Mutex<Script>>,
+    shutdown: Option<oneshot::Sender<()>>,
+}
+
+impl FakeOpenAi {
+    /// Starts a server on an ephemeral port of 127.0.0.1.
+    pub async fn start() -> Self {
+        let script = Arc::new(Mutex::new(Script {
+            record: true,
+            ..Script::default()
+        }));
+        let app = Router::new()
+            .route("/v1/chat/completions", post(chat))
+            .route("/v1/embeddings", post(embeddings))
+            .with_state(script.clone());
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1");
+        let addr = listener.local_addr().expect("local address");
+        let (tx, rx) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = rx.await;
+                })
+                .await;
+        });
+        Self {
+            addr,
+            script,
+            shutdown: Some(tx),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Script> {
+        self.script.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The base URL to configure a provider with (`http://127.0.0.1:PORT/v1`).
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Queues the answer to the next agent request.
+    pub fn push(&self, reply: Reply) {
+        self.lock().replies.push_back(reply);
+    }
+
+    /// Queues several answers.
+    pub fn push_all(&self, replies: impl IntoIterator<Item = Reply>) {
+        self.lock().replies.extend(replies);
+    }
+
+    /// Queues the answer to the next summarizer request (one without tools).
+    pub fn push_summary(&self, summary: &str) {
+        self.lock().summaries.push_back(Reply::text(summary));
+    }
+
+    /// Queues a fault for the next summarizer request.
+    pub fn push_summary_reply(&self, reply: Reply) {
+        self.lock().summaries.push_back(reply);
+    }
+
+    /// Answers agent requests with `responder` whenever the queue is empty.
+    pub fn respond_with(&self, responder: impl Fn(&Value) -> Reply + Send + Sync + 'static) {
+        self.lock().responder = Some(Arc::new(responder));
+    }
+
+    /// Turns recording of received requests on or off (benchmarks turn it off).
+    pub fn set_recording(&self, record: bool) {
+        self.lock().record = record;
+    }
+
+    /// Every chat request received, in order.
+    pub fn requests(&self) -> Vec<Received> {
+        self.lock()
+            .received
+            .iter()
+            .filter(|r| r.path.ends_with("/chat/completions"))
+            .cloned()
+            .collect()
+    }
+
+    /// Agent requests (with tools), in order.
+    pub fn agent_requests(&self) -> Vec<Received> {
+        self.requests()
+            .into_iter()
+            .filter(Received::has_tools)
+            .collect()
+    }
+
+    /// Summarizer requests (without tools), in order.
+    pub fn summary_requests(&self) -> Vec<Received> {
+        self.requests()
+            .into_iter()
+            .filter(|r| !r.has_tools())
+            .collect()
+    }
+
+    /// Every request received on any path.
+    pub fn all_requests(&self) -> Vec<Received> {
+        self.lock().received.clone()
+    }
+
+    /// How many HTTP requests were answered.
+    pub fn calls(&self) -> u64 {
+        self.lock().calls
+    }
+
+    /// Scripted agent replies not consumed yet.
+    pub fn remaining(&self) -> usize {
+        self.lock().replies.len()
+    }
+}
+
+impl Drop for FakeOpenAi {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+fn record(script: &mut Script, path: &str, headers: &HeaderMap, body: &Value) {
+    script.calls += 1;
+    if script.record {
+        script.received.push(Received {
+            path: path.to_owned(),
+            authorization: headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+            body: body.clone(),
+        });
+    }
+}
+
+async fn chat(
+    State(script): State<Arc<Mutex<Script>>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let body: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => return error(400, &format!("fake server: invalid JSON body: {e}")),
+    };
+    let reply = {
+        let mut s = script.lock().unwrap_or_else(|p| p.into_inner());
+        record(&mut s, "/v1/chat/completions", &headers, &body);
+        let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
+        if has_tools {
+            s.replies
+                .pop_front()
+                .or_else(|| s.responder.as_ref().map(|r| r(&body)))
+        } else {
+            s.summaries.pop_front()
+        }
+    };
+    let Some(reply) = reply else {
+        return error(400, "fake server: no scripted reply left");
+    };
+    render(reply, &body).await
+}
+
+async fn render(mut reply: Reply, request: &Value) -> Response {
+    loop {
+        match reply {
+            Reply::Delayed(delay, inner) => {
+                tokio::time::sleep(delay).await;
+                reply = *inner;
+            }
+            Reply::Status {
+                status,
+                body,
+                headers,
+            } => {
+                let mut response = (
+                    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                    axum::Json(body),
+                )
+                    .into_response();
+                for (name, value) in headers {
+                    if let (Ok(name), Ok(value)) = (
+                        axum::http::HeaderName::try_from(name),
+                        axum::http::HeaderValue::try_from(value),
+                    ) {
+                        response.headers_mut().insert(name, value);
+                    }
+                }
+                return response;
+            }
+            Reply::Message { content, calls } => {
+                let prompt_chars: usize = request["messages"]
+                    .as_array()
+                    .map(|m| {
+                        m.iter()
+                            .map(|m| m["content"].as_str().map_or(0, str::len))
+                            .sum()
+                    })
+                    .unwrap_or(0);
+                let tool_calls: Vec<Value> = calls
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (name, arguments))| {
+                        json!({"id": format!("call_{}", fastrand_id(i)), "type": "function", "function": {"name": name, "arguments": arguments}})
+                    })
+                    .collect();
+                let mut message = json!({"role": "assistant", "content": content});
+                if !tool_calls.is_empty() {
+                    message["tool_calls"] = Value::Array(tool_calls);
+                }
+                let finish = if calls.is_empty() {
+                    "stop"
+                } else {
+                    "tool_calls"
+                };
+                return axum::Json(json!({
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion",
+                    "model": request["model"],
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                    "usage": {"prompt_tokens": prompt_chars / 4, "completion_tokens": 10, "total_tokens": prompt_chars / 4 + 10}
+                }))
+                .into_response();
+            }
+        }
+    }
+}
+
+/// Unique-enough call ids without a random dependency.
+fn fastrand_id(i: usize) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!("{}_{i}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+async fn embeddings(
+    State(script): State<Arc<Mutex<Script>>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let body: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => return error(400, &format!("fake server: invalid JSON body: {e}")),
+    };
+    record(
+        &mut script.lock().unwrap_or_else(|p| p.into_inner()),
+        "/v1/embeddings",
+        &headers,
+        &body,
+    );
+    let inputs: Vec<String> = match &body["input"] {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(items) => items
+            .iter()
+            .map(|v| v.as_str().unwrap_or_default().to_owned())
+            .collect(),
+        _ => {
+            return error(
+                400,
+                "fake server: `input` must be a string or an array of strings",
+            );
+        }
+    };
+    let embedder = HashingEmbedder::new(FAKE_EMBEDDING_DIMENSION);
+    let data: Vec<Value> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, text)| json!({"object": "embedding", "index": i, "embedding": embedder.vector(text)}))
+        .collect();
+    axum::Json(json!({"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 1, "total_tokens": 1}})).into_response()
+}
+
+/// The dimension of the fake server's embeddings.
+pub const FAKE_EMBEDDING_DIMENSION: usize = 64;
+
+fn error(status: u16, message: &str) -> Response {
+    (
+        StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST),
+        axum::Json(json!({"error": {"message": message}})),
+    )
+        .into_response()
+}
