@@ -77,15 +77,6 @@ pub use memgpt_core::{
     store, summarizer, testing, time, tokens,
 };
 
-/// Re-exported so tool crates can derive `JsonSchema` for their parameter types without a
-/// direct dependency: `#[derive(memgpt::schemars::JsonSchema)]` with
-/// `#[schemars(crate = "memgpt::schemars")]`.
-pub use memgpt_core::__private::schemars;
-/// Re-exported for the same reason as [`schemars`]: `#[serde(crate = "memgpt::serde")]`.
-pub use memgpt_core::__private::serde;
-/// Re-exported JSON values, used in tool arguments and metadata.
-pub use memgpt_core::__private::serde_json;
-
 /// Storage backends (the in-memory reference store for now).
 pub use memgpt_backends as backends;
 

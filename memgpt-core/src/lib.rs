@@ -54,6 +54,14 @@ pub mod tokens;
 
 /// Re-exported: timestamps in this crate's API are `chrono::DateTime<Utc>`.
 pub use chrono;
+/// Re-exported so function parameter types can derive `JsonSchema` without a direct
+/// dependency: `#[derive(JsonSchema)]` with `#[schemars(crate = "memgpt_core::schemars")]`.
+pub use schemars;
+/// Re-exported for parameter types: `#[derive(Deserialize)]` with
+/// `#[serde(crate = "memgpt_core::serde")]`.
+pub use serde;
+/// Re-exported: JSON values appear in function arguments and metadata.
+pub use serde_json;
 
 pub use agent::{Agent, AgentBuilder, AgentConfig, Event, StepRecord, StopReason};
 pub use context::{ContextStats, MainContext};
@@ -71,9 +79,10 @@ pub mod __private {
     pub use serde;
     pub use serde_json;
 
-    pub use crate::function::{
-        FUNCTIONS, FunctionParameter, IntoToolOutput, parameters_schema, parse_arguments,
-    };
+    pub use crate::function::{FUNCTIONS, IntoToolOutput, parameters_schema, parse_arguments};
+
+    /// Type check for a parameter, spanned on the user's type.
+    pub fn assert_parameter<T: crate::function::FunctionParameter>() {}
 
     /// Converts a function's result. Generated code names `T`, spanned on the user's return
     /// type, so a type that is not `IntoToolOutput` is reported there.

@@ -8,8 +8,7 @@ use crate::args::FnArgs;
 use crate::resolve::runtime_crate;
 use crate::signature::{self, ContextParam};
 
-const HEARTBEAT_DOC: &str = "Request an immediate heartbeat after function execution. \
-Set to true if you want to continue reasoning or chain another function call right after this one.";
+const HEARTBEAT_DOC: &str = "true: run again right after this call, to chain more calls.";
 
 pub(crate) fn expand(args: FnArgs, mut item: syn::ItemFn) -> syn::Result<TokenStream> {
     let sig = signature::analyse(&mut item)?;
@@ -68,17 +67,20 @@ pub(crate) fn expand(args: FnArgs, mut item: syn::ItemFn) -> syn::Result<TokenSt
         quote!(__args.request_heartbeat)
     };
 
-    // Type checks that point at the user's own tokens.
+    // Type checks that point at the user's own tokens. They are emitted before the arguments
+    // struct, so rustc reports them before the errors of the serde and schemars derives.
     let param_checks = sig.params.iter().map(|p| {
         let ty = &p.ty;
         quote_spanned! {ty.span()=> #root::__private::assert_parameter::<#ty>(); }
     });
-    let output_ty = match &item.sig.output {
-        syn::ReturnType::Default => quote!(()),
-        syn::ReturnType::Type(_, ty) => quote!(#ty),
+    // The result conversion names the return type, spanned on the user's tokens, so a type that
+    // is not `IntoToolOutput` gets one error there, with our message.
+    let into_output = match &item.sig.output {
+        syn::ReturnType::Default => quote! { #root::__private::into_tool_output::<()>(__output) },
+        syn::ReturnType::Type(_, ty) => quote_spanned! {ty.span()=>
+            #root::__private::into_tool_output::<#ty>(__output)
+        },
     };
-    let output_check =
-        quote_spanned! {item.sig.output.span()=> #root::__private::assert_output::<#output_ty>(); };
 
     let context_arg = match sig.context {
         ContextParam::None => None,
@@ -97,23 +99,33 @@ pub(crate) fn expand(args: FnArgs, mut item: syn::ItemFn) -> syn::Result<TokenSt
 
     let serde_path = format!("{root_str}::__private::serde");
     let schemars_path = format!("{root_str}::__private::schemars");
+    // An injective mapping of the name into an identifier, so `a-b` and `a_b` stay distinct.
     let guard = format_ident!(
         "__memgpt_function_named_{}",
-        name.replace('-', "_"),
+        name.replace('_', "_u").replace('-', "_h"),
         span = name_span
     );
     let vis = &item.vis;
+    // Two #[memgpt_fn]s registering the same name in one module collide here, at compile time,
+    // and the error underlines both names. (Across modules and crates,
+    // `FunctionRegistry::linked` reports the duplicate.)
+    let guard_item = quote_spanned! {name_span=>
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals, dead_code)]
+        #vis const #guard: () = ();
+    };
 
     Ok(quote! {
         #item
 
-        // Two #[memgpt_fn]s registering the same name in one module collide here, at compile time.
-        // (Across modules and crates, `FunctionRegistry::linked` reports the duplicate.)
-        #[doc(hidden)]
-        #[allow(non_upper_case_globals, dead_code)]
-        #vis const #guard: () = ();
+        #guard_item
 
         const _: () = {
+            #[allow(dead_code)]
+            fn __memgpt_checks() {
+                #(#param_checks)*
+            }
+
             #[derive(#root::__private::serde::Deserialize, #root::__private::schemars::JsonSchema)]
             #[serde(crate = #serde_path, deny_unknown_fields)]
             #[schemars(crate = #schemars_path)]
@@ -121,12 +133,6 @@ pub(crate) fn expand(args: FnArgs, mut item: syn::ItemFn) -> syn::Result<TokenSt
             struct __MemgptArguments {
                 #(#fields)*
                 #heartbeat_field
-            }
-
-            #[allow(dead_code)]
-            fn __memgpt_checks() {
-                #(#param_checks)*
-                #output_check
             }
 
             fn __memgpt_parameters() -> #root::__private::serde_json::Value {
@@ -145,7 +151,7 @@ pub(crate) fn expand(args: FnArgs, mut item: syn::ItemFn) -> syn::Result<TokenSt
                     let __heartbeat = #heartbeat_value;
                     let __output = #fn_ident(#context_arg #(#call_args),*).await;
                     #root::function::ToolReturn {
-                        result: #root::__private::IntoToolOutput::into_tool_output(__output),
+                        result: #into_output,
                         request_heartbeat: __heartbeat,
                     }
                 })

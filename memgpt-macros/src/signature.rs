@@ -1,7 +1,7 @@
 //! Reads and checks the annotated function's signature: which parameter is the context, what
 //! the others are called, what they document.
 
-use syn::spanned::Spanned;
+use quote::quote;
 use syn::{Attribute, Expr, ExprLit, FnArg, Lit, Meta, Pat, Type};
 
 /// How the function takes its context.
@@ -27,23 +27,35 @@ pub(crate) struct Signature {
 
 /// Checks the signature and strips the helper attributes (docs, serde, schemars) off the
 /// parameters, which Rust does not accept there.
+///
+/// Errors use `Error::new_spanned`, which underlines the whole offending construct (`&str`,
+/// `<T>`, `&self`); `Spanned::span` would only mark its first token on stable Rust.
 pub(crate) fn analyse(item: &mut syn::ItemFn) -> syn::Result<Signature> {
     let sig = &mut item.sig;
     if sig.asyncness.is_none() {
-        return Err(syn::Error::new(
-            sig.fn_token.span,
+        let fn_token = &sig.fn_token;
+        let ident = &sig.ident;
+        return Err(syn::Error::new_spanned(
+            quote!(#fn_token #ident),
             "#[memgpt_fn] requires an `async fn` (functions may await storage and network calls)",
         ));
     }
-    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        return Err(syn::Error::new(
-            sig.generics.span(),
+    let generic_error = |tokens: &dyn quote::ToTokens| {
+        Err(syn::Error::new_spanned(
+            tokens,
             "#[memgpt_fn] functions cannot be generic: the LLM needs one concrete schema",
-        ));
+        ))
+    };
+    if !sig.generics.params.is_empty() {
+        // `Generics` prints its parameters only; a lone `where` clause is reported below.
+        return generic_error(&sig.generics);
+    }
+    if let Some(where_clause) = &sig.generics.where_clause {
+        return generic_error(where_clause);
     }
     if let Some(variadic) = &sig.variadic {
-        return Err(syn::Error::new(
-            variadic.span(),
+        return Err(syn::Error::new_spanned(
+            variadic,
             "#[memgpt_fn] functions cannot be variadic",
         ));
     }
@@ -53,8 +65,8 @@ pub(crate) fn analyse(item: &mut syn::ItemFn) -> syn::Result<Signature> {
     for (index, input) in sig.inputs.iter_mut().enumerate() {
         let typed = match input {
             FnArg::Receiver(receiver) => {
-                return Err(syn::Error::new(
-                    receiver.span(),
+                return Err(syn::Error::new_spanned(
+                    receiver,
                     "#[memgpt_fn] must be a free function, not a method: the registry calls it without a receiver",
                 ));
             }
@@ -62,8 +74,8 @@ pub(crate) fn analyse(item: &mut syn::ItemFn) -> syn::Result<Signature> {
         };
         if let Some(kind) = context_kind(&typed.ty) {
             if index != 0 {
-                return Err(syn::Error::new(
-                    typed.ty.span(),
+                return Err(syn::Error::new_spanned(
+                    &typed.ty,
                     "the `ToolContext` parameter must come first",
                 ));
             }
@@ -73,8 +85,8 @@ pub(crate) fn analyse(item: &mut syn::ItemFn) -> syn::Result<Signature> {
         let ident = match &*typed.pat {
             Pat::Ident(pat) if pat.subpat.is_none() && pat.by_ref.is_none() => pat.ident.clone(),
             other => {
-                return Err(syn::Error::new(
-                    other.span(),
+                return Err(syn::Error::new_spanned(
+                    other,
                     "#[memgpt_fn] parameters must be plain names: the name is what the LLM sends",
                 ));
             }
@@ -82,7 +94,8 @@ pub(crate) fn analyse(item: &mut syn::ItemFn) -> syn::Result<Signature> {
         if ident == "request_heartbeat" {
             return Err(syn::Error::new(
                 ident.span(),
-                "`request_heartbeat` is added by #[memgpt_fn] itself; remove this parameter",
+                "`request_heartbeat` is reserved: #[memgpt_fn] adds it to every non-`terminal` function; \
+                 remove or rename this parameter",
             ));
         }
         check_type(&ident, &typed.ty)?;
@@ -132,8 +145,8 @@ fn context_kind(ty: &Type) -> Option<ContextParam> {
 /// Rejects parameter types the LLM cannot send as owned JSON values.
 fn check_type(ident: &syn::Ident, ty: &Type) -> syn::Result<()> {
     let unsupported = |what: &str, hint: &str| {
-        Err(syn::Error::new(
-            ty.span(),
+        Err(syn::Error::new_spanned(
+            ty,
             format!("parameter `{ident}`: {what} cannot be a #[memgpt_fn] parameter; {hint}"),
         ))
     };
@@ -184,12 +197,12 @@ pub(crate) fn doc_text(attr: &Attribute) -> syn::Result<String> {
             Expr::Lit(ExprLit {
                 lit: Lit::Str(s), ..
             }) => Ok(s.value()),
-            other => Err(syn::Error::new(
-                other.span(),
+            other => Err(syn::Error::new_spanned(
+                other,
                 "#[memgpt_fn] needs doc comments to be string literals",
             )),
         },
-        other => Err(syn::Error::new(other.span(), "malformed doc attribute")),
+        other => Err(syn::Error::new_spanned(other, "malformed doc attribute")),
     }
 }
 
@@ -198,7 +211,8 @@ pub(crate) fn doc_text(attr: &Attribute) -> syn::Result<String> {
 pub(crate) fn join_docs(lines: &[String], paragraph_separator: &str) -> String {
     let mut paragraphs: Vec<String> = Vec::new();
     let mut current = String::new();
-    for line in lines.iter().flat_map(|l| l.lines()) {
+    // `split`, not `lines`: a blank `///` line is an empty string, which has no `lines()`.
+    for line in lines.iter().flat_map(|l| l.split('\n')) {
         let line = line.trim();
         if line.is_empty() {
             if !current.is_empty() {
@@ -216,4 +230,30 @@ pub(crate) fn join_docs(lines: &[String], paragraph_separator: &str) -> String {
         paragraphs.push(current);
     }
     paragraphs.join(paragraph_separator)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::join_docs;
+
+    fn docs(lines: &[&str]) -> Vec<String> {
+        lines.iter().map(|line| (*line).to_owned()).collect()
+    }
+
+    #[test]
+    fn blank_doc_lines_separate_paragraphs() {
+        // `/// First line` `/// wrapped.` `///` `/// Second.` arrive as these attributes.
+        let lines = docs(&[" First line", " wrapped.", "", " Second."]);
+        assert_eq!(join_docs(&lines, "\n\n"), "First line wrapped.\n\nSecond.");
+        assert_eq!(join_docs(&lines, " "), "First line wrapped. Second.");
+    }
+
+    #[test]
+    fn list_items_and_block_comments() {
+        let lines = docs(&[" Modes:", " - fast", " - exact", ""]);
+        assert_eq!(join_docs(&lines, "\n\n"), "Modes:\n- fast\n- exact");
+        // A `/** .. */` comment arrives as one attribute with embedded newlines.
+        let lines = docs(&["\n Summary.\r\n\n Details\n here.\n"]);
+        assert_eq!(join_docs(&lines, "\n\n"), "Summary.\n\nDetails here.");
+    }
 }

@@ -97,31 +97,33 @@ pub mod expression {
         }
 
         fn product(&mut self) -> Result<f64, String> {
-            let mut value = self.power()?;
+            let mut value = self.unary()?;
             while let Some(op @ ('*' | '/')) = self.peek() {
                 self.pos += 1;
-                let rhs = self.power()?;
+                let rhs = self.unary()?;
                 value = if op == '*' { value * rhs } else { value / rhs };
             }
             Ok(value)
         }
 
-        fn power(&mut self) -> Result<f64, String> {
-            let base = self.unary()?;
-            if self.peek() == Some('^') {
-                self.pos += 1;
-                let exponent = self.power()?;
-                return Ok(base.powf(exponent));
-            }
-            Ok(base)
-        }
-
+        /// Unary minus binds looser than `^`: -2^2 = -(2^2).
         fn unary(&mut self) -> Result<f64, String> {
             if self.peek() == Some('-') {
                 self.pos += 1;
                 return Ok(-self.unary()?);
             }
-            self.atom()
+            self.power()
+        }
+
+        /// `^` is right-associative: 2^3^2 = 2^(3^2).
+        fn power(&mut self) -> Result<f64, String> {
+            let base = self.atom()?;
+            if self.peek() == Some('^') {
+                self.pos += 1;
+                let exponent = self.unary()?;
+                return Ok(base.powf(exponent));
+            }
+            Ok(base)
         }
 
         fn atom(&mut self) -> Result<f64, String> {
@@ -160,6 +162,7 @@ pub mod expression {
             assert_eq!(evaluate("-2^2").unwrap(), -4.0);
             assert_eq!(evaluate("2^3^2").unwrap(), 512.0);
             assert_eq!(evaluate("7/2").unwrap(), 3.5);
+            assert_eq!(evaluate("2^-1").unwrap(), 0.5);
             assert_eq!(format_number(14.0), "14");
             assert!(evaluate("1/0").unwrap_err().contains("division by zero"));
             assert_eq!(

@@ -106,15 +106,13 @@ impl Agent {
         let label = event.kind.label();
         let now = run.now(self.rt.clock.as_ref());
 
-        if matches!(event.kind, EventKind::Timer { .. }) {
-            if let Some(until) = self
-                .state
-                .heartbeats_paused_until
-                .filter(|until| now < *until)
-            {
-                debug!(until = %until, "timer ignored: timers are paused");
-                return Ok(self.record(run, label, Vec::new(), StopReason::TimersPaused));
-            }
+        let paused_until = self
+            .state
+            .heartbeats_paused_until
+            .filter(|until| now < *until);
+        if let (EventKind::Timer { .. }, Some(until)) = (&event.kind, paused_until) {
+            debug!(until = %until, "timer ignored: timers are paused");
+            return Ok(self.record(run, label, Vec::new(), StopReason::TimersPaused));
         }
 
         let message = self.event_message(&event, &mut run, now).await?;

@@ -119,18 +119,14 @@ impl<T: IntoToolOutput, E: fmt::Display> IntoToolOutput for Result<T, E> {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a #[memgpt_fn] parameter",
     label = "needs serde::Deserialize + schemars::JsonSchema",
-    note = "derive `serde::Deserialize` and `schemars::JsonSchema` (schemars 1) for your own types"
+    note = "derive `serde::Deserialize` and `schemars::JsonSchema` (schemars 1) for your own types; both crates are re-exported as `memgpt::serde` and `memgpt::schemars`"
 )]
-pub trait FunctionParameter: DeserializeOwned + JsonSchema + Send {
-    /// Always `Self`. Generated code names each parameter's type as
-    /// `<T as FunctionParameter>::Type`, so a type that cannot be a parameter is reported once,
-    /// with the message above, rather than once per bound of the serde and schemars derives.
-    type Type: DeserializeOwned + JsonSchema + Send;
-}
+pub trait FunctionParameter: DeserializeOwned + JsonSchema + Send {}
 
-impl<T: DeserializeOwned + JsonSchema + Send> FunctionParameter for T {
-    type Type = T;
-}
+// `do_not_recommend`: a type that cannot be a parameter gets one error, with the message above,
+// rather than one per missing bound.
+#[diagnostic::do_not_recommend]
+impl<T: DeserializeOwned + JsonSchema + Send> FunctionParameter for T {}
 
 /// Deserialises the LLM's arguments into `T`, with an error message that names the function,
 /// the offending field and what was expected.
@@ -167,7 +163,8 @@ fn json_kind(value: &serde_json::Value) -> &'static str {
 }
 
 /// The JSON schema of a function's arguments struct: inlined (no `$ref`/`$defs`), with no
-/// `$schema` or `title`, which is what chat APIs and grammar generators handle best.
+/// `$schema` or `title`, and without schemars' non-standard numeric formats (`uint32`...), which
+/// is what chat APIs and grammar generators handle best and costs the fewest prompt tokens.
 pub fn parameters_schema<T: JsonSchema>() -> serde_json::Value {
     let generator = SchemaSettings::draft2020_12()
         .with(|s| {
@@ -180,7 +177,31 @@ pub fn parameters_schema<T: JsonSchema>() -> serde_json::Value {
         object.remove("title");
         object.remove("$schema");
     }
+    strip_numeric_formats(&mut value);
     value
+}
+
+/// Removes `"format": "int32"`-style annotations (schemars' own, not JSON Schema's) everywhere,
+/// keeping standard formats such as `date-time`.
+fn strip_numeric_formats(value: &mut serde_json::Value) {
+    const NUMERIC: &[&str] = &[
+        "int8", "int16", "int32", "int64", "int128", "uint", "uint8", "uint16", "uint32", "uint64",
+        "uint128", "int", "float", "double",
+    ];
+    match value {
+        serde_json::Value::Object(map) => {
+            if map
+                .get("format")
+                .and_then(|f| f.as_str())
+                .is_some_and(|f| NUMERIC.contains(&f))
+            {
+                map.remove("format");
+            }
+            map.values_mut().for_each(strip_numeric_formats);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(strip_numeric_formats),
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -241,6 +262,16 @@ mod tests {
         assert_eq!(schema["properties"]["label"]["description"], "The label.");
         assert_eq!(schema["additionalProperties"], json!(false));
         assert!(schema.get("$schema").is_none() && schema.get("title").is_none());
+        assert_eq!(
+            schema["properties"]["page"],
+            json!({"type": ["integer", "null"], "minimum": 0})
+        );
+        let keys: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            ["label", "page", "request_heartbeat"],
+            "declaration order"
+        );
     }
 
     #[test]
