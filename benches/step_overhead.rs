@@ -1,7 +1,8 @@
 //! Step overhead: wall and CPU time of one agent step excluding the LLM's own time.
 //!
 //! The LLM is the fake OpenAI-compatible server from `tests/support`, answering every request
-//! instantly with a `send_message` call, over real HTTP on 127.0.0.1. It runs on its own thread
+//! instantly (a pre-rendered `send_message` call; the request body is read but not parsed),
+//! over real HTTP on 127.0.0.1. It runs on its own thread
 //! and runtime; the agent runs on the main thread (a current-thread runtime), so the CPU time
 //! measured on the main thread is the agent's alone: building the prompt, serialising the
 //! request, the HTTP client, parsing the reply, running the function, committing the step.
@@ -55,29 +56,32 @@ fn ms(d: Duration) -> String {
     format!("{:.3}", d.as_secs_f64() * 1000.0)
 }
 
+/// One provider (one HTTP connection pool) shared by every agent, as in an application.
+fn provider(base_url: &str) -> Arc<OpenAiProvider> {
+    static PROVIDER: std::sync::OnceLock<Arc<OpenAiProvider>> = std::sync::OnceLock::new();
+    PROVIDER
+        .get_or_init(|| {
+            let config = OpenAiConfig::new(base_url, "gpt-4o-mini").with_api_key("sk-bench");
+            Arc::new(OpenAiProvider::new(config).expect("provider"))
+        })
+        .clone()
+}
+
 async fn agent(base_url: String) -> Agent {
-    let config = OpenAiConfig::new(base_url, "gpt-4o-mini").with_api_key("sk-bench");
     Agent::builder()
-        .provider(Arc::new(OpenAiProvider::new(config).expect("provider")))
+        .provider(provider(&base_url))
         .context_window(128_000)
         .build()
         .await
         .expect("agent")
 }
 
-async fn measure(agent: &mut Agent, steps: usize) -> Samples {
-    let mut samples = Samples {
-        wall: Vec::new(),
-        cpu: Vec::new(),
-        overhead: Vec::new(),
-    };
+async fn measure(agent: &mut Agent, steps: usize, samples: &mut Samples) {
     for i in 0..steps {
         let cpu = thread_cpu();
         let wall = Instant::now();
         let record = agent
-            .step(format!(
-                "benchmark message number {i}, with a few more words to be typical"
-            ))
+            .step(format!("benchmark message number {i}, with a few more words to be typical"))
             .await
             .expect("step");
         let wall = wall.elapsed();
@@ -87,12 +91,28 @@ async fn measure(agent: &mut Agent, steps: usize) -> Samples {
         samples.cpu.push(cpu);
         samples.overhead.push(record.timings.overhead());
     }
-    samples
+}
+
+/// Measures `agents x steps` steps taken at `history` messages: each agent is filled to
+/// `history` messages (not measured), then measured for `steps` steps, so the history stays
+/// within `history..history + 3 * steps` during measurement.
+async fn measure_at(base_url: &str, history: usize, agents: usize, steps: usize) -> (Samples, usize) {
+    let mut samples = Samples { wall: Vec::new(), cpu: Vec::new(), overhead: Vec::new() };
+    let mut discard = Samples { wall: Vec::new(), cpu: Vec::new(), overhead: Vec::new() };
+    let mut tokens = 0;
+    for _ in 0..agents {
+        let mut agent = agent(base_url.to_owned()).await;
+        // Each step appends three messages (user, assistant, function result).
+        measure(&mut agent, history.div_ceil(3), &mut discard).await;
+        measure(&mut agent, steps, &mut samples).await;
+        tokens = agent.stats().total_tokens;
+    }
+    (samples, tokens)
 }
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
-    let (measured, warmup) = if quick { (50, 10) } else { (300, 30) };
+    let measured = if quick { 50 } else { 300 };
 
     // The fake LLM: its own thread, its own runtime.
     let (tx, rx) = std::sync::mpsc::channel();
@@ -104,8 +124,7 @@ fn main() {
             .expect("runtime");
         runtime.block_on(async {
             let server = FakeOpenAi::start().await;
-            server.set_recording(false);
-            server.respond_with(|_| Reply::call("send_message", json!({"message": "Noted!"})));
+            server.respond_instantly(Reply::call("send_message", json!({"message": "Noted!"}))).await;
             tx.send(server.base_url()).expect("send url");
             std::future::pending::<()>().await;
         });
@@ -135,25 +154,22 @@ fn main() {
             counter.encoding()
         );
 
+        // Warm up the process (allocator, connection pool, caches).
+        measure_at(&base_url, 30, 3, 10).await;
         let mut rows = Vec::new();
-        for history in [0usize, 1_000] {
-            let mut agent = agent(base_url.clone()).await;
-            // Each step appends three messages (user, assistant, function result).
-            let fill = history / 3 + usize::from(history % 3 != 0);
-            measure(&mut agent, fill).await;
-            measure(&mut agent, warmup).await;
-            let before = agent.storage().recall.count_messages(agent.id()).await.expect("count");
-            let samples = measure(&mut agent, measured).await;
-            let after = agent.storage().recall.count_messages(agent.id()).await.expect("count");
-            rows.push((history, before, after, agent.stats().total_tokens, samples));
+        for (history, agents, steps) in [(0, measured, 1), (1_000, measured / 10, 10)] {
+            let (samples, tokens) = measure_at(&base_url, history, agents, steps).await;
+            rows.push((history, history + 3 * steps, tokens, samples));
         }
 
         println!();
-        println!("| history (messages) | prompt tokens at end | wall p50 ms | wall p99 ms | agent CPU p50 ms | agent CPU p99 ms | non-LLM p50 ms |");
+        println!(
+            "| history (messages) | prompt tokens | wall p50 ms | wall p99 ms | agent CPU p50 ms | agent CPU p99 ms | non-LLM p50 ms |"
+        );
         println!("|---|---|---|---|---|---|---|");
-        for (history, before, after, tokens, s) in &rows {
+        for (from, to, tokens, s) in &rows {
             println!(
-                "| {history} ({before}-{after}) | {tokens} | {} | {} | {} | {} | {} |",
+                "| {from}-{to} | {tokens} | {} | {} | {} | {} | {} |",
                 ms(Samples::percentile(&s.wall, 0.5)),
                 ms(Samples::percentile(&s.wall, 0.99)),
                 ms(Samples::percentile(&s.cpu, 0.5)),
@@ -161,6 +177,6 @@ fn main() {
                 ms(Samples::percentile(&s.overhead, 0.5)),
             );
         }
-        println!("\n{measured} measured steps per row after {warmup} warm-up steps.");
+        println!("\n{measured} measured steps per row.");
     });
 }

@@ -163,6 +163,8 @@ type Responder = Arc<dyn Fn(&Value) -> Reply + Send + Sync>;
 
 #[derive(Default)]
 struct Script {
+    /// A pre-rendered completion sent for every chat request, unparsed and unrecorded.
+    instant: Option<Bytes>,
     replies: VecDeque<Reply>,
     summaries: VecDeque<Reply>,
     responder: Option<Responder>,
@@ -242,6 +244,14 @@ impl FakeOpenAi {
         self.lock().responder = Some(Arc::new(responder));
     }
 
+    /// Answers every chat request at once with `reply`, rendered once in advance, without
+    /// parsing or recording the request: an LLM that takes no time, for benchmarks.
+    pub async fn respond_instantly(&self, reply: Reply) {
+        let response = render(reply, &json!({"model": "instant", "messages": []})).await;
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.expect("rendered reply");
+        self.lock().instant = Some(bytes);
+    }
+
     /// Turns recording of received requests on or off (benchmarks turn it off).
     pub fn set_recording(&self, record: bool) {
         self.lock().record = record;
@@ -316,6 +326,10 @@ async fn chat(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let instant = script.lock().unwrap_or_else(|p| p.into_inner()).instant.clone();
+    if let Some(reply) = instant {
+        return ([(axum::http::header::CONTENT_TYPE, "application/json")], reply).into_response();
+    }
     let body: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(e) => return error(400, &format!("fake server: invalid JSON body: {e}")),
