@@ -81,7 +81,9 @@ async fn measure(agent: &mut Agent, steps: usize, samples: &mut Samples) {
         let cpu = thread_cpu();
         let wall = Instant::now();
         let record = agent
-            .step(format!("benchmark message number {i}, with a few more words to be typical"))
+            .step(format!(
+                "benchmark message number {i}, with a few more words to be typical"
+            ))
             .await
             .expect("step");
         let wall = wall.elapsed();
@@ -96,9 +98,22 @@ async fn measure(agent: &mut Agent, steps: usize, samples: &mut Samples) {
 /// Measures `agents x steps` steps taken at `history` messages: each agent is filled to
 /// `history` messages (not measured), then measured for `steps` steps, so the history stays
 /// within `history..history + 3 * steps` during measurement.
-async fn measure_at(base_url: &str, history: usize, agents: usize, steps: usize) -> (Samples, usize) {
-    let mut samples = Samples { wall: Vec::new(), cpu: Vec::new(), overhead: Vec::new() };
-    let mut discard = Samples { wall: Vec::new(), cpu: Vec::new(), overhead: Vec::new() };
+async fn measure_at(
+    base_url: &str,
+    history: usize,
+    agents: usize,
+    steps: usize,
+) -> (Samples, usize) {
+    let mut samples = Samples {
+        wall: Vec::new(),
+        cpu: Vec::new(),
+        overhead: Vec::new(),
+    };
+    let mut discard = Samples {
+        wall: Vec::new(),
+        cpu: Vec::new(),
+        overhead: Vec::new(),
+    };
     let mut tokens = 0;
     for _ in 0..agents {
         let mut agent = agent(base_url.to_owned()).await;
@@ -124,7 +139,9 @@ fn main() {
             .expect("runtime");
         runtime.block_on(async {
             let server = FakeOpenAi::start().await;
-            server.respond_instantly(Reply::call("send_message", json!({"message": "Noted!"}))).await;
+            server
+                .respond_instantly(Reply::call("send_message", json!({"message": "Noted!"})))
+                .await;
             tx.send(server.base_url()).expect("send url");
             std::future::pending::<()>().await;
         });

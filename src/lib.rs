@@ -92,3 +92,8 @@ pub use memgpt_providers::http;
 
 #[doc(hidden)]
 pub use memgpt_core::__private;
+
+// The README's Rust snippets compile as doctests, so they cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -248,7 +248,9 @@ impl FakeOpenAi {
     /// parsing or recording the request: an LLM that takes no time, for benchmarks.
     pub async fn respond_instantly(&self, reply: Reply) {
         let response = render(reply, &json!({"model": "instant", "messages": []})).await;
-        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.expect("rendered reply");
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("rendered reply");
         self.lock().instant = Some(bytes);
     }
 
@@ -326,9 +328,17 @@ async fn chat(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let instant = script.lock().unwrap_or_else(|p| p.into_inner()).instant.clone();
+    let instant = script
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .instant
+        .clone();
     if let Some(reply) = instant {
-        return ([(axum::http::header::CONTENT_TYPE, "application/json")], reply).into_response();
+        return (
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            reply,
+        )
+            .into_response();
     }
     let body: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
