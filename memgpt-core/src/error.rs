@@ -56,6 +56,17 @@ pub enum Error {
         /// The room left for it.
         available: usize,
     },
+    /// System instructions, functions and working context leave no room for messages.
+    #[error(
+        "the system instructions, functions and core memory take {fixed_tokens} of the {budget} tokens the prompt may \
+         use, leaving no room for messages; shorten core memory (Agent::update_memory) or raise the context window"
+    )]
+    ContextFull {
+        /// Tokens outside the queue.
+        fixed_tokens: usize,
+        /// The prompt budget.
+        budget: usize,
+    },
     /// The agent was configured inconsistently.
     #[error("invalid agent configuration: {0}")]
     Config(String),

@@ -105,7 +105,7 @@ impl LlmSummarizer {
 
     /// Caps the summary's length in words.
     pub fn with_max_words(mut self, words: usize) -> Self {
-        self.max_words = words.max(20);
+        self.max_words = words.clamp(20, 100_000);
         self
     }
 
@@ -129,7 +129,9 @@ impl LlmSummarizer {
             vec![ChatMessage::system(instructions), ChatMessage::user(user)],
         );
         request.tool_choice = ToolChoice::None;
-        request.max_tokens = Some((self.max_words * 2) as u32 + 64);
+        request.max_tokens = Some(
+            u32::try_from(self.max_words.saturating_mul(2).saturating_add(64)).unwrap_or(u32::MAX),
+        );
         let response = self.provider.complete(&request).await?;
         let summary = response.content.trim();
         if summary.is_empty() {
@@ -149,21 +151,26 @@ impl Summarizer for LlmSummarizer {
         let lines: Vec<String> = evicted.iter().map(|m| transcript_line(m)).collect();
         let overhead = self.counter.count_text(&self.prompt) + 64;
         let mut summary = previous.to_owned();
+        let mut summary_tokens = self.counter.count_text(&summary);
         let mut chunk = String::new();
+        let mut chunk_tokens = 0;
         let mut chunk_lines = 0;
         for line in lines {
             let budget = self
                 .max_input_tokens
-                .saturating_sub(overhead + self.counter.count_text(&summary))
+                .saturating_sub(overhead + summary_tokens)
                 .max(128);
-            let line_tokens = self.counter.count_text(&line);
-            if chunk_lines > 0 && self.counter.count_text(&chunk) + line_tokens > budget {
+            let line_tokens = self.counter.count_text(&line) + 1;
+            if chunk_lines > 0 && chunk_tokens + line_tokens > budget {
                 summary = self.fold(&summary, &chunk, chunk_lines).await?;
+                summary_tokens = self.counter.count_text(&summary);
                 chunk.clear();
+                chunk_tokens = 0;
                 chunk_lines = 0;
             }
             chunk.push_str(&line);
             chunk.push('\n');
+            chunk_tokens += line_tokens;
             chunk_lines += 1;
         }
         if chunk_lines > 0 {

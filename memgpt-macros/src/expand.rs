@@ -59,8 +59,13 @@ pub(crate) fn expand(args: FnArgs, mut item: syn::ItemFn) -> syn::Result<TokenSt
         let forwarded = &p.forwarded;
         quote! { #doc_attr #(#forwarded)* #ident: #ty, }
     });
-    let heartbeat_field =
-        (!terminal).then(|| quote! { #[doc = #HEARTBEAT_DOC] request_heartbeat: bool, });
+    // A terminal function has no heartbeat parameter in its schema, but models trained on
+    // MemGPT often send one anyway: accept and ignore it rather than fail the call.
+    let heartbeat_field = if terminal {
+        quote! { #[schemars(skip)] #[serde(default)] request_heartbeat: ::std::option::Option<bool>, }
+    } else {
+        quote! { #[doc = #HEARTBEAT_DOC] request_heartbeat: bool, }
+    };
     let heartbeat_value = if terminal {
         quote!(false)
     } else {

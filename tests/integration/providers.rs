@@ -126,6 +126,25 @@ async fn context_overflow_is_typed() {
 }
 
 #[tokio::test]
+async fn an_overflow_reported_as_a_server_error_is_not_retried() {
+    let server = FakeOpenAi::start().await;
+    server.push(Reply::status(
+        500,
+        "the request exceeds the available context size, try increasing it",
+    ));
+    let err = provider(&server)
+        .complete(&hello().with_tools_for_test())
+        .await
+        .unwrap_err();
+    assert!(err.is_context_overflow(), "{err}");
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "resending an overlong prompt cannot help"
+    );
+}
+
+#[tokio::test]
 async fn a_server_side_overflow_forces_a_flush_and_a_retry() {
     let server = FakeOpenAi::start().await;
     let mut agent = Agent::builder()

@@ -14,11 +14,21 @@ use crate::summarizer::{LlmSummarizer, Summarizer};
 use crate::time::{Clock, SystemClock};
 use crate::tokens::{TiktokenCounter, TokenCounter};
 
+/// One configuration setting made on the builder, applied to a new agent's default
+/// configuration by [`AgentBuilder::build`] or to a stored one by [`AgentBuilder::load`].
+type ConfigEdit = Box<dyn FnOnce(&mut AgentConfig) + Send>;
+
 /// Builds a new [`Agent`] or loads a stored one.
 ///
 /// Only the provider is required; everything else has a MemGPT default: in-memory storage, the
 /// paper's eviction policy, an LLM summarizer on the same provider, tiktoken counting, the
 /// eight built-in functions, `persona` and `human` blocks of 2,000 characters.
+///
+/// Configuration setters ([`model`](Self::model), [`context_window`](Self::context_window),
+/// [`tools`](Self::tools), [`page_size`](Self::page_size)...) apply in order, to the defaults
+/// when building and to the stored configuration when loading. Memory settings
+/// ([`persona`](Self::persona), [`block`](Self::block)...) and the system prompt only shape new
+/// agents: a loaded agent keeps what it stored.
 ///
 /// ```no_run
 /// # #[allow(dead_code)]
@@ -38,8 +48,7 @@ use crate::tokens::{TiktokenCounter, TokenCounter};
 #[derive(Default)]
 pub struct AgentBuilder {
     name: Option<String>,
-    config: AgentConfig,
-    context_window: Option<usize>,
+    edits: Vec<ConfigEdit>,
     provider: Option<Arc<dyn LlmProvider>>,
     summarizer: Option<Arc<dyn Summarizer>>,
     embedder: Option<Arc<dyn Embedder>>,
@@ -61,7 +70,7 @@ impl std::fmt::Debug for AgentBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AgentBuilder")
             .field("name", &self.name)
-            .field("config", &self.config)
+            .field("config_edits", &self.edits.len())
             .finish_non_exhaustive()
     }
 }
@@ -70,6 +79,11 @@ impl AgentBuilder {
     /// A builder with every default.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    fn edit(mut self, edit: impl FnOnce(&mut AgentConfig) + Send + 'static) -> Self {
+        self.edits.push(Box::new(edit));
+        self
     }
 
     /// The agent's name.
@@ -91,34 +105,43 @@ impl AgentBuilder {
     }
 
     /// The chat model, if not the provider's default.
-    pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.config.model = model.into();
-        self
+    pub fn model(self, model: impl Into<String>) -> Self {
+        let model = model.into();
+        self.edit(move |c| c.model = model)
     }
 
-    /// The context window in tokens (default: the model's known window, else 8,192).
-    pub fn context_window(mut self, tokens: usize) -> Self {
-        self.context_window = Some(tokens);
-        self
+    /// The model's context window in tokens (default: the provider's or the model's known
+    /// window, else 8,192). Part of it is kept for the completion
+    /// ([`AgentConfig::completion_reserve`]).
+    pub fn context_window(self, tokens: usize) -> Self {
+        self.edit(move |c| c.context_window = tokens)
     }
 
-    /// The whole configuration at once (the builder's other setters then adjust it).
-    pub fn config(mut self, config: AgentConfig) -> Self {
-        self.context_window = Some(config.context_window);
-        self.config = config;
-        self
+    /// Replaces the whole configuration (later setters adjust it).
+    pub fn config(self, config: AgentConfig) -> Self {
+        self.edit(move |c| *c = config)
     }
 
     /// The most LLM calls one event may trigger through heartbeats (default 10).
-    pub fn max_chain_length(mut self, calls: usize) -> Self {
-        self.config.max_chain_length = calls.max(1);
-        self
+    pub fn max_chain_length(self, calls: usize) -> Self {
+        self.edit(move |c| c.max_chain_length = calls.max(1))
     }
 
     /// Results per page of the search functions (default 5).
-    pub fn page_size(mut self, size: usize) -> Self {
-        self.config.page_size = size.max(1);
-        self
+    pub fn page_size(self, size: usize) -> Self {
+        self.edit(move |c| c.page_size = size.max(1))
+    }
+
+    /// The functions offered, replacing the current list.
+    pub fn tools<S: Into<String>>(self, names: impl IntoIterator<Item = S>) -> Self {
+        let names: Vec<String> = names.into_iter().map(Into::into).collect();
+        self.edit(move |c| c.tools = names)
+    }
+
+    /// Adds one function to those offered.
+    pub fn tool(self, name: impl Into<String>) -> Self {
+        let name = name.into();
+        self.edit(move |c| c.tools.push(name))
     }
 
     /// Where state, recall and archival storage live (default: in memory).
@@ -133,7 +156,8 @@ impl AgentBuilder {
         self
     }
 
-    /// The summarizer (default: an [`LlmSummarizer`] on the chat provider).
+    /// The summarizer (default: an [`LlmSummarizer`] on the chat provider, its input sized to
+    /// the context window).
     pub fn summarizer(mut self, summarizer: Arc<dyn Summarizer>) -> Self {
         self.summarizer = Some(summarizer);
         self
@@ -163,49 +187,37 @@ impl AgentBuilder {
         self
     }
 
-    /// The functions offered, replacing the defaults.
-    pub fn tools<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
-        self.config.tools = names.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// Adds one function to those offered.
-    pub fn tool(mut self, name: impl Into<String>) -> Self {
-        self.config.tools.push(name.into());
-        self
-    }
-
     /// Adds a value functions can read with [`ToolContext::extension`](crate::function::ToolContext::extension).
     pub fn extension<T: Send + Sync + 'static>(mut self, value: T) -> Self {
         self.extensions.insert(value);
         self
     }
 
-    /// Replaces the system instructions.
+    /// Replaces the system instructions of a new agent.
     pub fn system_prompt(mut self, system: impl Into<String>) -> Self {
         self.system = Some(system.into());
         self
     }
 
-    /// The `persona` block's text.
+    /// The `persona` block's text for a new agent.
     pub fn persona(mut self, text: impl Into<String>) -> Self {
         self.persona = Some(text.into());
         self
     }
 
-    /// The `human` block's text.
+    /// The `human` block's text for a new agent.
     pub fn human(mut self, text: impl Into<String>) -> Self {
         self.human = Some(text.into());
         self
     }
 
-    /// The character limit of the default `persona` and `human` blocks (default 2,000).
+    /// The character limit of a new agent's `persona` and `human` blocks (default 2,000).
     pub fn block_limit(mut self, chars: usize) -> Self {
         self.block_limit = Some(chars);
         self
     }
 
-    /// Adds a working-context block (after `persona` and `human`).
+    /// Adds a working-context block to a new agent (after `persona` and `human`).
     pub fn block(mut self, block: MemoryBlock) -> Self {
         self.blocks.push(block);
         self
@@ -217,21 +229,17 @@ impl AgentBuilder {
         let limit = self
             .block_limit
             .unwrap_or(crate::memory::DEFAULT_BLOCK_LIMIT);
+        let persona = self
+            .persona
+            .take()
+            .unwrap_or_else(|| prompt::DEFAULT_PERSONA.to_owned());
+        let human = self
+            .human
+            .take()
+            .unwrap_or_else(|| prompt::DEFAULT_HUMAN.to_owned());
         let mut blocks = vec![
-            MemoryBlock::new(
-                "persona",
-                self.persona
-                    .take()
-                    .unwrap_or_else(|| prompt::DEFAULT_PERSONA.to_owned()),
-            )
-            .with_limit(limit),
-            MemoryBlock::new(
-                "human",
-                self.human
-                    .take()
-                    .unwrap_or_else(|| prompt::DEFAULT_HUMAN.to_owned()),
-            )
-            .with_limit(limit),
+            MemoryBlock::new("persona", persona).with_limit(limit),
+            MemoryBlock::new("human", human).with_limit(limit),
         ];
         blocks.append(&mut self.blocks);
         for block in &blocks {
@@ -245,13 +253,21 @@ impl AgentBuilder {
             }
         }
         let memory = WorkingContext::from_blocks(blocks)?;
-        let runtime_model = self.config.model.clone();
-        self.config.context_window = self.resolve_window(&runtime_model)?;
+        let mut config = AgentConfig {
+            context_window: 0,
+            ..AgentConfig::default()
+        };
+        for edit in self.edits.drain(..) {
+            edit(&mut config);
+        }
+        if config.context_window == 0 {
+            config.context_window = self.default_window(&config.model);
+        }
         let state = AgentState {
             id: self.id.unwrap_or_default(),
             name: self.name.clone().unwrap_or_else(|| "agent".to_owned()),
             version: 0,
-            config: self.config.clone(),
+            config,
             system: self
                 .system
                 .take()
@@ -267,12 +283,14 @@ impl AgentBuilder {
             updated_at: now,
         };
         let (runtime, state) = self.runtime(state)?;
+        check_fixed_prompt(&runtime, &state)?;
         runtime.storage.agents.create_agent(&state).await?;
         Agent::assemble(runtime, state, Vec::new(), MemoryCounts::default())
     }
 
-    /// Loads the stored agent `id` (its memory, queue, summary and configuration) and attaches
-    /// this builder's provider, storage, policy and other runtime parts to it.
+    /// Loads the stored agent `id` (its memory, queue, summary and configuration), applies this
+    /// builder's configuration setters, and attaches its provider, storage, policy and other
+    /// runtime parts.
     pub async fn load(mut self, id: AgentId) -> Result<Agent> {
         let storage = self.storage.get_or_insert_with(Storage::in_memory).clone();
         let mut state = storage
@@ -280,25 +298,12 @@ impl AgentBuilder {
             .load_agent(id)
             .await?
             .ok_or(Error::AgentNotFound(id))?;
-        if let Some(window) = self.context_window {
-            state.config.context_window = window;
+        for edit in self.edits.drain(..) {
+            edit(&mut state.config);
         }
-        if !self.config.model.is_empty() {
-            state.config.model = self.config.model.clone();
-        }
-        self.config = state.config.clone();
         let (runtime, state) = self.runtime(state)?;
-        let queued = runtime.storage.recall.get_messages(id, &state.fifo).await?;
-        if queued.len() != state.fifo.len() {
-            return Err(Error::Config(format!(
-                "agent {id}: {} queued messages are missing from recall storage",
-                state.fifo.len() - queued.len()
-            )));
-        }
-        let counts = MemoryCounts {
-            recall: runtime.storage.recall.count_messages(id).await?,
-            archival: runtime.storage.archival.count_passages(id).await?,
-        };
+        check_fixed_prompt(&runtime, &state)?;
+        let (queued, counts) = load_queue(&runtime, &state).await?;
         Agent::assemble(runtime, state, queued, counts)
     }
 
@@ -306,7 +311,7 @@ impl AgentBuilder {
         self.clock.clone().unwrap_or_else(|| Arc::new(SystemClock))
     }
 
-    fn resolve_window(&self, model: &str) -> Result<usize> {
+    fn default_window(&self, model: &str) -> usize {
         let provider_model = self
             .provider
             .as_ref()
@@ -317,23 +322,23 @@ impl AgentBuilder {
         } else {
             model
         };
-        let window = self
-            .context_window
-            .or_else(|| self.provider.as_ref().and_then(|p| p.context_window()))
+        self.provider
+            .as_ref()
+            .and_then(|p| p.context_window())
             .or_else(|| known_context_window(model))
-            .unwrap_or(8_192);
-        if window < 512 {
-            return Err(Error::Config(format!(
-                "a context window of {window} tokens is too small"
-            )));
-        }
-        Ok(window)
+            .unwrap_or(8_192)
     }
 
     fn runtime(mut self, mut state: AgentState) -> Result<(Runtime, AgentState)> {
         let provider = self.provider.take().ok_or_else(|| {
             Error::Config("no LLM provider: call AgentBuilder::provider".to_owned())
         })?;
+        if state.config.context_window < 512 {
+            return Err(Error::Config(format!(
+                "a context window of {} tokens is too small",
+                state.config.context_window
+            )));
+        }
         let model = if state.config.model.is_empty() {
             provider.model().to_owned()
         } else {
@@ -346,7 +351,8 @@ impl AgentBuilder {
         let summarizer = self.summarizer.take().unwrap_or_else(|| {
             Arc::new(
                 LlmSummarizer::new(provider.clone(), counter.clone())
-                    .with_model(state.config.model.clone()),
+                    .with_model(state.config.model.clone())
+                    .with_max_input_tokens(summarizer_input_budget(state.config.context_window)),
             )
         });
         let policy = self
@@ -380,7 +386,47 @@ impl AgentBuilder {
     }
 }
 
-/// Builds the main context of `state` with `queued` messages.
+/// What the default summarizer may read per call: the window minus its answer (at most 300
+/// words, about 664 tokens) and a margin, at most 4,000 tokens.
+fn summarizer_input_budget(context_window: usize) -> usize {
+    context_window.saturating_sub(664 + 256).clamp(256, 4_000)
+}
+
+/// Tokens a block may come to hold at its character limit (about four characters a token).
+fn block_tokens_at_limit(block: &MemoryBlock) -> usize {
+    block.limit().max(block.chars()).div_ceil(4)
+}
+
+/// Fails if the system instructions, function schemas and memory blocks (grown to their
+/// character limits) leave no room for messages in the prompt budget.
+fn check_fixed_prompt(runtime: &Runtime, state: &AgentState) -> Result<()> {
+    let fixed = main_context(runtime, state, MemoryCounts::default()).stats();
+    let memory_at_limit: usize = state
+        .memory
+        .blocks()
+        .iter()
+        .map(block_tokens_at_limit)
+        .sum();
+    let worst = fixed.total_tokens - fixed.memory_tokens.min(fixed.total_tokens)
+        + fixed.memory_tokens.max(memory_at_limit);
+    if worst >= fixed.window {
+        return Err(Error::Config(format!(
+            "the system instructions ({} tokens), {} function schemas ({} tokens) and memory blocks (up to about \
+             {memory_at_limit} tokens at their character limits) take about {worst} tokens, which leaves no room in \
+             a prompt budget of {} tokens (a context window of {} minus {} kept for the completion); raise the \
+             window, offer fewer functions, lower the block limits or shorten the prompt",
+            fixed.system_tokens,
+            runtime.toolset.len(),
+            fixed.tools_tokens,
+            fixed.window,
+            state.config.context_window,
+            state.config.completion_reserve(),
+        )));
+    }
+    Ok(())
+}
+
+/// Builds the main context of `state`, with an empty queue.
 pub(super) fn main_context(
     runtime: &Runtime,
     state: &AgentState,
@@ -390,11 +436,31 @@ pub(super) fn main_context(
         state.system.clone(),
         state.memory.clone(),
         runtime.toolset.schemas().clone(),
-        state.config.context_window,
+        state.config.prompt_budget(),
         runtime.counter.clone(),
         state.memory_updated_at,
     );
     context.set_summary(state.summary.clone());
     context.set_counts(counts);
     context
+}
+
+/// Reads the queued messages and the recall/archival counts of a stored agent.
+pub(super) async fn load_queue(
+    runtime: &Runtime,
+    state: &AgentState,
+) -> Result<(Vec<crate::message::Message>, MemoryCounts)> {
+    let id = state.id;
+    let queued = runtime.storage.recall.get_messages(id, &state.fifo).await?;
+    if queued.len() != state.fifo.len() {
+        return Err(Error::Config(format!(
+            "agent {id}: {} queued messages are missing from recall storage",
+            state.fifo.len() - queued.len()
+        )));
+    }
+    let counts = MemoryCounts {
+        recall: runtime.storage.recall.count_messages(id).await?,
+        archival: runtime.storage.archival.count_passages(id).await?,
+    };
+    Ok((queued, counts))
 }

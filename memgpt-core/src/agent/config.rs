@@ -32,6 +32,31 @@ pub struct AgentConfig {
     pub max_document_bytes: usize,
     /// The eviction policy's name (informational; the policy object is given at build time).
     pub policy: String,
+    /// Longest function result the model sees, in characters; longer results are cut with a
+    /// note saying how much was left out (Letta's limit, 6,000 by default).
+    pub max_function_output_chars: usize,
+}
+
+/// Tokens kept free for the completion when [`AgentConfig::max_completion_tokens`] is not set
+/// (at most a quarter of the window).
+pub const DEFAULT_COMPLETION_RESERVE: usize = 1_024;
+
+impl AgentConfig {
+    /// Tokens kept free in the window for the model's answer: `max_completion_tokens` when set,
+    /// otherwise [`DEFAULT_COMPLETION_RESERVE`] or a quarter of the window, whichever is less.
+    pub fn completion_reserve(&self) -> usize {
+        match self.max_completion_tokens {
+            Some(tokens) => tokens as usize,
+            None => DEFAULT_COMPLETION_RESERVE.min(self.context_window / 4),
+        }
+    }
+
+    /// The part of the context window the prompt may use: the window minus
+    /// [`AgentConfig::completion_reserve`]. Memory pressure is measured against it.
+    pub fn prompt_budget(&self) -> usize {
+        self.context_window
+            .saturating_sub(self.completion_reserve())
+    }
 }
 
 impl Default for AgentConfig {
@@ -49,6 +74,25 @@ impl Default for AgentConfig {
             passage_tokens: 300,
             max_document_bytes: 10 * 1024 * 1024,
             policy: "paper".to_owned(),
+            max_function_output_chars: 6_000,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_completion_gets_room() {
+        let mut c = AgentConfig {
+            context_window: 8_192,
+            ..AgentConfig::default()
+        };
+        assert_eq!(c.prompt_budget(), 8_192 - 1_024);
+        c.context_window = 2_000;
+        assert_eq!(c.prompt_budget(), 1_500);
+        c.max_completion_tokens = Some(300);
+        assert_eq!(c.prompt_budget(), 1_700);
     }
 }

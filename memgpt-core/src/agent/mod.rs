@@ -27,7 +27,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 pub use builder::AgentBuilder;
-pub use config::AgentConfig;
+pub use config::{AgentConfig, DEFAULT_COMPLETION_RESERVE};
 pub use event::{Event, EventKind};
 pub use record::{FlushRecord, StepRecord, StepTimings, StopReason, ToolCallRecord};
 
@@ -68,6 +68,11 @@ pub struct Agent {
     context: MainContext,
     committed_passages: u64,
     rt: Runtime,
+    /// A commit was started and its future dropped before it finished: whether it landed is
+    /// unknown, so the agent reloads itself from storage before its next operation.
+    stale: bool,
+    /// Set while a commit is awaited.
+    commit_in_flight: bool,
 }
 
 impl std::fmt::Debug for Agent {
@@ -81,11 +86,42 @@ impl std::fmt::Debug for Agent {
     }
 }
 
-/// What a failed or cancelled step restores.
+/// What a failed or cancelled operation restores.
 struct Snapshot {
     state: AgentState,
     context: MainContext,
     committed_passages: u64,
+}
+
+/// Puts the agent back as it was when an operation fails or its future is dropped part-way.
+/// Disarm it with [`Rollback::keep`] once the operation has committed.
+struct Rollback<'a> {
+    agent: &'a mut Agent,
+    snapshot: Option<Snapshot>,
+}
+
+impl<'a> Rollback<'a> {
+    fn new(agent: &'a mut Agent) -> Self {
+        let snapshot = Some(agent.snapshot());
+        Self { agent, snapshot }
+    }
+
+    fn keep(mut self) {
+        self.snapshot = None;
+    }
+}
+
+impl Drop for Rollback<'_> {
+    fn drop(&mut self) {
+        if let Some(snapshot) = self.snapshot.take() {
+            // A commit that was interrupted may or may not have landed: resynchronise.
+            if self.agent.commit_in_flight {
+                self.agent.commit_in_flight = false;
+                self.agent.stale = true;
+            }
+            self.agent.restore(snapshot);
+        }
+    }
 }
 
 impl Agent {
@@ -116,6 +152,8 @@ impl Agent {
             state,
             context,
             rt,
+            stale: false,
+            commit_in_flight: false,
         })
     }
 
@@ -191,42 +229,50 @@ impl Agent {
         self.context.messages()
     }
 
-    /// Edits working context directly (not through the LLM) and commits the change.
+    /// Edits working context directly (not through the LLM) and commits the change. A rejected
+    /// edit or a failed commit leaves the agent unchanged.
     pub async fn update_memory<R>(
         &mut self,
         edit: impl FnOnce(&mut WorkingContext) -> Result<R, MemoryError>,
     ) -> Result<R> {
-        let snapshot = self.snapshot();
-        let outcome = edit(self.context.memory_mut());
-        let result = match outcome {
-            Ok(value) => {
-                let now = self.rt.clock.now();
-                self.context.memory_changed(now);
-                self.commit(now, Vec::new(), Vec::new())
-                    .await
-                    .map(|_| value)
-            }
-            Err(e) => Err(e.into()),
-        };
-        if result.is_err() {
-            self.restore(snapshot);
-        }
-        result
+        self.resync_if_stale().await?;
+        let guard = Rollback::new(self);
+        let value = edit(guard.agent.context.memory_mut())?;
+        let now = guard.agent.rt.clock.now();
+        guard.agent.context.memory_changed(now);
+        guard.agent.commit(now, Vec::new(), Vec::new()).await?;
+        guard.keep();
+        Ok(value)
     }
 
     /// Stores text in archival storage outside any step (split into passages and embedded as
-    /// the `archival_memory_insert` function would) and commits it.
+    /// the `archival_memory_insert` function would) and commits it. Empty text, or text over
+    /// [`AgentConfig::max_document_bytes`], is refused.
     pub async fn insert_archival(
         &mut self,
         text: &str,
         metadata: serde_json::Map<String, serde_json::Value>,
     ) -> Result<Vec<PassageId>> {
+        self.resync_if_stale().await?;
+        let limit = self.state.config.max_document_bytes;
+        if text.len() > limit {
+            return Err(Error::DocumentTooLarge {
+                name: "archival insert".to_owned(),
+                bytes: text.len(),
+                limit,
+            });
+        }
         let now = self.rt.clock.now();
         let chunks = crate::chunk::chunk_text(
             text,
             self.rt.settings.passage_tokens,
             self.rt.counter.as_ref(),
         );
+        if chunks.is_empty() {
+            return Err(Error::EmptyDocument {
+                name: "archival insert".to_owned(),
+            });
+        }
         let passages = crate::function::build_passages(
             self.id(),
             chunks,
@@ -236,27 +282,45 @@ impl Agent {
         )
         .await?;
         let ids = passages.iter().map(|p| p.id).collect();
-        let snapshot = self.snapshot();
-        let result = self.commit(now, Vec::new(), passages).await;
-        if result.is_err() {
-            self.restore(snapshot);
-        }
-        result.map(|_| ids)
+        let guard = Rollback::new(self);
+        guard.agent.commit(now, Vec::new(), passages).await?;
+        guard.keep();
+        Ok(ids)
     }
 
-    /// Pins a queued message so no flush evicts it, and commits. Returns whether it was queued.
+    /// Pins a queued message so no flush evicts it (or unpins it), and commits. Returns whether
+    /// the message is in the queue.
     pub async fn pin(&mut self, id: MessageId, pinned: bool) -> Result<bool> {
-        if !self.context.queue_mut().set_pinned(id, pinned) {
+        self.resync_if_stale().await?;
+        if self.context.queue().position(id).is_none() {
             return Ok(false);
         }
-        let snapshot = self.snapshot();
-        let result = self
-            .commit(self.rt.clock.now(), Vec::new(), Vec::new())
-            .await;
-        if result.is_err() {
-            self.restore(snapshot);
+        let guard = Rollback::new(self);
+        guard.agent.context.queue_mut().set_pinned(id, pinned);
+        let now = guard.agent.rt.clock.now();
+        guard.agent.commit(now, Vec::new(), Vec::new()).await?;
+        guard.keep();
+        Ok(true)
+    }
+
+    /// Reloads the agent from storage if an interrupted commit left it unsure of what is
+    /// stored.
+    async fn resync_if_stale(&mut self) -> Result<()> {
+        if !self.stale {
+            return Ok(());
         }
-        result.map(|_| true)
+        let id = self.id();
+        let state = self
+            .rt
+            .storage
+            .agents
+            .load_agent(id)
+            .await?
+            .ok_or(Error::AgentNotFound(id))?;
+        let (queued, counts) = builder::load_queue(&self.rt, &state).await?;
+        *self = Agent::assemble(self.rt.clone(), state, queued, counts)?;
+        tracing::info!(agent = %id, version = self.state.version, "resynchronised from storage after an interrupted commit");
+        Ok(())
     }
 
     fn snapshot(&self) -> Snapshot {
@@ -301,12 +365,15 @@ impl Agent {
             passages,
             deleted_passages: Vec::new(),
         };
-        self.rt
-            .storage
-            .agents
-            .commit(&commit)
-            .await
-            .map_err(Error::from)?;
+        self.commit_in_flight = true;
+        let result = self.rt.storage.agents.commit(&commit).await;
+        self.commit_in_flight = false;
+        if let Err(e) = result {
+            // The store may have failed after applying the commit (a lost acknowledgement):
+            // read the truth back before the next operation.
+            self.stale = true;
+            return Err(e.into());
+        }
         self.committed_passages += added;
         let mut counts = self.context.counts();
         counts.archival = self.committed_passages;

@@ -12,7 +12,7 @@ use serde_json::Value;
 use tracing::{Instrument, debug, info_span, warn};
 
 use super::{
-    Agent, Event, EventKind, FlushRecord, Snapshot, StepRecord, StepTimings, StopReason,
+    Agent, Event, EventKind, FlushRecord, Rollback, StepRecord, StepTimings, StopReason,
     ToolCallRecord,
 };
 use crate::chunk::chunk_text;
@@ -29,6 +29,9 @@ use crate::time::{Clock, format_time};
 const HEARTBEAT_REQUESTED: &str = "[automated, hidden from the user] Function called with request_heartbeat=true; you have control again.";
 /// The heartbeat after a failed function call.
 const HEARTBEAT_FAILED: &str = "[automated, hidden from the user] A function call failed; you have control again. Read the error and correct the call.";
+
+/// Below this many free tokens for messages, the context counts as full.
+const MIN_MESSAGE_ROOM: usize = 64;
 
 /// What a step accumulates before it commits.
 struct StepRun {
@@ -66,20 +69,6 @@ impl StepRun {
     }
 }
 
-/// Puts the agent back as it was if the step fails or its future is dropped mid-way.
-struct StepGuard<'a> {
-    agent: &'a mut Agent,
-    snapshot: Option<Snapshot>,
-}
-
-impl Drop for StepGuard<'_> {
-    fn drop(&mut self) {
-        if let Some(snapshot) = self.snapshot.take() {
-            self.agent.restore(snapshot);
-        }
-    }
-}
-
 impl Agent {
     /// Runs one step: handles `event`, follows heartbeats, and commits everything atomically.
     ///
@@ -91,13 +80,10 @@ impl Agent {
     pub async fn step(&mut self, event: impl Into<Event>) -> Result<StepRecord> {
         let event = event.into();
         let span = info_span!("step", agent = %self.id(), event = event.kind.label());
-        let snapshot = self.snapshot();
-        let mut guard = StepGuard {
-            agent: self,
-            snapshot: Some(snapshot),
-        };
+        self.resync_if_stale().await?;
+        let guard = Rollback::new(self);
         let record = guard.agent.run_step(event).instrument(span).await?;
-        guard.snapshot = None;
+        guard.keep();
         Ok(record)
     }
 
@@ -117,13 +103,20 @@ impl Agent {
 
         let message = self.event_message(&event, &mut run, now).await?;
         self.check_fits(&message)?;
-        let protected = [message.id];
+        let event_id = message.id;
         self.push(&mut run, message);
+        // Where the current turn begins in `run.messages`: the event, later the newest
+        // assistant message. Everything from there on is what the model must read next, so no
+        // flush may evict it.
+        let mut turn_start = 0;
 
         let limit = self.state.config.max_chain_length.max(1);
         let mut responses = 0;
         let mut overflow_retried = false;
         let stop = loop {
+            let protected: Vec<MessageId> = std::iter::once(event_id)
+                .chain(run.messages[turn_start..].iter().map(|m| m.id))
+                .collect();
             self.relieve_pressure(&mut run, &protected).await;
             let request = self.request();
             let started = Instant::now();
@@ -153,6 +146,7 @@ impl Agent {
                 break StopReason::NoFunctionCall;
             }
             let now = run.now(self.rt.clock.as_ref());
+            turn_start = run.messages.len();
             self.push(
                 &mut run,
                 Message::assistant(self.id(), response.content, calls.clone(), now),
@@ -293,9 +287,14 @@ impl Agent {
     fn check_fits(&self, message: &Message) -> Result<()> {
         let tokens = self.rt.counter.count_message(&message.to_chat());
         let stats = self.context.stats();
-        let available = stats
-            .window
-            .saturating_sub(stats.total_tokens - stats.queue_tokens);
+        let fixed_tokens = stats.total_tokens - stats.queue_tokens;
+        let available = stats.window.saturating_sub(fixed_tokens);
+        if available < MIN_MESSAGE_ROOM {
+            return Err(Error::ContextFull {
+                fixed_tokens,
+                budget: stats.window,
+            });
+        }
         if tokens > available {
             return Err(Error::MessageTooLarge { tokens, available });
         }
@@ -333,9 +332,9 @@ impl Agent {
                 self.state.pressure_warned = true;
                 run.pressure_warning = true;
                 let text = format!(
-                    "Memory pressure: your context is {:.0}% full. Older messages will soon be evicted (they stay \
-                     searchable in recall memory and a summary is kept). Save anything important to core memory or \
-                     archival memory now.",
+                    "Memory pressure: your context is {:.0}% full. Older messages will soon be evicted: a summary is \
+                     kept and the conversation stays searchable, but save anything you will need (including function \
+                     results) to core memory or archival memory now.",
                     stats.fraction * 100.0
                 );
                 debug!(fraction = stats.fraction, "memory-pressure warning");
@@ -456,6 +455,19 @@ impl Agent {
                 }
             },
         };
+        let result = ToolReturn {
+            result: match result.result {
+                Ok(text) => Ok(cap_output(
+                    text,
+                    self.state.config.max_function_output_chars,
+                )),
+                Err(text) => Err(cap_output(
+                    text,
+                    self.state.config.max_function_output_chars,
+                )),
+            },
+            ..result
+        };
         self.context.memory_changed(now);
         self.sync_archival_count(run);
         let duration = started.elapsed();
@@ -509,6 +521,20 @@ impl Agent {
     }
 }
 
+/// Cuts a function result to `max_chars` characters, saying how much was left out.
+fn cap_output(text: String, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        None => text,
+        Some((cut, _)) => {
+            let left_out = text[cut..].chars().count();
+            format!(
+                "{}... (truncated: {left_out} more characters; ask for less, e.g. a narrower query or the next page)",
+                &text[..cut]
+            )
+        }
+    }
+}
+
 /// Parses the model's raw arguments. Empty arguments mean `{}`; a JSON string holding a JSON
 /// object (double-encoded arguments, a common model mistake) is unwrapped.
 fn parse_raw_arguments(function: &str, raw: &str) -> Result<Value, String> {
@@ -553,6 +579,14 @@ fn panic_message(panic: &(dyn Any + Send)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_outputs_are_capped_with_a_note() {
+        assert_eq!(cap_output("short".into(), 10), "short");
+        let capped = cap_output("é".repeat(15), 10);
+        assert!(capped.starts_with(&"é".repeat(10)));
+        assert!(capped.contains("(truncated: 5 more characters;"));
+    }
 
     #[test]
     fn raw_arguments_are_parsed_leniently_but_honestly() {

@@ -33,6 +33,7 @@ async fn small_agent(llm: &Arc<ScriptedProvider>, window: usize) -> Agent {
         .provider(llm.clone())
         .system_prompt("You are a test agent.")
         .persona("I am T.")
+        .block_limit(200)
         .tools(["send_message", "conversation_search"])
         .context_window(window)
         .build()
@@ -97,6 +98,80 @@ async fn send_message_ends_the_turn_and_commits_the_step() {
             .unwrap()
             .content
             .contains("hi there")
+    );
+}
+
+#[tokio::test]
+async fn terminal_functions_tolerate_a_heartbeat_flag() {
+    let llm = llm();
+    llm.push_call(
+        "send_message",
+        json!({"message": "hi", "request_heartbeat": false}),
+    );
+    let mut agent = agent(&llm).await;
+    let record = agent.step("hello").await.unwrap();
+    assert_eq!(record.replies, ["hi"]);
+    assert!(record.tool_calls[0].ok);
+    assert_eq!(record.llm_calls, 1);
+}
+
+#[tokio::test]
+async fn a_flush_never_evicts_the_result_the_model_must_read() {
+    let llm = llm();
+    let mut agent = Agent::builder()
+        .provider(llm.clone())
+        .system_prompt("You are a test agent.")
+        .persona("I am T.")
+        .tools(["send_message", "archival_memory_search"])
+        .context_window(2_400)
+        .build()
+        .await
+        .unwrap();
+    for i in 0..3 {
+        llm.push_call("send_message", json!({"message": format!("reply {i}")}));
+        agent.step(format!("small talk {i}")).await.unwrap();
+    }
+    for i in 0..5 {
+        let text = format!(
+            "Vault note {i}: {}",
+            "the code is kept in the blue binder. ".repeat(27)
+        );
+        agent
+            .insert_archival(&text, Default::default())
+            .await
+            .unwrap();
+    }
+    // The search result (five long hits) pushes the context into the flush zone before the
+    // next call, which must still see it.
+    llm.push_call(
+        "archival_memory_search",
+        json!({"query": "vault note", "request_heartbeat": true}),
+    );
+    llm.push_summary(Ok("Earlier: small talk.".into()));
+    llm.push_call(
+        "send_message",
+        json!({"message": "It is in the blue binder."}),
+    );
+    let record = agent.step("Where is the vault code kept?").await.unwrap();
+    assert_eq!(record.stop_reason, StopReason::EndTurn);
+    assert_eq!(record.flushes.len(), 1, "the result caused a flush");
+    let requests = llm.agent_requests();
+    let second = &requests.last().unwrap().messages;
+    let n = second.len();
+    assert!(second[n - 1].content.contains("\"type\":\"heartbeat\""));
+    assert!(
+        second[n - 2].content.contains("Showing results 1-5 of 5"),
+        "the function result survived the flush"
+    );
+    assert!(
+        second
+            .iter()
+            .any(|m| m.content.contains("Where is the vault code kept?")),
+        "the event survived"
+    );
+    assert!(
+        !second.iter().any(|m| m.content.contains("small talk 0")),
+        "older history was evicted instead"
     );
 }
 
@@ -632,6 +707,142 @@ async fn a_failed_commit_leaves_the_agent_as_it_was() {
     assert_eq!(inner.count_messages(agent.id()).await.unwrap(), 6);
 }
 
+/// Applies every commit, then takes a while to acknowledge it.
+#[derive(Debug)]
+struct SlowAck {
+    inner: Arc<InMemoryStore>,
+}
+
+#[async_trait]
+impl AgentStore for SlowAck {
+    async fn create_agent(&self, state: &AgentState) -> Result<(), StoreError> {
+        self.inner.create_agent(state).await
+    }
+    async fn load_agent(&self, id: AgentId) -> Result<Option<AgentState>, StoreError> {
+        self.inner.load_agent(id).await
+    }
+    async fn list_agents(&self) -> Result<Vec<AgentState>, StoreError> {
+        self.inner.list_agents().await
+    }
+    async fn delete_agent(&self, id: AgentId) -> Result<bool, StoreError> {
+        self.inner.delete_agent(id).await
+    }
+    async fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
+        self.inner.commit(commit).await?;
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_commit_interrupted_after_landing_is_resynchronised() {
+    let inner = Arc::new(InMemoryStore::new());
+    let storage = Storage {
+        agents: Arc::new(SlowAck {
+            inner: inner.clone(),
+        }),
+        recall: inner.clone(),
+        archival: inner.clone(),
+    };
+    let llm = llm();
+    let mut agent = Agent::builder()
+        .provider(llm.clone())
+        .storage(storage)
+        .build()
+        .await
+        .unwrap();
+    llm.push_call("send_message", json!({"message": "one"}));
+    // The commit lands, but the caller gives up before it is acknowledged.
+    let interrupted =
+        tokio::time::timeout(std::time::Duration::from_millis(50), agent.step("first")).await;
+    assert!(interrupted.is_err());
+    assert_eq!(agent.version(), 0, "the in-memory agent was rolled back");
+    assert_eq!(
+        inner.load_agent(agent.id()).await.unwrap().unwrap().version,
+        1,
+        "but the commit landed"
+    );
+
+    // The next step first reloads what was stored, so nothing conflicts and nothing is lost.
+    llm.push_call("send_message", json!({"message": "two"}));
+    let record = agent.step("second").await.unwrap();
+    assert_eq!(record.replies, ["two"]);
+    assert_eq!(agent.version(), 2);
+    assert_eq!(inner.count_messages(agent.id()).await.unwrap(), 6);
+    let last = &llm.agent_requests()[1].messages;
+    assert!(
+        last.iter()
+            .any(|m| m.content.contains("\"message\":\"first\"")),
+        "the landed step is in context"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_pin_changes_nothing() {
+    let inner = Arc::new(InMemoryStore::new());
+    let flaky = Arc::new(FlakyStore {
+        inner: inner.clone(),
+        fail: AtomicBool::new(false),
+    });
+    let storage = Storage {
+        agents: flaky.clone(),
+        recall: inner.clone(),
+        archival: inner.clone(),
+    };
+    let llm = llm();
+    let mut agent = Agent::builder()
+        .provider(llm.clone())
+        .storage(storage)
+        .build()
+        .await
+        .unwrap();
+    llm.push_call("send_message", json!({"message": "hi"}));
+    let record = agent.step("remember this one").await.unwrap();
+    let id = record.messages[0].id;
+    flaky.fail.store(true, Ordering::SeqCst);
+    assert!(agent.pin(id, true).await.is_err());
+    assert!(!agent.context().queue().entries().any(|e| e.is_pinned()));
+    flaky.fail.store(false, Ordering::SeqCst);
+    assert!(agent.pin(id, true).await.unwrap());
+    assert!(agent.context().queue().get(0).unwrap().is_pinned());
+    assert_eq!(
+        inner.load_agent(agent.id()).await.unwrap().unwrap().pinned,
+        vec![id]
+    );
+    assert!(
+        !agent.pin(crate::ids::MessageId::new(), true).await.unwrap(),
+        "not queued"
+    );
+}
+
+#[tokio::test]
+async fn loading_applies_the_builders_settings() {
+    let storage = Storage::in_memory();
+    let agent = Agent::builder()
+        .provider(llm())
+        .storage(storage.clone())
+        .build()
+        .await
+        .unwrap();
+    let loaded = Agent::builder()
+        .provider(llm())
+        .storage(storage)
+        .page_size(2)
+        .max_chain_length(3)
+        .tool("explode")
+        .load(agent.id())
+        .await
+        .unwrap();
+    assert_eq!(loaded.config().page_size, 2);
+    assert_eq!(loaded.config().max_chain_length, 3);
+    assert_eq!(loaded.toolset().names().last(), Some("explode"));
+    assert_eq!(
+        loaded.config().context_window,
+        agent.config().context_window,
+        "unset settings keep their stored value"
+    );
+}
+
 #[derive(Debug)]
 struct Stalled;
 
@@ -946,6 +1157,27 @@ async fn agents_reload_from_storage() {
         .load(AgentId::new())
         .await;
     assert!(matches!(missing, Err(Error::AgentNotFound(_))));
+}
+
+#[tokio::test]
+async fn a_window_too_small_for_the_prompt_fails_at_creation() {
+    let storage = Storage::in_memory();
+    let err = Agent::builder()
+        .provider(llm())
+        .storage(storage.clone())
+        .context_window(600)
+        .build()
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("(a context window of 600 minus 150 kept for the completion)"),
+        "{err}"
+    );
+    assert!(
+        storage.agents.list_agents().await.unwrap().is_empty(),
+        "nothing was stored"
+    );
 }
 
 #[tokio::test]

@@ -34,7 +34,8 @@ pub const DEFAULT_FUNCTIONS: [&str; 8] = [
 ];
 
 /// Longest text shown per search hit; longer hits are cut (the full text stays in storage).
-const MAX_HIT_CHARS: usize = 2_000;
+/// A default page of five hits then fits the agent's 6,000-character function-output limit.
+const MAX_HIT_CHARS: usize = 1_000;
 
 /// Renders one page of results so the LLM knows where it is and whether to page further.
 fn render_page<T>(

@@ -135,13 +135,15 @@ impl MainContext {
     pub fn set_summary(&mut self, summary: Summary) {
         self.summary_chat = (!summary.text.trim().is_empty()).then(|| {
             let text = format!(
-                "Summary of the {} earlier messages evicted from context (all remain searchable with \
-                 conversation_search):\n{}",
+                "Summary of the {} earlier messages evicted from context (the conversation remains \
+                 searchable with conversation_search):\n{}",
                 summary.evicted_messages,
                 summary.text.trim()
             );
             let time = summary.updated_at.map(format_time).unwrap_or_default();
-            ChatMessage::user(json!({ "type": "system_alert", "message": text, "time": time }).to_string())
+            ChatMessage::user(
+                json!({ "type": "system_alert", "message": text, "time": time }).to_string(),
+            )
         });
         self.summary_tokens = self
             .summary_chat

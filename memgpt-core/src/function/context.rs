@@ -223,8 +223,10 @@ impl<'a> ToolContext<'a> {
         if self.writes.passages.is_empty() {
             return Ok(self.storage.archival.search(self.agent_id, &query).await?);
         }
-        // Overlay: rank this step's passages the same way and merge them by score with every
-        // committed hit that could land on the requested page.
+        // Overlay: rank this step's passages the same way and merge them with every committed
+        // hit that could land on the requested page. Cosine similarities (vector mode) compare
+        // across the two lists; lexical and fused scores do not, so those lists are merged by
+        // rank (reciprocal-rank fusion of the two orderings; ties go to the newer passage).
         let wide = ArchivalQuery {
             page: Page::new(0, page.offset() + page.size),
             ..query.clone()
@@ -232,16 +234,26 @@ impl<'a> ToolContext<'a> {
         let committed = self.storage.archival.search(self.agent_id, &wide).await?;
         let pending = crate::store::rank_passages(&self.writes.passages, &query)?;
         let total = committed.total + pending.len();
-        let mut hits = committed.hits;
-        hits.extend(pending.into_iter().map(|(score, i)| Hit {
-            item: self.writes.passages[i].clone(),
-            score,
+        let by_rank = |rank: usize| 1.0 / (crate::store::RRF_K + rank as f32 + 1.0);
+        let vector = query.mode == SearchMode::Vector;
+        let mut merged: Vec<(f32, Hit<Passage>)> = committed
+            .hits
+            .into_iter()
+            .enumerate()
+            .map(|(rank, hit)| (if vector { hit.score } else { by_rank(rank) }, hit))
+            .collect();
+        merged.extend(pending.into_iter().enumerate().map(|(rank, (score, i))| {
+            let hit = Hit {
+                item: self.writes.passages[i].clone(),
+                score,
+            };
+            (if vector { score } else { by_rank(rank) }, hit)
         }));
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then(b.item.created_at.cmp(&a.item.created_at))
+        merged.sort_by(|(a, x), (b, y)| {
+            b.total_cmp(a)
+                .then(y.item.created_at.cmp(&x.item.created_at))
         });
+        let hits: Vec<Hit<Passage>> = merged.into_iter().map(|(_, hit)| hit).collect();
         Ok(SearchPage {
             hits: page.slice(hits),
             page,

@@ -1,6 +1,6 @@
 use std::sync::Arc;
 
-use super::{EntryView, EvictionPolicy, FifoQueue, PaperPolicy, Pressure, QueueView};
+use super::{ContextUsage, EntryView, EvictionPolicy, FifoQueue, PaperPolicy, Pressure, QueueView};
 use crate::ids::MessageId;
 
 /// The entries a flush will evict, after the invariants were enforced.
@@ -67,13 +67,13 @@ impl QueueManager {
             .collect()
     }
 
-    /// How full the context is.
+    /// How full the context is (O(1): the queue keeps its token total).
     pub fn pressure(&self, queue: &FifoQueue, window: usize, fixed_tokens: usize) -> Pressure {
-        let entries = Self::view_entries(queue, &[]);
-        self.policy.pressure(&QueueView {
-            entries: &entries,
+        self.policy.pressure(&ContextUsage {
             window,
             fixed_tokens,
+            queue_tokens: queue.tokens(),
+            queue_messages: queue.len(),
         })
     }
 
@@ -103,11 +103,20 @@ impl QueueManager {
             .iter()
             .map(|unit| unit.clone().all(|i| !entries[i].pinned))
             .collect();
+        let unit_tokens: Vec<usize> = units
+            .iter()
+            .map(|unit| unit.clone().map(|i| entries[i].tokens).sum())
+            .collect();
 
-        let view = QueueView {
-            entries: &entries,
+        let usage = ContextUsage {
             window,
             fixed_tokens,
+            queue_tokens: queue.tokens(),
+            queue_messages: queue.len(),
+        };
+        let view = QueueView {
+            entries: &entries,
+            usage,
         };
         let mut chosen = vec![false; units.len()];
         for index in self.policy.select(&view) {
@@ -118,54 +127,49 @@ impl QueueManager {
 
         // Never leave the context in the flush zone if evicting more can help: add the oldest
         // remaining evictable units, as few as needed. Evicting more never raises pressure, so
-        // the smallest sufficient count is found by bisection.
-        let still_flush = |chosen: &[bool]| {
-            let remaining: Vec<EntryView> = units
+        // the smallest sufficient count is found by bisection over O(1) usage checks.
+        let freed = |chosen: &[bool]| -> (usize, usize) {
+            units
                 .iter()
+                .zip(chosen)
                 .enumerate()
-                .filter(|(u, _)| !chosen[*u])
-                .flat_map(|(_, unit)| unit.clone().map(|i| entries[i].clone()))
-                .collect();
-            self.policy.pressure(&QueueView {
-                entries: &remaining,
-                window,
-                fixed_tokens,
+                .filter(|(_, (_, c))| **c)
+                .fold((0, 0), |(tokens, messages), (u, (unit, _))| {
+                    (tokens + unit_tokens[u], messages + unit.len())
+                })
+        };
+        let (base_tokens, base_messages) = freed(&chosen);
+        let extra: Vec<usize> = (0..units.len())
+            .filter(|&u| evictable[u] && !chosen[u])
+            .collect();
+        let mut prefix = vec![(0usize, 0usize); extra.len() + 1];
+        for (k, &u) in extra.iter().enumerate() {
+            prefix[k + 1] = (prefix[k].0 + unit_tokens[u], prefix[k].1 + units[u].len());
+        }
+        let still_flush = |k: usize| {
+            self.policy.pressure(&ContextUsage {
+                queue_tokens: usage.queue_tokens - base_tokens - prefix[k].0,
+                queue_messages: usage.queue_messages - base_messages - prefix[k].1,
+                ..usage
             }) == Pressure::Flush
         };
-        if still_flush(&chosen) {
-            let extra: Vec<usize> = (0..units.len())
-                .filter(|&u| evictable[u] && !chosen[u])
-                .collect();
-            let with = |k: usize| {
-                let mut c = chosen.clone();
-                for &u in &extra[..k] {
-                    c[u] = true;
-                }
-                c
-            };
-            let (mut lo, mut hi) = (0, extra.len());
-            while lo < hi {
-                let mid = (lo + hi) / 2;
-                if still_flush(&with(mid)) {
-                    lo = mid + 1
-                } else {
-                    hi = mid
-                }
+        let (mut lo, mut hi) = (0, extra.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if still_flush(mid) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
             }
-            chosen = with(lo);
+        }
+        for &u in &extra[..lo] {
+            chosen[u] = true;
         }
 
         let mut plan = EvictionPlan::default();
-        for unit in units
-            .iter()
-            .zip(&chosen)
-            .filter(|(_, c)| **c)
-            .map(|(unit, _)| unit)
-        {
-            for i in unit.clone() {
-                plan.indices.push(i);
-                plan.tokens += entries[i].tokens;
-            }
+        for (u, unit) in units.iter().enumerate().filter(|(u, _)| chosen[*u]) {
+            plan.indices.extend(unit.clone());
+            plan.tokens += unit_tokens[u];
         }
         plan
     }
@@ -195,8 +199,8 @@ mod tests {
         fn name(&self) -> &str {
             "arbitrary"
         }
-        fn pressure(&self, view: &QueueView<'_>) -> Pressure {
-            if view.total_tokens() >= self.flush_at {
+        fn pressure(&self, usage: &ContextUsage) -> Pressure {
+            if usage.total_tokens() >= self.flush_at {
                 Pressure::Flush
             } else {
                 Pressure::Normal

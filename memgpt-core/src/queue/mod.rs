@@ -16,4 +16,4 @@ mod policy;
 
 pub use fifo::{FifoQueue, QueueEntry};
 pub use manager::{EvictionPlan, QueueManager};
-pub use policy::{EntryView, EvictionPolicy, PaperPolicy, Pressure, QueueView};
+pub use policy::{ContextUsage, EntryView, EvictionPolicy, PaperPolicy, Pressure, QueueView};

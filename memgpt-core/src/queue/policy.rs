@@ -36,32 +36,38 @@ pub struct EntryView {
     pub pinned: bool,
 }
 
-/// A read-only view of main context for policies.
-#[derive(Clone, Debug)]
-pub struct QueueView<'a> {
-    /// The queued messages, oldest first.
-    pub entries: &'a [EntryView],
-    /// The context window in tokens.
+/// How much of the window main context uses: what a policy needs to judge pressure, in O(1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContextUsage {
+    /// The prompt budget in tokens (the context window minus the room kept for the completion).
     pub window: usize,
     /// Tokens outside the queue: system instructions, functions, working context, summary.
     pub fixed_tokens: usize,
+    /// Tokens of the queued messages.
+    pub queue_tokens: usize,
+    /// How many messages are queued.
+    pub queue_messages: usize,
 }
 
-impl QueueView<'_> {
-    /// Tokens of the queued messages.
-    pub fn queue_tokens(&self) -> usize {
-        self.entries.iter().map(|e| e.tokens).sum()
-    }
-
+impl ContextUsage {
     /// Tokens of the whole prompt.
     pub fn total_tokens(&self) -> usize {
-        self.fixed_tokens + self.queue_tokens()
+        self.fixed_tokens + self.queue_tokens
     }
 
     /// The fraction of the window in use.
     pub fn fraction(&self) -> f64 {
         self.total_tokens() as f64 / self.window.max(1) as f64
     }
+}
+
+/// A read-only view of the queue for choosing what to evict.
+#[derive(Clone, Debug)]
+pub struct QueueView<'a> {
+    /// The queued messages, oldest first.
+    pub entries: &'a [EntryView],
+    /// The context's usage.
+    pub usage: ContextUsage,
 }
 
 /// A page-replacement policy: when to warn, when to flush, what to evict.
@@ -73,8 +79,8 @@ pub trait EvictionPolicy: Send + Sync + fmt::Debug {
     /// A short name (stored in the agent's config).
     fn name(&self) -> &str;
 
-    /// How full the context is.
-    fn pressure(&self, view: &QueueView<'_>) -> Pressure;
+    /// How full the context is. Called before every LLM call, so it should be cheap.
+    fn pressure(&self, usage: &ContextUsage) -> Pressure;
 
     /// Indices into `view.entries` to evict in a flush. Called at [`Pressure::Flush`], or when
     /// the provider reported a context overflow.
@@ -116,8 +122,8 @@ impl EvictionPolicy for PaperPolicy {
         "paper"
     }
 
-    fn pressure(&self, view: &QueueView<'_>) -> Pressure {
-        let fraction = view.fraction();
+    fn pressure(&self, usage: &ContextUsage) -> Pressure {
+        let fraction = usage.fraction();
         if fraction >= self.flush_at {
             Pressure::Flush
         } else if fraction >= self.warn_at {
@@ -128,7 +134,7 @@ impl EvictionPolicy for PaperPolicy {
     }
 
     fn select(&self, view: &QueueView<'_>) -> Vec<usize> {
-        let target = (view.queue_tokens() as f64 * self.evict_fraction).ceil() as usize;
+        let target = (view.usage.queue_tokens as f64 * self.evict_fraction).ceil() as usize;
         let mut freed = 0;
         let mut chosen = Vec::new();
         for (i, entry) in view.entries.iter().enumerate() {
@@ -168,17 +174,17 @@ mod tests {
     #[test]
     fn thresholds() {
         let policy = PaperPolicy::default();
-        let e = entries(&[100; 6]);
-        let view = |fixed| QueueView {
-            entries: &e,
+        let usage = |fixed| ContextUsage {
             window: 1000,
             fixed_tokens: fixed,
+            queue_tokens: 600,
+            queue_messages: 6,
         };
-        assert_eq!(policy.pressure(&view(0)), Pressure::Normal);
-        assert_eq!(policy.pressure(&view(99)), Pressure::Normal);
-        assert_eq!(policy.pressure(&view(100)), Pressure::Warn);
-        assert_eq!(policy.pressure(&view(399)), Pressure::Warn);
-        assert_eq!(policy.pressure(&view(400)), Pressure::Flush);
+        assert_eq!(policy.pressure(&usage(0)), Pressure::Normal);
+        assert_eq!(policy.pressure(&usage(99)), Pressure::Normal);
+        assert_eq!(policy.pressure(&usage(100)), Pressure::Warn);
+        assert_eq!(policy.pressure(&usage(399)), Pressure::Warn);
+        assert_eq!(policy.pressure(&usage(400)), Pressure::Flush);
     }
 
     #[test]
@@ -186,11 +192,13 @@ mod tests {
         let policy = PaperPolicy::default();
         let mut e = entries(&[10, 10, 50, 10, 10, 10]);
         e[1].pinned = true;
-        let view = QueueView {
-            entries: &e,
+        let usage = ContextUsage {
             window: 100,
             fixed_tokens: 0,
+            queue_tokens: 100,
+            queue_messages: 6,
         };
+        let view = QueueView { entries: &e, usage };
         // 100 queue tokens: free 50, oldest first, never the pinned one.
         assert_eq!(policy.select(&view), vec![0, 2]);
     }

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use memory::InMemoryStore;
-pub(crate) use memory::rank_passages;
+pub(crate) use memory::{RRF_K, rank_passages};
 pub use text::{Bm25Index, tokenize};
 pub use types::{
     AgentState, ArchivalQuery, Commit, Hit, Page, Passage, RecallQuery, SearchMode, SearchPage,
@@ -147,7 +147,11 @@ pub trait RecallStore: Send + Sync + fmt::Debug {
 /// Read access to archival storage: passages with embeddings.
 #[async_trait]
 pub trait ArchivalStore: Send + Sync + fmt::Debug {
-    /// Searches an agent's passages by vector, text or both (see [`SearchMode`]).
+    /// Searches an agent's passages by vector, text or both (see [`SearchMode`]), best first.
+    ///
+    /// In [`SearchMode::Vector`], [`Hit::score`] is the cosine similarity of the passage to the
+    /// query embedding (so scores compare across stores); in the other modes it is only
+    /// meaningful for ordering within one result list.
     async fn search(
         &self,
         agent: AgentId,

@@ -82,7 +82,12 @@ impl LlmProvider for OpenAiProvider {
         let response = http::send_with_retry(
             &self.config.http.retry,
             || self.request(&self.client, &url, &body),
-            |r| wire::is_quota_exhausted(&r.body),
+            |r| {
+                // Retrying an exhausted quota or an overlong prompt cannot help; the agent
+                // flushes on a context overflow.
+                wire::is_quota_exhausted(&r.body)
+                    || wire::is_context_overflow(r.status.as_u16(), &r.body)
+            },
         )
         .await
         .map_err(llm_error)?;

@@ -37,6 +37,10 @@ pub struct OpenAiConfig {
     pub parallel_tool_calls: Option<bool>,
     /// Whether the server understands `tool_choice` (a few older local servers reject it).
     pub supports_tool_choice: bool,
+    /// Send the completion limit as `max_completion_tokens` (OpenAI's current name, required by
+    /// its reasoning models) instead of `max_tokens` (what most other servers read). `None`:
+    /// decided by the base URL (`max_completion_tokens` for api.openai.com only).
+    pub max_completion_tokens_field: Option<bool>,
 }
 
 impl fmt::Debug for OpenAiConfig {
@@ -68,7 +72,14 @@ impl OpenAiConfig {
             extra_headers: Vec::new(),
             parallel_tool_calls: None,
             supports_tool_choice: true,
+            max_completion_tokens_field: None,
         }
+    }
+
+    /// Whether the completion limit is sent as `max_completion_tokens`.
+    pub fn uses_max_completion_tokens(&self) -> bool {
+        self.max_completion_tokens_field
+            .unwrap_or_else(|| self.base_url.starts_with(Self::OPENAI_BASE_URL))
     }
 
     /// OpenAI itself.
@@ -211,6 +222,15 @@ mod tests {
             ]))
             .is_err()
         );
+    }
+
+    #[test]
+    fn the_completion_limit_field_follows_the_server() {
+        assert!(OpenAiConfig::openai("k", "o3-mini").uses_max_completion_tokens());
+        assert!(!OpenAiConfig::ollama("llama3.1").uses_max_completion_tokens());
+        let mut vllm = OpenAiConfig::new("http://localhost:8000/v1", "m");
+        vllm.max_completion_tokens_field = Some(true);
+        assert!(vllm.uses_max_completion_tokens());
     }
 
     #[test]

@@ -19,6 +19,8 @@ pub(super) struct ChatBody<'a> {
     pub(super) temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) max_completion_tokens: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -99,7 +101,12 @@ impl<'a> ChatBody<'a> {
             tools,
             tool_choice,
             temperature: request.temperature,
-            max_tokens: request.max_tokens,
+            max_tokens: request
+                .max_tokens
+                .filter(|_| !config.uses_max_completion_tokens()),
+            max_completion_tokens: request
+                .max_tokens
+                .filter(|_| config.uses_max_completion_tokens()),
         }
     }
 }
@@ -289,9 +296,8 @@ pub(super) fn is_context_overflow(status: u16, body: &str) -> bool {
         "exceeds the context",
         "exceed the context",
         "exceeds the available context",
-        "context window",
+        "reduce the length of the messages",
         "prompt is too long",
-        "too many tokens",
         "input is too long",
     ]
     .iter()
@@ -319,6 +325,11 @@ mod tests {
             &json!({"error": {"message": "invalid model"}}).to_string()
         ));
         assert!(!is_context_overflow(429, &openai.to_string()));
+        let max_tokens = json!({"error": {"message": "max_tokens is too large: 100000. This model supports at most 16384 completion tokens"}});
+        assert!(
+            !is_context_overflow(400, &max_tokens.to_string()),
+            "a completion limit is not a context overflow"
+        );
     }
 
     #[test]
