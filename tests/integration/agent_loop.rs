@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use crate::fake_openai::{FAKE_EMBEDDING_DIMENSION, FakeOpenAi, Reply};
-use crate::{config, provider};
+use crate::{agent, config, provider};
 
 #[tokio::test]
 async fn heartbeats_page_through_archival_search() {
@@ -87,11 +87,7 @@ async fn heartbeats_page_through_archival_search() {
 #[tokio::test]
 async fn failed_calls_trigger_a_heartbeat_with_the_error() {
     let server = FakeOpenAi::start().await;
-    let mut agent = Agent::builder()
-        .provider(provider(&server))
-        .build()
-        .await
-        .unwrap();
+    let mut agent = agent(&server).await;
     server.push_all([
         Reply::call("recall_everything", json!({})),
         Reply::raw_call("core_memory_append", "{'label': 'human'}"),
@@ -242,11 +238,7 @@ async fn memory_pressure_warns_once_then_flushes_with_a_summary() {
 #[tokio::test]
 async fn an_unscripted_server_ends_the_step_cleanly() {
     let server = FakeOpenAi::start().await;
-    let mut agent = Agent::builder()
-        .provider(provider(&server))
-        .build()
-        .await
-        .unwrap();
+    let mut agent = agent(&server).await;
     let record = agent.step("hello?").await.unwrap();
     match record.stop_reason {
         StopReason::ProviderError { message, retryable } => {

@@ -36,3 +36,12 @@ fn config(server: &FakeOpenAi) -> OpenAiConfig {
 fn provider(server: &FakeOpenAi) -> Arc<OpenAiProvider> {
     Arc::new(OpenAiProvider::new(config(server)).expect("provider"))
 }
+
+/// An agent with every default, talking to `server`.
+async fn agent(server: &FakeOpenAi) -> memgpt::Agent {
+    memgpt::Agent::builder()
+        .provider(provider(server))
+        .build()
+        .await
+        .expect("agent")
+}

@@ -2,14 +2,14 @@
 
 use std::time::{Duration, Instant};
 
+use memgpt::StopReason;
 use memgpt::embed::Embedder;
 use memgpt::llm::{ChatMessage, ChatRequest, LlmError, LlmProvider};
 use memgpt::openai::{OpenAiEmbedder, OpenAiProvider};
-use memgpt::{Agent, StopReason};
 use serde_json::json;
 
 use crate::fake_openai::{FAKE_EMBEDDING_DIMENSION, FakeOpenAi, Reply};
-use crate::{config, provider};
+use crate::{agent, config, provider};
 
 fn hello() -> ChatRequest {
     ChatRequest::new("", vec![ChatMessage::user("hello")])
@@ -20,11 +20,7 @@ async fn a_rate_limit_is_retried_after_the_requested_wait() {
     let server = FakeOpenAi::start().await;
     server.push(Reply::rate_limited(Duration::from_millis(300)));
     server.push(Reply::call("send_message", json!({"message": "made it"})));
-    let mut agent = Agent::builder()
-        .provider(provider(&server))
-        .build()
-        .await
-        .unwrap();
+    let mut agent = agent(&server).await;
     let started = Instant::now();
     let record = agent.step("hi").await.unwrap();
     assert!(
@@ -45,11 +41,7 @@ async fn server_errors_are_retried_then_reported() {
     for _ in 0..4 {
         server.push(Reply::status(503, "overloaded"));
     }
-    let mut agent = Agent::builder()
-        .provider(provider(&server))
-        .build()
-        .await
-        .unwrap();
+    let mut agent = agent(&server).await;
     let record = agent.step("hi").await.unwrap();
     assert_eq!(
         server.agent_requests().len(),
@@ -147,11 +139,7 @@ async fn an_overflow_reported_as_a_server_error_is_not_retried() {
 #[tokio::test]
 async fn a_server_side_overflow_forces_a_flush_and_a_retry() {
     let server = FakeOpenAi::start().await;
-    let mut agent = Agent::builder()
-        .provider(provider(&server))
-        .build()
-        .await
-        .unwrap();
+    let mut agent = agent(&server).await;
     for i in 0..5 {
         server.push(Reply::call(
             "send_message",
@@ -195,11 +183,7 @@ async fn timeouts_are_retried() {
 async fn requests_carry_the_key_model_and_tools() {
     let server = FakeOpenAi::start().await;
     server.push(Reply::call("send_message", json!({"message": "hi"})));
-    let mut agent = Agent::builder()
-        .provider(provider(&server))
-        .build()
-        .await
-        .unwrap();
+    let mut agent = agent(&server).await;
     agent.step("hi").await.unwrap();
     let request = &server.requests()[0];
     assert_eq!(request.authorization.as_deref(), Some("Bearer sk-test"));

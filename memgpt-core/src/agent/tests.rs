@@ -622,14 +622,36 @@ async fn an_oversize_message_is_refused_before_anything_is_stored() {
     assert!(llm.requests().is_empty());
 }
 
+/// An agent store that can refuse commits, or apply them and then acknowledge late.
 #[derive(Debug)]
-struct FlakyStore {
+struct FaultyStore {
     inner: Arc<InMemoryStore>,
     fail: AtomicBool,
+    ack_delay: Option<std::time::Duration>,
+}
+
+impl FaultyStore {
+    /// Storage whose commits go through a `FaultyStore`, and the store behind it.
+    fn storage(
+        ack_delay: Option<std::time::Duration>,
+    ) -> (Arc<InMemoryStore>, Arc<FaultyStore>, Storage) {
+        let inner = Arc::new(InMemoryStore::new());
+        let faulty = Arc::new(FaultyStore {
+            inner: inner.clone(),
+            fail: AtomicBool::new(false),
+            ack_delay,
+        });
+        let storage = Storage {
+            agents: faulty.clone(),
+            recall: inner.clone(),
+            archival: inner.clone(),
+        };
+        (inner, faulty, storage)
+    }
 }
 
 #[async_trait]
-impl AgentStore for FlakyStore {
+impl AgentStore for FaultyStore {
     async fn create_agent(&self, state: &AgentState) -> Result<(), StoreError> {
         self.inner.create_agent(state).await
     }
@@ -649,22 +671,17 @@ impl AgentStore for FlakyStore {
                 source: None,
             });
         }
-        self.inner.commit(commit).await
+        self.inner.commit(commit).await?;
+        if let Some(delay) = self.ack_delay {
+            tokio::time::sleep(delay).await;
+        }
+        Ok(())
     }
 }
 
 #[tokio::test]
 async fn a_failed_commit_leaves_the_agent_as_it_was() {
-    let inner = Arc::new(InMemoryStore::new());
-    let flaky = Arc::new(FlakyStore {
-        inner: inner.clone(),
-        fail: AtomicBool::new(false),
-    });
-    let storage = Storage {
-        agents: flaky.clone(),
-        recall: inner.clone(),
-        archival: inner.clone(),
-    };
+    let (inner, flaky, storage) = FaultyStore::storage(None);
     let llm = llm();
     let mut agent = Agent::builder()
         .provider(llm.clone())
@@ -707,43 +724,9 @@ async fn a_failed_commit_leaves_the_agent_as_it_was() {
     assert_eq!(inner.count_messages(agent.id()).await.unwrap(), 6);
 }
 
-/// Applies every commit, then takes a while to acknowledge it.
-#[derive(Debug)]
-struct SlowAck {
-    inner: Arc<InMemoryStore>,
-}
-
-#[async_trait]
-impl AgentStore for SlowAck {
-    async fn create_agent(&self, state: &AgentState) -> Result<(), StoreError> {
-        self.inner.create_agent(state).await
-    }
-    async fn load_agent(&self, id: AgentId) -> Result<Option<AgentState>, StoreError> {
-        self.inner.load_agent(id).await
-    }
-    async fn list_agents(&self) -> Result<Vec<AgentState>, StoreError> {
-        self.inner.list_agents().await
-    }
-    async fn delete_agent(&self, id: AgentId) -> Result<bool, StoreError> {
-        self.inner.delete_agent(id).await
-    }
-    async fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
-        self.inner.commit(commit).await?;
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn a_commit_interrupted_after_landing_is_resynchronised() {
-    let inner = Arc::new(InMemoryStore::new());
-    let storage = Storage {
-        agents: Arc::new(SlowAck {
-            inner: inner.clone(),
-        }),
-        recall: inner.clone(),
-        archival: inner.clone(),
-    };
+    let (inner, _, storage) = FaultyStore::storage(Some(std::time::Duration::from_millis(200)));
     let llm = llm();
     let mut agent = Agent::builder()
         .provider(llm.clone())
@@ -779,16 +762,7 @@ async fn a_commit_interrupted_after_landing_is_resynchronised() {
 
 #[tokio::test]
 async fn a_failed_pin_changes_nothing() {
-    let inner = Arc::new(InMemoryStore::new());
-    let flaky = Arc::new(FlakyStore {
-        inner: inner.clone(),
-        fail: AtomicBool::new(false),
-    });
-    let storage = Storage {
-        agents: flaky.clone(),
-        recall: inner.clone(),
-        archival: inner.clone(),
-    };
+    let (inner, flaky, storage) = FaultyStore::storage(None);
     let llm = llm();
     let mut agent = Agent::builder()
         .provider(llm.clone())
