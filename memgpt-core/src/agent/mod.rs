@@ -235,7 +235,7 @@ impl Agent {
         &mut self,
         edit: impl FnOnce(&mut WorkingContext) -> Result<R, MemoryError>,
     ) -> Result<R> {
-        self.resync_if_stale().await?;
+        self.sync_with_store().await?;
         let guard = Rollback::new(self);
         let value = edit(guard.agent.context.memory_mut())?;
         let now = guard.agent.rt.clock.now();
@@ -253,7 +253,7 @@ impl Agent {
         text: &str,
         metadata: serde_json::Map<String, serde_json::Value>,
     ) -> Result<Vec<PassageId>> {
-        self.resync_if_stale().await?;
+        self.sync_with_store().await?;
         let limit = self.state.config.max_document_bytes;
         if text.len() > limit {
             return Err(Error::DocumentTooLarge {
@@ -291,7 +291,7 @@ impl Agent {
     /// Pins a queued message so no flush evicts it (or unpins it), and commits. Returns whether
     /// the message is in the queue.
     pub async fn pin(&mut self, id: MessageId, pinned: bool) -> Result<bool> {
-        self.resync_if_stale().await?;
+        self.sync_with_store().await?;
         if self.context.queue().position(id).is_none() {
             return Ok(false);
         }
@@ -303,8 +303,20 @@ impl Agent {
         Ok(true)
     }
 
-    /// Reloads the agent from storage if an interrupted commit left it unsure of what is
-    /// stored.
+    /// Reloads the agent from storage if the store holds another version than this agent (another
+    /// process advanced it) or an interrupted commit left it unsure of what is stored.
+    async fn sync_with_store(&mut self) -> Result<()> {
+        if !self.stale {
+            match self.rt.storage.agents.agent_version(self.id()).await? {
+                Some(version) if version == self.state.version => return Ok(()),
+                Some(_) => self.stale = true,
+                None => return Err(Error::AgentNotFound(self.id())),
+            }
+        }
+        self.resync_if_stale().await
+    }
+
+    /// Reloads the agent from storage if it is marked stale.
     async fn resync_if_stale(&mut self) -> Result<()> {
         if !self.stale {
             return Ok(());

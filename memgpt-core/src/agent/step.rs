@@ -80,9 +80,23 @@ impl Agent {
     pub async fn step(&mut self, event: impl Into<Event>) -> Result<StepRecord> {
         let event = event.into();
         let span = info_span!("step", agent = %self.id(), event = event.kind.label());
-        self.resync_if_stale().await?;
+        async {
+            // Only one step of this agent at a time, across processes where the store can lock.
+            let lease = self.rt.storage.agents.lock_agent(self.id()).await?;
+            let result = self.step_leased(event).await;
+            if let Err(e) = lease.release().await {
+                warn!(error = %e, "could not release the agent's step lock");
+            }
+            result
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn step_leased(&mut self, event: Event) -> Result<StepRecord> {
+        self.sync_with_store().await?;
         let guard = Rollback::new(self);
-        let record = guard.agent.run_step(event).instrument(span).await?;
+        let record = guard.agent.run_step(event).await?;
         guard.keep();
         Ok(record)
     }

@@ -790,6 +790,42 @@ async fn a_failed_pin_changes_nothing() {
 }
 
 #[tokio::test]
+async fn two_handles_on_one_agent_take_turns_without_conflict() {
+    // Two processes sharing a store each hold the same agent.
+    let storage = Storage::in_memory();
+    let llm = llm();
+    let mut a = Agent::builder()
+        .provider(llm.clone())
+        .storage(storage.clone())
+        .build()
+        .await
+        .unwrap();
+    let mut b = Agent::builder()
+        .provider(llm.clone())
+        .storage(storage.clone())
+        .load(a.id())
+        .await
+        .unwrap();
+    llm.push_call("send_message", json!({"message": "from a"}));
+    a.step("to a").await.unwrap();
+    llm.push_call("send_message", json!({"message": "from b"}));
+    let record = b.step("to b").await.unwrap();
+    assert_eq!(record.replies, ["from b"]);
+    assert_eq!(b.version(), 2, "b caught up with a's step before its own");
+    let seen = &llm.agent_requests()[1].messages;
+    assert!(
+        seen.iter()
+            .any(|m| m.content.contains("\"message\":\"to a\"")),
+        "b saw a's step"
+    );
+    // And a catches up in turn.
+    llm.push_call("send_message", json!({"message": "a again"}));
+    a.step("to a again").await.unwrap();
+    assert_eq!(a.version(), 3);
+    assert_eq!(storage.recall.count_messages(a.id()).await.unwrap(), 9);
+}
+
+#[tokio::test]
 async fn loading_applies_the_builders_settings() {
     let storage = Storage::in_memory();
     let agent = Agent::builder()

@@ -28,6 +28,8 @@ pub struct InMemoryStore {
 
 #[derive(Debug, Default)]
 struct Inner {
+    /// The (model, dimension) of every stored vector, fixed by the first one.
+    embedding: Option<(String, usize)>,
     agents: HashMap<AgentId, AgentState>,
     /// Creation order of agents.
     order: Vec<AgentId>,
@@ -44,8 +46,6 @@ struct AgentRecall {
 #[derive(Debug, Default)]
 struct AgentArchival {
     passages: Vec<Passage>,
-    /// The (model, dimension) of every stored vector, fixed by the first one.
-    embedding: Option<(String, usize)>,
 }
 
 /// Checks that `embedding` matches the (model, dimension) a store already holds, if any.
@@ -105,6 +105,10 @@ impl AgentStore for InMemoryStore {
         Ok(self.read().agents.get(&id).cloned())
     }
 
+    async fn agent_version(&self, id: AgentId) -> Result<Option<u64>, StoreError> {
+        Ok(self.read().agents.get(&id).map(|state| state.version))
+    }
+
     async fn list_agents(&self) -> Result<Vec<AgentState>, StoreError> {
         let inner = self.read();
         Ok(inner
@@ -135,8 +139,7 @@ impl AgentStore for InMemoryStore {
                 found: current.version,
             });
         }
-        let archival = inner.archival.entry(id).or_default();
-        let mut fixed = archival.embedding.clone();
+        let mut fixed = inner.embedding.clone();
         for passage in &commit.passages {
             if let Some(embedding) = &passage.embedding {
                 check_embedding(fixed.as_ref(), embedding)?;
@@ -144,7 +147,8 @@ impl AgentStore for InMemoryStore {
             }
         }
 
-        archival.embedding = fixed;
+        inner.embedding = fixed;
+        let archival = inner.archival.entry(id).or_default();
         if !commit.deleted_passages.is_empty() {
             archival
                 .passages
@@ -246,7 +250,7 @@ impl ArchivalStore for InMemoryStore {
             return Ok(SearchPage::empty(query.page));
         };
         if let Some(embedding) = &query.embedding {
-            check_embedding(archival.embedding.as_ref(), embedding)?;
+            check_embedding(inner.embedding.as_ref(), embedding)?;
         }
         let ranked = rank_passages(&archival.passages, query)?;
         let total = ranked.len();

@@ -117,7 +117,50 @@ pub trait AgentStore: Send + Sync + fmt::Debug {
     ///
     /// The commit succeeds only if the stored version is `commit.state.version - 1`; otherwise it
     /// fails with [`StoreError::Conflict`] and changes nothing.
+    ///
+    /// Embeddings: a store holds vectors of one model and dimension, fixed by the first
+    /// embedded passage it stores; a commit bringing others fails with
+    /// [`StoreError::EmbeddingMismatch`] and changes nothing.
     async fn commit(&self, commit: &Commit) -> Result<(), StoreError>;
+
+    /// The stored version of an agent, cheaply (the agent loop calls this before every step to
+    /// notice that another process advanced the agent).
+    async fn agent_version(&self, id: AgentId) -> Result<Option<u64>, StoreError> {
+        Ok(self.load_agent(id).await?.map(|state| state.version))
+    }
+
+    /// Takes the right to run a step of agent `id`, waiting while another holder has it, and
+    /// returns a lease that gives it back.
+    ///
+    /// Stores shared by several processes (PostgreSQL) implement it with a real lock, so two
+    /// processes never run the same agent's step at once. The default is no lock: a single
+    /// process already runs one step per agent at a time (`Agent::step` takes `&mut self`), and
+    /// versioned commits reject any interleaving with [`StoreError::Conflict`].
+    async fn lock_agent(&self, id: AgentId) -> Result<Box<dyn AgentLease>, StoreError> {
+        let _ = id;
+        Ok(Box::new(NoLease))
+    }
+}
+
+/// The right to run one agent's step, from [`AgentStore::lock_agent`].
+///
+/// Call [`AgentLease::release`] when the step is over. A lease dropped without release (a
+/// cancelled step) must still free the lock eventually; implementations do that in `Drop`.
+#[async_trait]
+pub trait AgentLease: Send + Sync + fmt::Debug {
+    /// Gives the lock back.
+    async fn release(self: Box<Self>) -> Result<(), StoreError>;
+}
+
+/// The lease of stores without a cross-process lock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoLease;
+
+#[async_trait]
+impl AgentLease for NoLease {
+    async fn release(self: Box<Self>) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 /// Read access to recall storage: every message ever exchanged.
