@@ -22,7 +22,7 @@ use async_trait::async_trait;
 
 pub use memory::InMemoryStore;
 pub(crate) use memory::{RRF_K, rank_passages};
-pub use text::{Bm25Index, tokenize};
+pub use text::{Bm25Index, query_terms, tokenize};
 pub use types::{
     AgentState, ArchivalQuery, Commit, Hit, Page, Passage, RecallQuery, SearchMode, SearchPage,
     Summary, TimeRange,

@@ -23,8 +23,14 @@ const STOP_WORDS: &[&str] = &[
     "your",
 ];
 
-/// The query's distinct terms, without stop words unless nothing else is left.
-pub(crate) fn query_terms(query: &str) -> Vec<String> {
+/// The query's distinct terms, without stop words unless nothing else is left. Backends build
+/// their own full-text queries from these (never from the raw string), so characters that are
+/// syntax in their query languages cannot cause errors.
+///
+/// ```
+/// assert_eq!(memgpt_core::store::query_terms("what's \"Mochi\" (my cat) eating?"), ["cat", "eating", "mochi", "s"]);
+/// ```
+pub fn query_terms(query: &str) -> Vec<String> {
     let mut terms = tokenize(query);
     terms.sort();
     terms.dedup();

@@ -1,0 +1,81 @@
+//! Encodings shared by the SQL backends: times, vectors, ids and full-text queries.
+
+use chrono::{DateTime, Utc};
+use memgpt_core::store::{StoreError, query_terms};
+
+/// Microseconds since the Unix epoch.
+pub(crate) fn micros(t: DateTime<Utc>) -> i64 {
+    t.timestamp_micros()
+}
+
+/// The time `micros` microseconds after the Unix epoch.
+pub(crate) fn from_micros(micros: i64) -> Result<DateTime<Utc>, StoreError> {
+    DateTime::from_timestamp_micros(micros).ok_or_else(|| corrupt(format!("timestamp {micros} out of range")))
+}
+
+/// A vector as little-endian `f32` bytes.
+pub(crate) fn vector_to_blob(vector: &[f32]) -> Vec<u8> {
+    vector.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// Decodes [`vector_to_blob`] into `out` (cleared first).
+pub(crate) fn blob_to_vector_into(blob: &[u8], out: &mut Vec<f32>) -> Result<(), StoreError> {
+    if blob.len() % 4 != 0 {
+        return Err(corrupt(format!("a vector blob of {} bytes", blob.len())));
+    }
+    out.clear();
+    out.extend(blob.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+    Ok(())
+}
+
+/// Decodes [`vector_to_blob`].
+pub(crate) fn blob_to_vector(blob: &[u8]) -> Result<Vec<f32>, StoreError> {
+    let mut out = Vec::with_capacity(blob.len() / 4);
+    blob_to_vector_into(blob, &mut out)?;
+    Ok(out)
+}
+
+/// A store-level inconsistency: data that cannot have been written by this crate.
+pub(crate) fn corrupt(message: impl Into<String>) -> StoreError {
+    StoreError::Backend {
+        message: format!("corrupt data: {}", message.into()),
+        source: None,
+    }
+}
+
+/// Wraps a database error.
+pub(crate) fn db(context: &str, error: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+    StoreError::backend(context.to_owned(), error)
+}
+
+/// An SQLite FTS5 query matching any of `text`'s terms within one agent's rows, or `None` when
+/// the text has no searchable term. Terms come from [`query_terms`] and are quoted, so nothing
+/// the LLM writes (quotes, colons, parentheses, `AND`, `NEAR`...) is read as query syntax.
+pub(crate) fn fts5_query(agent_hex: &str, text: &str) -> Option<String> {
+    let terms = query_terms(text);
+    if terms.is_empty() {
+        return None;
+    }
+    let any: Vec<String> = terms.iter().map(|t| format!("body:\"{}\"", t.replace('"', ""))).collect();
+    Some(format!("agent:\"{agent_hex}\" AND ({})", any.join(" OR ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vectors_round_trip() {
+        let v = vec![0.5f32, -1.25, 3.0e-8, f32::MAX];
+        assert_eq!(blob_to_vector(&vector_to_blob(&v)).unwrap(), v);
+        assert!(blob_to_vector(&[1, 2, 3]).is_err());
+    }
+
+    #[test]
+    fn fts_queries_quote_every_term() {
+        let q = fts5_query("ab12", "NEAR(\"x\" AND y:z) OR *").unwrap();
+        // `and`/`or` are stop words; the rest is quoted, so NEAR is just a word.
+        assert_eq!(q, "agent:\"ab12\" AND (body:\"near\" OR body:\"x\" OR body:\"y\" OR body:\"z\")");
+        assert_eq!(fts5_query("ab12", "(( ::: \"\" ))"), None);
+    }
+}

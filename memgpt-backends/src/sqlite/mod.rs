@@ -1,0 +1,254 @@
+//! The embedded default: one data directory holding an SQLite database (WAL mode) and, with the
+//! `tantivy` and `usearch` features, a full-text recall index and an HNSW archival index.
+//!
+//! SQLite is the source of truth. Agent state, every message and every passage (with its
+//! embedding) are written by one transaction per agent step. The indexes are derived: after each
+//! commit they catch up with the rows they have not seen (tracked by a watermark), which is also
+//! how they repair themselves on open after a crash between the SQLite commit and their own.
+
+mod agents;
+mod archival;
+mod recall;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use memgpt_core::store::StoreError;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+#[cfg(any(feature = "tantivy", feature = "usearch"))]
+use tracing::warn;
+
+use crate::codec::db;
+
+/// How recall (message) text search is served.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RecallIndex {
+    /// SQLite's FTS5, inside the database.
+    #[default]
+    Fts5,
+    /// A tantivy index in `recall.tantivy/` next to the database.
+    #[cfg(feature = "tantivy")]
+    Tantivy,
+}
+
+/// How archival vector search is served.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub enum VectorIndex {
+    /// An exact scan of the agent's embeddings in SQLite.
+    #[default]
+    Exact,
+    /// usearch HNSW indexes in `archival.usearch/` next to the database.
+    #[cfg(feature = "usearch")]
+    Usearch(crate::usearch_archival::UsearchOptions),
+}
+
+/// Where and how to open an [`SqliteStore`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct SqliteOptions {
+    /// The data directory (created if missing). The database is `memgpt.db` inside it.
+    pub dir: PathBuf,
+    /// Recall text search.
+    pub recall: RecallIndex,
+    /// Archival vector search.
+    pub vectors: VectorIndex,
+    /// `synchronous=FULL` (survives power loss) instead of `NORMAL` (survives process crashes,
+    /// the default).
+    pub full_sync: bool,
+    /// Pool size (readers run in parallel; SQLite serialises writers).
+    pub max_connections: u32,
+}
+
+impl SqliteOptions {
+    /// The given directory with FTS5 recall and exact vector search.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            dir: dir.into(),
+            recall: RecallIndex::default(),
+            vectors: VectorIndex::default(),
+            full_sync: false,
+            max_connections: 8,
+        }
+    }
+
+    /// The recommended embedded stack with the features compiled in: tantivy recall and usearch
+    /// archival when available.
+    pub fn recommended(dir: impl Into<PathBuf>) -> Self {
+        #[allow(unused_mut)]
+        let mut options = Self::new(dir);
+        #[cfg(feature = "tantivy")]
+        {
+            options.recall = RecallIndex::Tantivy;
+        }
+        #[cfg(feature = "usearch")]
+        {
+            options.vectors = VectorIndex::Usearch(Default::default());
+        }
+        options
+    }
+}
+
+/// Agent state, recall and archival storage in one SQLite database, with optional tantivy and
+/// usearch indexes. Implements every storage seam; cheap to share behind an `Arc`.
+#[derive(Debug)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+    dir: PathBuf,
+    #[cfg(feature = "tantivy")]
+    tantivy: Option<crate::tantivy_recall::TantivyRecall>,
+    #[cfg(feature = "usearch")]
+    usearch: Option<crate::usearch_archival::UsearchArchival>,
+}
+
+/// The schema, in order. Each is applied once, in its own transaction.
+const MIGRATIONS: &[(i64, &str, &str)] = &[(1, "init", include_str!("../../migrations/sqlite/0001_init.sql"))];
+
+impl SqliteStore {
+    /// Opens (creating if needed) the store in `options.dir`, applies pending migrations, and
+    /// brings the derived indexes up to date with the database.
+    pub async fn open(options: SqliteOptions) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(&options.dir)
+            .map_err(|e| db(&format!("creating data directory {}", options.dir.display()), e))?;
+        let connect = SqliteConnectOptions::new()
+            .filename(options.dir.join("memgpt.db"))
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(if options.full_sync { SqliteSynchronous::Full } else { SqliteSynchronous::Normal })
+            .busy_timeout(Duration::from_secs(30))
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(options.max_connections.max(1))
+            .connect_with(connect)
+            .await
+            .map_err(|e| db("opening the SQLite database", e))?;
+        migrate(&pool).await?;
+        let store = Self {
+            #[cfg(feature = "tantivy")]
+            tantivy: match options.recall {
+                RecallIndex::Tantivy => Some(
+                    crate::tantivy_recall::TantivyRecall::open(&options.dir.join("recall.tantivy"), &pool).await?,
+                ),
+                RecallIndex::Fts5 => None,
+            },
+            #[cfg(feature = "usearch")]
+            usearch: match &options.vectors {
+                VectorIndex::Usearch(usearch_options) => Some(crate::usearch_archival::UsearchArchival::open(
+                    &options.dir.join("archival.usearch"),
+                    usearch_options.clone(),
+                    &pool,
+                )?),
+                VectorIndex::Exact => None,
+            },
+            pool,
+            dir: options.dir,
+        };
+        Ok(store)
+    }
+
+    /// Opens `dir` with the recommended stack ([`SqliteOptions::recommended`]).
+    pub async fn open_dir(dir: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open(SqliteOptions::recommended(dir.as_ref())).await
+    }
+
+    /// The data directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The connection pool, for inspection and maintenance.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// Saves the derived indexes to disk (they are also saved periodically, and rebuilt or
+    /// caught up from the database on open, so this only shortens the next open).
+    pub async fn checkpoint(&self) -> Result<(), StoreError> {
+        #[cfg(feature = "usearch")]
+        if let Some(usearch) = &self.usearch {
+            usearch.save_all()?;
+        }
+        Ok(())
+    }
+
+    /// Lets the derived indexes catch up with what was committed; failures are logged (the
+    /// database is the truth; the next commit or open retries).
+    async fn after_commit(&self, agent: memgpt_core::ids::AgentId) {
+        #[cfg(feature = "tantivy")]
+        if let Some(tantivy) = &self.tantivy {
+            if let Err(e) = tantivy.catch_up(&self.pool).await {
+                warn!(error = %e, "the tantivy recall index could not catch up; it will retry");
+            }
+        }
+        #[cfg(feature = "usearch")]
+        if let Some(usearch) = &self.usearch {
+            if let Err(e) = usearch.catch_up(&self.pool, agent).await {
+                warn!(error = %e, "the usearch archival index could not catch up; it will retry");
+            }
+        }
+        let _ = agent;
+    }
+}
+
+impl Drop for SqliteStore {
+    fn drop(&mut self) {
+        #[cfg(feature = "usearch")]
+        if let Some(usearch) = &self.usearch {
+            if let Err(e) = usearch.save_all() {
+                warn!(error = %e, "could not save the usearch indexes on close; they will be caught up on open");
+            }
+        }
+    }
+}
+
+async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
+    sqlx::query(
+        "CREATE TABLE IF NOT EXISTS memgpt_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, \
+         applied_at INTEGER NOT NULL) STRICT",
+    )
+    .execute(pool)
+    .await
+    .map_err(|e| db("creating the migrations table", e))?;
+    for &(version, name, sql) in MIGRATIONS {
+        let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(|e| db("starting a migration", e))?;
+        let applied: Option<i64> = sqlx::query_scalar("SELECT version FROM memgpt_migrations WHERE version = ?")
+            .bind(version)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| db("reading applied migrations", e))?;
+        if applied.is_some() {
+            continue;
+        }
+        sqlx::raw_sql(sql).execute(&mut *tx).await.map_err(|e| db(&format!("applying migration {version} ({name})"), e))?;
+        sqlx::query("INSERT INTO memgpt_migrations (version, name, applied_at) VALUES (?, ?, ?)")
+            .bind(version)
+            .bind(name)
+            .bind(chrono::Utc::now().timestamp_micros())
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db("recording a migration", e))?;
+        tx.commit().await.map_err(|e| db("committing a migration", e))?;
+    }
+    Ok(())
+}
+
+/// A meta value.
+pub(crate) async fn meta<'e, E: sqlx::SqliteExecutor<'e>>(executor: E, key: &str) -> Result<Option<String>, StoreError> {
+    sqlx::query_scalar("SELECT value FROM memgpt_meta WHERE key = ?")
+        .bind(key)
+        .fetch_optional(executor)
+        .await
+        .map_err(|e| db("reading store metadata", e))
+}
+
+/// The store's embedding (model, dimension), once fixed.
+pub(crate) async fn embedding_space(pool: &SqlitePool) -> Result<Option<(String, usize)>, StoreError> {
+    let model = meta(pool, "embedding_model").await?;
+    let dimension = meta(pool, "embedding_dimension").await?;
+    Ok(match (model, dimension) {
+        (Some(model), Some(dimension)) => {
+            Some((model, dimension.parse().map_err(|_| crate::codec::corrupt("embedding_dimension"))?))
+        }
+        _ => None,
+    })
+}
