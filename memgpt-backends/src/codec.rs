@@ -1,5 +1,8 @@
 //! Encodings shared by the SQL backends: times, vectors, ids and full-text queries.
 
+// Most of these serve SQLite only; a postgres-only build leaves them unused.
+#![cfg_attr(not(feature = "sqlite"), allow(dead_code))]
+
 use chrono::{DateTime, Utc};
 use memgpt_core::store::{StoreError, query_terms};
 
@@ -10,7 +13,8 @@ pub(crate) fn micros(t: DateTime<Utc>) -> i64 {
 
 /// The time `micros` microseconds after the Unix epoch.
 pub(crate) fn from_micros(micros: i64) -> Result<DateTime<Utc>, StoreError> {
-    DateTime::from_timestamp_micros(micros).ok_or_else(|| corrupt(format!("timestamp {micros} out of range")))
+    DateTime::from_timestamp_micros(micros)
+        .ok_or_else(|| corrupt(format!("timestamp {micros} out of range")))
 }
 
 /// A vector as little-endian `f32` bytes.
@@ -20,11 +24,14 @@ pub(crate) fn vector_to_blob(vector: &[f32]) -> Vec<u8> {
 
 /// Decodes [`vector_to_blob`] into `out` (cleared first).
 pub(crate) fn blob_to_vector_into(blob: &[u8], out: &mut Vec<f32>) -> Result<(), StoreError> {
-    if blob.len() % 4 != 0 {
+    if !blob.len().is_multiple_of(4) {
         return Err(corrupt(format!("a vector blob of {} bytes", blob.len())));
     }
     out.clear();
-    out.extend(blob.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+    out.extend(
+        blob.chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+    );
     Ok(())
 }
 
@@ -44,7 +51,10 @@ pub(crate) fn corrupt(message: impl Into<String>) -> StoreError {
 }
 
 /// Wraps a database error.
-pub(crate) fn db(context: &str, error: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+pub(crate) fn db(
+    context: &str,
+    error: impl std::error::Error + Send + Sync + 'static,
+) -> StoreError {
     StoreError::backend(context.to_owned(), error)
 }
 
@@ -56,7 +66,10 @@ pub(crate) fn fts5_query(agent_hex: &str, text: &str) -> Option<String> {
     if terms.is_empty() {
         return None;
     }
-    let any: Vec<String> = terms.iter().map(|t| format!("body:\"{}\"", t.replace('"', ""))).collect();
+    let any: Vec<String> = terms
+        .iter()
+        .map(|t| format!("body:\"{}\"", t.replace('"', "")))
+        .collect();
     Some(format!("agent:\"{agent_hex}\" AND ({})", any.join(" OR ")))
 }
 
@@ -75,7 +88,10 @@ mod tests {
     fn fts_queries_quote_every_term() {
         let q = fts5_query("ab12", "NEAR(\"x\" AND y:z) OR *").unwrap();
         // `and`/`or` are stop words; the rest is quoted, so NEAR is just a word.
-        assert_eq!(q, "agent:\"ab12\" AND (body:\"near\" OR body:\"x\" OR body:\"y\" OR body:\"z\")");
+        assert_eq!(
+            q,
+            "agent:\"ab12\" AND (body:\"near\" OR body:\"x\" OR body:\"y\" OR body:\"z\")"
+        );
         assert_eq!(fts5_query("ab12", "(( ::: \"\" ))"), None);
     }
 }

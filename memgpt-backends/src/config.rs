@@ -13,7 +13,9 @@ pub enum ConfigError {
     #[error("unsupported store URL `{0}`: use memory://, sqlite://PATH or postgres://...")]
     UnknownScheme(String),
     /// The URL needs a backend this build does not include.
-    #[error("`{url}` needs the `{feature}` Cargo feature of memgpt, which this build does not enable")]
+    #[error(
+        "`{url}` needs the `{feature}` Cargo feature of memgpt, which this build does not enable"
+    )]
     FeatureDisabled {
         /// The URL.
         url: String,
@@ -67,7 +69,9 @@ impl StoreConfig {
     /// Parses a store URL (see the type's documentation).
     pub fn from_url(url: &str) -> Result<Self, ConfigError> {
         let url = url.trim();
-        let (scheme, rest) = url.split_once(':').ok_or_else(|| ConfigError::UnknownScheme(url.to_owned()))?;
+        let (scheme, rest) = url
+            .split_once(':')
+            .ok_or_else(|| ConfigError::UnknownScheme(url.to_owned()))?;
         match scheme {
             "memory" => Ok(StoreConfig::Memory),
             "sqlite" => Self::sqlite(url, rest.strip_prefix("//").unwrap_or(rest)),
@@ -96,7 +100,10 @@ impl StoreConfig {
                 ("recall", "tantivy") => options.recall = crate::RecallIndex::Tantivy,
                 #[cfg(not(feature = "tantivy"))]
                 ("recall", "tantivy") => {
-                    return Err(ConfigError::FeatureDisabled { url: url.to_owned(), feature: "tantivy" });
+                    return Err(ConfigError::FeatureDisabled {
+                        url: url.to_owned(),
+                        feature: "tantivy",
+                    });
                 }
                 ("recall", _) => return Err(invalid("fts5 or tantivy")),
                 ("vectors", "exact") => options.vectors = crate::VectorIndex::Exact,
@@ -108,12 +115,16 @@ impl StoreConfig {
                 }
                 #[cfg(not(feature = "usearch"))]
                 ("vectors", "usearch") => {
-                    return Err(ConfigError::FeatureDisabled { url: url.to_owned(), feature: "usearch" });
+                    return Err(ConfigError::FeatureDisabled {
+                        url: url.to_owned(),
+                        feature: "usearch",
+                    });
                 }
                 ("vectors", _) => return Err(invalid("exact or usearch")),
                 #[cfg(feature = "usearch")]
                 ("quantization", q) => {
-                    let quantization: crate::Quantization = q.parse().map_err(|_| invalid("f32, f16 or i8"))?;
+                    let quantization: crate::Quantization =
+                        q.parse().map_err(|_| invalid("f32, f16 or i8"))?;
                     let mut usearch = match &options.vectors {
                         crate::VectorIndex::Usearch(u) => u.clone(),
                         _ => crate::UsearchOptions::default(),
@@ -132,7 +143,10 @@ impl StoreConfig {
 
     #[cfg(not(feature = "sqlite"))]
     fn sqlite(url: &str, _rest: &str) -> Result<Self, ConfigError> {
-        Err(ConfigError::FeatureDisabled { url: url.to_owned(), feature: "sqlite" })
+        Err(ConfigError::FeatureDisabled {
+            url: url.to_owned(),
+            feature: "sqlite",
+        })
     }
 
     #[cfg(feature = "postgres")]
@@ -142,7 +156,10 @@ impl StoreConfig {
 
     #[cfg(not(feature = "postgres"))]
     fn postgres(url: &str) -> Result<Self, ConfigError> {
-        Err(ConfigError::FeatureDisabled { url: url.to_owned(), feature: "postgres" })
+        Err(ConfigError::FeatureDisabled {
+            url: url.to_owned(),
+            feature: "postgres",
+        })
     }
 
     /// Opens (creating and migrating as needed) the configured stores.
@@ -150,9 +167,13 @@ impl StoreConfig {
         match self {
             StoreConfig::Memory => Ok(Storage::from_store(Arc::new(InMemoryStore::new()))),
             #[cfg(feature = "sqlite")]
-            StoreConfig::Sqlite(options) => Ok(Storage::from_store(Arc::new(crate::SqliteStore::open(options.clone()).await?))),
+            StoreConfig::Sqlite(options) => Ok(Storage::from_store(Arc::new(
+                crate::SqliteStore::open(options.clone()).await?,
+            ))),
             #[cfg(feature = "postgres")]
-            StoreConfig::Postgres(options) => Ok(Storage::from_store(Arc::new(crate::postgres::PgStore::open(options.clone()).await?))),
+            StoreConfig::Postgres(options) => Ok(Storage::from_store(Arc::new(
+                crate::postgres::PgStore::open(options.clone()).await?,
+            ))),
         }
     }
 }
@@ -171,7 +192,8 @@ mod tests {
 
     #[test]
     fn sqlite_urls() {
-        let StoreConfig::Sqlite(options) = StoreConfig::from_url("sqlite://./data?recall=fts5&vectors=exact&sync=full").unwrap()
+        let StoreConfig::Sqlite(options) =
+            StoreConfig::from_url("sqlite://./data?recall=fts5&vectors=exact&sync=full").unwrap()
         else {
             panic!("not sqlite")
         };
@@ -179,12 +201,23 @@ mod tests {
         assert_eq!(options.recall, crate::RecallIndex::Fts5);
         assert_eq!(options.vectors, crate::VectorIndex::Exact);
         assert!(options.full_sync);
-        let StoreConfig::Sqlite(options) = StoreConfig::from_url("sqlite:///var/lib/memgpt").unwrap() else {
+        let StoreConfig::Sqlite(options) =
+            StoreConfig::from_url("sqlite:///var/lib/memgpt").unwrap()
+        else {
             panic!("not sqlite")
         };
         assert_eq!(options.dir, std::path::PathBuf::from("/var/lib/memgpt"));
-        assert!(matches!(StoreConfig::from_url("sqlite://"), Err(ConfigError::MissingPath(_))));
-        assert!(matches!(StoreConfig::from_url("sqlite://x?recall=bm42"), Err(ConfigError::InvalidParameter { .. })));
-        assert!(matches!(StoreConfig::from_url("sqlite://x?colour=blue"), Err(ConfigError::InvalidParameter { .. })));
+        assert!(matches!(
+            StoreConfig::from_url("sqlite://"),
+            Err(ConfigError::MissingPath(_))
+        ));
+        assert!(matches!(
+            StoreConfig::from_url("sqlite://x?recall=bm42"),
+            Err(ConfigError::InvalidParameter { .. })
+        ));
+        assert!(matches!(
+            StoreConfig::from_url("sqlite://x?colour=blue"),
+            Err(ConfigError::InvalidParameter { .. })
+        ));
     }
 }

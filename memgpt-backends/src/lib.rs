@@ -10,7 +10,7 @@
 //! | [`SqliteStore`] | `sqlite` (default) | one data directory; FTS5 recall, exact vector search |
 //! | [`TantivyRecall`] | `tantivy` | a BM25 recall index next to the SQLite file |
 //! | [`UsearchArchival`] | `usearch` | HNSW archival indexes next to the SQLite file |
-//! | `PgStore` | `postgres` | PostgreSQL + pgvector for several processes sharing one database |
+//! | [`PgStore`] | `postgres` | PostgreSQL + pgvector (HNSW) for several processes sharing one database |
 //!
 //! [`StoreConfig`] picks and composes them from a URL (`sqlite://path`, `postgres://...`,
 //! `memory://`).
@@ -20,7 +20,7 @@
 //! * `sqlite` (default): [`SqliteStore`].
 //! * `tantivy`: [`TantivyRecall`] (implies `sqlite`).
 //! * `usearch`: [`UsearchArchival`] (implies `sqlite`).
-//! * `postgres`: `PgStore`.
+//! * `postgres`: [`PgStore`] ([`PgOptions`]).
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -30,6 +30,8 @@ mod codec;
 mod config;
 pub mod vector;
 
+#[cfg(feature = "postgres")]
+pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 #[cfg(feature = "tantivy")]
@@ -41,6 +43,8 @@ use std::collections::HashMap;
 
 pub use config::{ConfigError, StoreConfig};
 pub use memgpt_core::store::{InMemoryStore, Storage};
+#[cfg(feature = "postgres")]
+pub use postgres::{PgOptions, PgStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{RecallIndex, SqliteOptions, SqliteStore, VectorIndex};
 #[cfg(feature = "tantivy")]
@@ -72,7 +76,10 @@ mod tests {
 
     #[test]
     fn fusion_rewards_agreement() {
-        let fused = rank_fusion(&[vec![(0.9, 1), (0.8, 2), (0.1, 3)], vec![(5.0, 2), (1.0, 4)]], RRF_K);
+        let fused = rank_fusion(
+            &[vec![(0.9, 1), (0.8, 2), (0.1, 3)], vec![(5.0, 2), (1.0, 4)]],
+            RRF_K,
+        );
         assert_eq!(fused[0].1, 2, "ranked well in both lists");
         assert_eq!(fused.len(), 4);
     }

@@ -21,13 +21,21 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 /// `v` scaled to unit length (unchanged if zero).
 pub fn normalized(v: &[f32]) -> Vec<f32> {
     let norm = dot(v, v).sqrt();
-    if norm == 0.0 { v.to_vec() } else { v.iter().map(|x| x / norm).collect() }
+    if norm == 0.0 {
+        v.to_vec()
+    } else {
+        v.iter().map(|x| x / norm).collect()
+    }
 }
 
 /// Cosine similarity of a unit-length `query` with `candidate` (of any length).
 pub fn cosine_to_unit(query: &[f32], candidate: &[f32]) -> f32 {
     let norm = dot(candidate, candidate).sqrt();
-    if norm == 0.0 { 0.0 } else { dot(query, candidate) / norm }
+    if norm == 0.0 {
+        0.0
+    } else {
+        dot(query, candidate) / norm
+    }
 }
 
 #[derive(Debug, PartialEq)]
@@ -45,7 +53,10 @@ impl<K: PartialEq + Ord> Ord for Scored<K> {
     /// Reversed, so a `BinaryHeap` keeps the worst of the best on top; ties prefer larger keys
     /// (newer rows).
     fn cmp(&self, other: &Self) -> Ordering {
-        other.0.total_cmp(&self.0).then(self.1.cmp(&other.1).reverse())
+        other
+            .0
+            .total_cmp(&self.0)
+            .then(self.1.cmp(&other.1).reverse())
     }
 }
 
@@ -75,11 +86,11 @@ impl<K: PartialEq + Ord + Copy> TopK<K> {
         }
         if self.heap.len() < self.k {
             self.heap.push(Scored(score, key));
-        } else if let Some(worst) = self.heap.peek() {
-            if Scored(score, key) < *worst {
-                self.heap.pop();
-                self.heap.push(Scored(score, key));
-            }
+        } else if let Some(worst) = self.heap.peek()
+            && Scored(score, key) < *worst
+        {
+            self.heap.pop();
+            self.heap.push(Scored(score, key));
         }
     }
 

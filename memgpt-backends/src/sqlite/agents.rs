@@ -39,7 +39,9 @@ impl AgentStore for SqliteStore {
         .await;
         match result {
             Ok(_) => Ok(()),
-            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(StoreError::AgentExists(state.id)),
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                Err(StoreError::AgentExists(state.id))
+            }
             Err(e) => Err(db("creating an agent", e)),
         }
     }
@@ -63,15 +65,20 @@ impl AgentStore for SqliteStore {
     }
 
     async fn list_agents(&self) -> Result<Vec<AgentState>, StoreError> {
-        let rows: Vec<String> = sqlx::query_scalar("SELECT state FROM agents ORDER BY created_at, rowid")
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| db("listing agents", e))?;
+        let rows: Vec<String> =
+            sqlx::query_scalar("SELECT state FROM agents ORDER BY created_at, rowid")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|e| db("listing agents", e))?;
         rows.iter().map(|json| parse_state(json)).collect()
     }
 
     async fn delete_agent(&self, id: AgentId) -> Result<bool, StoreError> {
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(|e| db("starting a transaction", e))?;
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| db("starting a transaction", e))?;
         let uuid = id.as_uuid();
         for sql in [
             "DELETE FROM messages_fts WHERE rowid IN (SELECT seq FROM messages WHERE agent_id = ?)",
@@ -80,7 +87,11 @@ impl AgentStore for SqliteStore {
             "DELETE FROM passages WHERE agent_id = ?",
             "DELETE FROM passage_deletions WHERE agent_id = ?",
         ] {
-            sqlx::query(sql).bind(uuid).execute(&mut *tx).await.map_err(|e| db("deleting an agent", e))?;
+            sqlx::query(sql)
+                .bind(uuid)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| db("deleting an agent", e))?;
         }
         let deleted = sqlx::query("DELETE FROM agents WHERE id = ?")
             .bind(uuid)
@@ -90,12 +101,16 @@ impl AgentStore for SqliteStore {
             .rows_affected()
             > 0;
         // Derived indexes notice the generation change and rebuild.
-        sqlx::query("UPDATE memgpt_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
-            .execute(&mut *tx)
+        sqlx::query(
+            "UPDATE memgpt_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'",
+        )
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db("deleting an agent", e))?;
+        tx.commit()
             .await
-            .map_err(|e| db("deleting an agent", e))?;
-        tx.commit().await.map_err(|e| db("committing an agent deletion", e))?;
-        self.after_commit(id).await;
+            .map_err(|e| db("committing an agent deletion", e))?;
+        self.after_delete(id).await;
         Ok(deleted)
     }
 
@@ -103,7 +118,11 @@ impl AgentStore for SqliteStore {
         let id = commit.state.id;
         // IMMEDIATE takes the write lock up front: the version check and the writes cannot
         // interleave with another writer's.
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(|e| db("starting a commit", e))?;
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| db("starting a commit", e))?;
         let current: Option<i64> = sqlx::query_scalar("SELECT version FROM agents WHERE id = ?")
             .bind(id.as_uuid())
             .fetch_optional(&mut *tx)
@@ -129,15 +148,17 @@ impl AgentStore for SqliteStore {
         for passage_id in &commit.deleted_passages {
             delete_passage(&mut tx, id, *passage_id).await?;
         }
-        sqlx::query("UPDATE agents SET name = ?, version = ?, state = ?, updated_at = ? WHERE id = ?")
-            .bind(&commit.state.name)
-            .bind(commit.state.version as i64)
-            .bind(state_json(&commit.state)?)
-            .bind(micros(commit.state.updated_at))
-            .bind(id.as_uuid())
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| db("writing agent state", e))?;
+        sqlx::query(
+            "UPDATE agents SET name = ?, version = ?, state = ?, updated_at = ? WHERE id = ?",
+        )
+        .bind(&commit.state.name)
+        .bind(commit.state.version as i64)
+        .bind(state_json(&commit.state)?)
+        .bind(micros(commit.state.updated_at))
+        .bind(id.as_uuid())
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db("writing agent state", e))?;
         tx.commit().await.map_err(|e| db("committing a step", e))?;
         self.after_commit(id).await;
         Ok(())
@@ -146,16 +167,27 @@ impl AgentStore for SqliteStore {
 
 /// Rejects embeddings of another model or dimension than the store holds; fixes the store's
 /// embedding space with the first one.
-async fn check_embeddings(tx: &mut SqliteConnection, passages: &[Passage]) -> Result<(), StoreError> {
+async fn check_embeddings(
+    tx: &mut SqliteConnection,
+    passages: &[Passage],
+) -> Result<(), StoreError> {
     let Some(first) = passages.iter().find_map(|p| p.embedding.as_ref()) else {
         return Ok(());
     };
     let model = meta(&mut *tx, "embedding_model").await?;
     let dimension = meta(&mut *tx, "embedding_dimension").await?;
     let (model, dimension) = match (model, dimension) {
-        (Some(model), Some(dimension)) => (model, dimension.parse::<usize>().map_err(|_| corrupt("embedding_dimension"))?),
+        (Some(model), Some(dimension)) => (
+            model,
+            dimension
+                .parse::<usize>()
+                .map_err(|_| corrupt("embedding_dimension"))?,
+        ),
         _ => {
-            for (key, value) in [("embedding_model", first.model.clone()), ("embedding_dimension", first.dimension().to_string())] {
+            for (key, value) in [
+                ("embedding_model", first.model.clone()),
+                ("embedding_dimension", first.dimension().to_string()),
+            ] {
                 sqlx::query("INSERT INTO memgpt_meta (key, value) VALUES (?, ?)")
                     .bind(key)
                     .bind(value)
@@ -173,7 +205,11 @@ async fn check_embeddings(tx: &mut SqliteConnection, passages: &[Passage]) -> Re
 }
 
 /// The error for an embedding outside the store's space.
-pub(super) fn check_space(model: &str, dimension: usize, embedding: &Embedding) -> Result<(), StoreError> {
+pub(super) fn check_space(
+    model: &str,
+    dimension: usize,
+    embedding: &Embedding,
+) -> Result<(), StoreError> {
     if embedding.model != model || embedding.dimension() != dimension {
         return Err(StoreError::EmbeddingMismatch {
             expected_model: model.to_owned(),
@@ -185,7 +221,11 @@ pub(super) fn check_space(model: &str, dimension: usize, embedding: &Embedding) 
     Ok(())
 }
 
-async fn insert_message(tx: &mut SqliteConnection, message: &Message, token: &str) -> Result<(), StoreError> {
+async fn insert_message(
+    tx: &mut SqliteConnection,
+    message: &Message,
+    token: &str,
+) -> Result<(), StoreError> {
     let tool_calls = if message.tool_calls.is_empty() {
         None
     } else {
@@ -206,7 +246,9 @@ async fn insert_message(tx: &mut SqliteConnection, message: &Message, token: &st
     .fetch_one(&mut *tx)
     .await
     .map_err(|e| db("appending a message", e))?;
-    let seq: i64 = row.try_get("seq").map_err(|e| db("appending a message", e))?;
+    let seq: i64 = row
+        .try_get("seq")
+        .map_err(|e| db("appending a message", e))?;
     sqlx::query("INSERT INTO messages_fts (rowid, agent, body) VALUES (?, ?, ?)")
         .bind(seq)
         .bind(token)
@@ -217,8 +259,13 @@ async fn insert_message(tx: &mut SqliteConnection, message: &Message, token: &st
     Ok(())
 }
 
-async fn insert_passage(tx: &mut SqliteConnection, passage: &Passage, token: &str) -> Result<(), StoreError> {
-    let metadata = serde_json::to_string(&passage.metadata).map_err(|e| db("encoding passage metadata", e))?;
+async fn insert_passage(
+    tx: &mut SqliteConnection,
+    passage: &Passage,
+    token: &str,
+) -> Result<(), StoreError> {
+    let metadata =
+        serde_json::to_string(&passage.metadata).map_err(|e| db("encoding passage metadata", e))?;
     let row = sqlx::query(
         "INSERT INTO passages (id, agent_id, text, embedding, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?) \
          RETURNING seq",
@@ -248,12 +295,13 @@ async fn delete_passage(
     agent: AgentId,
     passage: memgpt_core::ids::PassageId,
 ) -> Result<(), StoreError> {
-    let seq: Option<i64> = sqlx::query_scalar("DELETE FROM passages WHERE id = ? AND agent_id = ? RETURNING seq")
-        .bind(passage.as_uuid())
-        .bind(agent.as_uuid())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(|e| db("deleting a passage", e))?;
+    let seq: Option<i64> =
+        sqlx::query_scalar("DELETE FROM passages WHERE id = ? AND agent_id = ? RETURNING seq")
+            .bind(passage.as_uuid())
+            .bind(agent.as_uuid())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| db("deleting a passage", e))?;
     if let Some(seq) = seq {
         sqlx::query("DELETE FROM passages_fts WHERE rowid = ?")
             .bind(seq)

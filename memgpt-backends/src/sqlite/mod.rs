@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use memgpt_core::store::StoreError;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
 #[cfg(any(feature = "tantivy", feature = "usearch"))]
 use tracing::warn;
 
@@ -102,19 +104,31 @@ pub struct SqliteStore {
 }
 
 /// The schema, in order. Each is applied once, in its own transaction.
-const MIGRATIONS: &[(i64, &str, &str)] = &[(1, "init", include_str!("../../migrations/sqlite/0001_init.sql"))];
+const MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "init",
+    include_str!("../../migrations/sqlite/0001_init.sql"),
+)];
 
 impl SqliteStore {
     /// Opens (creating if needed) the store in `options.dir`, applies pending migrations, and
     /// brings the derived indexes up to date with the database.
     pub async fn open(options: SqliteOptions) -> Result<Self, StoreError> {
-        std::fs::create_dir_all(&options.dir)
-            .map_err(|e| db(&format!("creating data directory {}", options.dir.display()), e))?;
+        std::fs::create_dir_all(&options.dir).map_err(|e| {
+            db(
+                &format!("creating data directory {}", options.dir.display()),
+                e,
+            )
+        })?;
         let connect = SqliteConnectOptions::new()
             .filename(options.dir.join("memgpt.db"))
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(if options.full_sync { SqliteSynchronous::Full } else { SqliteSynchronous::Normal })
+            .synchronous(if options.full_sync {
+                SqliteSynchronous::Full
+            } else {
+                SqliteSynchronous::Normal
+            })
             .busy_timeout(Duration::from_secs(30))
             .foreign_keys(true);
         let pool = SqlitePoolOptions::new()
@@ -127,17 +141,23 @@ impl SqliteStore {
             #[cfg(feature = "tantivy")]
             tantivy: match options.recall {
                 RecallIndex::Tantivy => Some(
-                    crate::tantivy_recall::TantivyRecall::open(&options.dir.join("recall.tantivy"), &pool).await?,
+                    crate::tantivy_recall::TantivyRecall::open(
+                        &options.dir.join("recall.tantivy"),
+                        &pool,
+                    )
+                    .await?,
                 ),
                 RecallIndex::Fts5 => None,
             },
             #[cfg(feature = "usearch")]
             usearch: match &options.vectors {
-                VectorIndex::Usearch(usearch_options) => Some(crate::usearch_archival::UsearchArchival::open(
-                    &options.dir.join("archival.usearch"),
-                    usearch_options.clone(),
-                    &pool,
-                )?),
+                VectorIndex::Usearch(usearch_options) => {
+                    Some(crate::usearch_archival::UsearchArchival::open(
+                        &options.dir.join("archival.usearch"),
+                        usearch_options.clone(),
+                        &pool,
+                    )?)
+                }
                 VectorIndex::Exact => None,
             },
             pool,
@@ -171,20 +191,48 @@ impl SqliteStore {
         Ok(())
     }
 
+    /// Removes a deleted agent from the derived indexes; failures are logged (a tantivy index
+    /// that missed it rebuilds on open, seeing the new generation; a stale usearch file is never
+    /// read for an agent with no passages).
+    async fn after_delete(&self, agent: memgpt_core::ids::AgentId) {
+        #[cfg(feature = "tantivy")]
+        if let Some(tantivy) = &self.tantivy {
+            let generation = meta(&self.pool, "generation")
+                .await
+                .ok()
+                .flatten()
+                .and_then(|g| g.parse().ok());
+            let result = match generation {
+                Some(generation) => tantivy.forget_agent(agent, generation).await,
+                None => Err(crate::codec::corrupt("the database generation")),
+            };
+            if let Err(e) = result {
+                warn!(error = %e, "the tantivy recall index could not forget a deleted agent; it rebuilds on open");
+            }
+        }
+        #[cfg(feature = "usearch")]
+        if let Some(usearch) = &self.usearch
+            && let Err(e) = usearch.forget_agent(agent)
+        {
+            warn!(error = %e, "could not remove a deleted agent's usearch index");
+        }
+        let _ = agent;
+    }
+
     /// Lets the derived indexes catch up with what was committed; failures are logged (the
     /// database is the truth; the next commit or open retries).
     async fn after_commit(&self, agent: memgpt_core::ids::AgentId) {
         #[cfg(feature = "tantivy")]
-        if let Some(tantivy) = &self.tantivy {
-            if let Err(e) = tantivy.catch_up(&self.pool).await {
-                warn!(error = %e, "the tantivy recall index could not catch up; it will retry");
-            }
+        if let Some(tantivy) = &self.tantivy
+            && let Err(e) = tantivy.catch_up(&self.pool).await
+        {
+            warn!(error = %e, "the tantivy recall index could not catch up; it will retry");
         }
         #[cfg(feature = "usearch")]
-        if let Some(usearch) = &self.usearch {
-            if let Err(e) = usearch.catch_up(&self.pool, agent).await {
-                warn!(error = %e, "the usearch archival index could not catch up; it will retry");
-            }
+        if let Some(usearch) = &self.usearch
+            && let Err(e) = usearch.catch_up(&self.pool, agent).await
+        {
+            warn!(error = %e, "the usearch archival index could not catch up; it will retry");
         }
         let _ = agent;
     }
@@ -193,10 +241,10 @@ impl SqliteStore {
 impl Drop for SqliteStore {
     fn drop(&mut self) {
         #[cfg(feature = "usearch")]
-        if let Some(usearch) = &self.usearch {
-            if let Err(e) = usearch.save_all() {
-                warn!(error = %e, "could not save the usearch indexes on close; they will be caught up on open");
-            }
+        if let Some(usearch) = &self.usearch
+            && let Err(e) = usearch.save_all()
+        {
+            warn!(error = %e, "could not save the usearch indexes on close; they will be caught up on open");
         }
     }
 }
@@ -210,16 +258,23 @@ async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
     .await
     .map_err(|e| db("creating the migrations table", e))?;
     for &(version, name, sql) in MIGRATIONS {
-        let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(|e| db("starting a migration", e))?;
-        let applied: Option<i64> = sqlx::query_scalar("SELECT version FROM memgpt_migrations WHERE version = ?")
-            .bind(version)
-            .fetch_optional(&mut *tx)
+        let mut tx = pool
+            .begin_with("BEGIN IMMEDIATE")
             .await
-            .map_err(|e| db("reading applied migrations", e))?;
+            .map_err(|e| db("starting a migration", e))?;
+        let applied: Option<i64> =
+            sqlx::query_scalar("SELECT version FROM memgpt_migrations WHERE version = ?")
+                .bind(version)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(|e| db("reading applied migrations", e))?;
         if applied.is_some() {
             continue;
         }
-        sqlx::raw_sql(sql).execute(&mut *tx).await.map_err(|e| db(&format!("applying migration {version} ({name})"), e))?;
+        sqlx::raw_sql(sql)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db(&format!("applying migration {version} ({name})"), e))?;
         sqlx::query("INSERT INTO memgpt_migrations (version, name, applied_at) VALUES (?, ?, ?)")
             .bind(version)
             .bind(name)
@@ -227,13 +282,18 @@ async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
             .execute(&mut *tx)
             .await
             .map_err(|e| db("recording a migration", e))?;
-        tx.commit().await.map_err(|e| db("committing a migration", e))?;
+        tx.commit()
+            .await
+            .map_err(|e| db("committing a migration", e))?;
     }
     Ok(())
 }
 
 /// A meta value.
-pub(crate) async fn meta<'e, E: sqlx::SqliteExecutor<'e>>(executor: E, key: &str) -> Result<Option<String>, StoreError> {
+pub(crate) async fn meta<'e, E: sqlx::SqliteExecutor<'e>>(
+    executor: E,
+    key: &str,
+) -> Result<Option<String>, StoreError> {
     sqlx::query_scalar("SELECT value FROM memgpt_meta WHERE key = ?")
         .bind(key)
         .fetch_optional(executor)
@@ -242,13 +302,18 @@ pub(crate) async fn meta<'e, E: sqlx::SqliteExecutor<'e>>(executor: E, key: &str
 }
 
 /// The store's embedding (model, dimension), once fixed.
-pub(crate) async fn embedding_space(pool: &SqlitePool) -> Result<Option<(String, usize)>, StoreError> {
+pub(crate) async fn embedding_space(
+    pool: &SqlitePool,
+) -> Result<Option<(String, usize)>, StoreError> {
     let model = meta(pool, "embedding_model").await?;
     let dimension = meta(pool, "embedding_dimension").await?;
     Ok(match (model, dimension) {
-        (Some(model), Some(dimension)) => {
-            Some((model, dimension.parse().map_err(|_| crate::codec::corrupt("embedding_dimension"))?))
-        }
+        (Some(model), Some(dimension)) => Some((
+            model,
+            dimension
+                .parse()
+                .map_err(|_| crate::codec::corrupt("embedding_dimension"))?,
+        )),
         _ => None,
     })
 }

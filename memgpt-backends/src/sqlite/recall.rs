@@ -11,9 +11,10 @@ use sqlx::{QueryBuilder, Row, Sqlite};
 
 use super::SqliteStore;
 use super::agents::agent_token;
-use crate::codec::{corrupt, db, fts5_query, from_micros, micros};
+use crate::codec::{corrupt, db, from_micros, fts5_query, micros};
 
-const MESSAGE_COLUMNS: &str = "m.seq, m.id, m.agent_id, m.kind, m.text, m.tool_calls, m.tool_call_id, m.name, m.created_at";
+const MESSAGE_COLUMNS: &str =
+    "m.seq, m.id, m.agent_id, m.kind, m.text, m.tool_calls, m.tool_call_id, m.name, m.created_at";
 
 /// Decodes a row selected with [`MESSAGE_COLUMNS`].
 pub(crate) fn message_from_row(row: &SqliteRow) -> Result<Message, StoreError> {
@@ -26,7 +27,8 @@ pub(crate) fn message_from_row(row: &SqliteRow) -> Result<Message, StoreError> {
         kind: MessageKind::parse(&kind).ok_or_else(|| corrupt(format!("message kind `{kind}`")))?,
         text: row.try_get("text").map_err(get_err)?,
         tool_calls: match tool_calls {
-            Some(json) => serde_json::from_str::<Vec<ToolCall>>(&json).map_err(|e| corrupt(format!("tool calls: {e}")))?,
+            Some(json) => serde_json::from_str::<Vec<ToolCall>>(&json)
+                .map_err(|e| corrupt(format!("tool calls: {e}")))?,
             None => Vec::new(),
         },
         tool_call_id: row.try_get("tool_call_id").map_err(get_err)?,
@@ -56,32 +58,52 @@ fn push_filters(sql: &mut QueryBuilder<Sqlite>, query: &RecallQuery) {
 impl SqliteStore {
     /// Messages by their append sequence numbers, in the order given (missing ones skipped).
     #[cfg(feature = "tantivy")]
-    pub(crate) async fn messages_by_seq(&self, seqs: &[i64]) -> Result<Vec<(i64, Message)>, StoreError> {
+    pub(crate) async fn messages_by_seq(
+        &self,
+        seqs: &[i64],
+    ) -> Result<Vec<(i64, Message)>, StoreError> {
         let mut found: HashMap<i64, Message> = HashMap::with_capacity(seqs.len());
         for chunk in seqs.chunks(500) {
-            let mut sql = QueryBuilder::<Sqlite>::new(format!("SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.seq IN ("));
+            let mut sql = QueryBuilder::<Sqlite>::new(format!(
+                "SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.seq IN ("
+            ));
             let mut list = sql.separated(", ");
             for seq in chunk {
                 list.push_bind(*seq);
             }
             sql.push(")");
-            let rows = sql.build().fetch_all(&self.pool).await.map_err(|e| db("reading messages", e))?;
+            let rows = sql
+                .build()
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|e| db("reading messages", e))?;
             for row in &rows {
                 let seq: i64 = row.try_get("seq").map_err(|e| db("reading messages", e))?;
                 found.insert(seq, message_from_row(row)?);
             }
         }
-        Ok(seqs.iter().filter_map(|seq| Some((*seq, found.remove(seq)?))).collect())
+        Ok(seqs
+            .iter()
+            .filter_map(|seq| Some((*seq, found.remove(seq)?)))
+            .collect())
     }
 
-    async fn search_fts(&self, agent: AgentId, query: &RecallQuery, text: &str) -> Result<SearchPage<Message>, StoreError> {
+    async fn search_fts(
+        &self,
+        agent: AgentId,
+        query: &RecallQuery,
+        text: &str,
+    ) -> Result<SearchPage<Message>, StoreError> {
         let Some(expr) = fts5_query(&agent_token(agent), text) else {
             return Ok(SearchPage::empty(query.page));
         };
         let mut count = QueryBuilder::<Sqlite>::new(
             "SELECT count(*) FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid WHERE messages_fts MATCH ",
         );
-        count.push_bind(expr.clone()).push(" AND m.agent_id = ").push_bind(*agent.as_uuid());
+        count
+            .push_bind(expr.clone())
+            .push(" AND m.agent_id = ")
+            .push_bind(*agent.as_uuid());
         push_filters(&mut count, query);
         let total: i64 = count
             .build_query_scalar()
@@ -93,19 +115,28 @@ impl SqliteStore {
             "SELECT {MESSAGE_COLUMNS}, -bm25(messages_fts, 0.0, 1.0) AS score FROM messages_fts \
              JOIN messages m ON m.seq = messages_fts.rowid WHERE messages_fts MATCH "
         ));
-        sql.push_bind(expr).push(" AND m.agent_id = ").push_bind(*agent.as_uuid());
+        sql.push_bind(expr)
+            .push(" AND m.agent_id = ")
+            .push_bind(*agent.as_uuid());
         push_filters(&mut sql, query);
         sql.push(" ORDER BY score DESC, m.created_at DESC, m.seq DESC LIMIT ")
             .push_bind(query.page.size as i64)
             .push(" OFFSET ")
             .push_bind(query.page.offset() as i64);
-        let rows = sql.build().fetch_all(&self.pool).await.map_err(|e| db("searching recall storage", e))?;
+        let rows = sql
+            .build()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| db("searching recall storage", e))?;
         let hits = rows
             .iter()
             .map(|row| {
                 Ok(Hit {
                     item: message_from_row(row)?,
-                    score: row.try_get::<f64, _>("score").map_err(|e| db("searching recall storage", e))? as f32,
+                    score: row
+                        .try_get::<f64, _>("score")
+                        .map_err(|e| db("searching recall storage", e))?
+                        as f32,
                 })
             })
             .collect::<Result<_, StoreError>>()?;
@@ -116,8 +147,13 @@ impl SqliteStore {
         })
     }
 
-    async fn list_chronological(&self, agent: AgentId, query: &RecallQuery) -> Result<SearchPage<Message>, StoreError> {
-        let mut count = QueryBuilder::<Sqlite>::new("SELECT count(*) FROM messages m WHERE m.agent_id = ");
+    async fn list_chronological(
+        &self,
+        agent: AgentId,
+        query: &RecallQuery,
+    ) -> Result<SearchPage<Message>, StoreError> {
+        let mut count =
+            QueryBuilder::<Sqlite>::new("SELECT count(*) FROM messages m WHERE m.agent_id = ");
         count.push_bind(*agent.as_uuid());
         push_filters(&mut count, query);
         let total: i64 = count
@@ -125,17 +161,28 @@ impl SqliteStore {
             .fetch_one(&self.pool)
             .await
             .map_err(|e| db("listing recall storage", e))?;
-        let mut sql = QueryBuilder::<Sqlite>::new(format!("SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = "));
+        let mut sql = QueryBuilder::<Sqlite>::new(format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = "
+        ));
         sql.push_bind(*agent.as_uuid());
         push_filters(&mut sql, query);
         sql.push(" ORDER BY m.created_at, m.seq LIMIT ")
             .push_bind(query.page.size as i64)
             .push(" OFFSET ")
             .push_bind(query.page.offset() as i64);
-        let rows = sql.build().fetch_all(&self.pool).await.map_err(|e| db("listing recall storage", e))?;
+        let rows = sql
+            .build()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| db("listing recall storage", e))?;
         let hits = rows
             .iter()
-            .map(|row| Ok(Hit { item: message_from_row(row)?, score: 0.0 }))
+            .map(|row| {
+                Ok(Hit {
+                    item: message_from_row(row)?,
+                    score: 0.0,
+                })
+            })
             .collect::<Result<_, StoreError>>()?;
         Ok(SearchPage {
             hits,
@@ -147,7 +194,11 @@ impl SqliteStore {
 
 #[async_trait]
 impl RecallStore for SqliteStore {
-    async fn search(&self, agent: AgentId, query: &RecallQuery) -> Result<SearchPage<Message>, StoreError> {
+    async fn search(
+        &self,
+        agent: AgentId,
+        query: &RecallQuery,
+    ) -> Result<SearchPage<Message>, StoreError> {
         match query.text_query() {
             None => self.list_chronological(agent, query).await,
             Some(text) => {
@@ -155,32 +206,52 @@ impl RecallStore for SqliteStore {
                 if let Some(tantivy) = &self.tantivy {
                     let (total, ranked) = tantivy.search(agent, query, text)?;
                     let seqs: Vec<i64> = ranked.iter().map(|(_, seq)| *seq).collect();
-                    let scores: HashMap<i64, f32> = ranked.into_iter().map(|(score, seq)| (seq, score)).collect();
+                    let scores: HashMap<i64, f32> = ranked
+                        .into_iter()
+                        .map(|(score, seq)| (seq, score))
+                        .collect();
                     // In rank order; a message missing from SQLite is skipped.
                     let hits = self
                         .messages_by_seq(&seqs)
                         .await?
                         .into_iter()
-                        .map(|(seq, item)| Hit { score: scores.get(&seq).copied().unwrap_or_default(), item })
+                        .map(|(seq, item)| Hit {
+                            score: scores.get(&seq).copied().unwrap_or_default(),
+                            item,
+                        })
                         .collect();
-                    return Ok(SearchPage { hits, page: query.page, total });
+                    return Ok(SearchPage {
+                        hits,
+                        page: query.page,
+                        total,
+                    });
                 }
                 self.search_fts(agent, query, text).await
             }
         }
     }
 
-    async fn get_messages(&self, agent: AgentId, ids: &[MessageId]) -> Result<Vec<Message>, StoreError> {
+    async fn get_messages(
+        &self,
+        agent: AgentId,
+        ids: &[MessageId],
+    ) -> Result<Vec<Message>, StoreError> {
         let mut found: HashMap<MessageId, Message> = HashMap::with_capacity(ids.len());
         for chunk in ids.chunks(500) {
-            let mut sql = QueryBuilder::<Sqlite>::new(format!("SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = "));
+            let mut sql = QueryBuilder::<Sqlite>::new(format!(
+                "SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = "
+            ));
             sql.push_bind(*agent.as_uuid()).push(" AND m.id IN (");
             let mut list = sql.separated(", ");
             for id in chunk {
                 list.push_bind(*id.as_uuid());
             }
             sql.push(")");
-            let rows = sql.build().fetch_all(&self.pool).await.map_err(|e| db("reading messages", e))?;
+            let rows = sql
+                .build()
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|e| db("reading messages", e))?;
             for row in &rows {
                 let message = message_from_row(row)?;
                 found.insert(message.id, message);

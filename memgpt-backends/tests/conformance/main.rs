@@ -9,6 +9,10 @@
 
 mod crash;
 mod fixtures;
+#[cfg(feature = "postgres")]
+mod leases;
+#[cfg(all(feature = "tantivy", feature = "usearch"))]
+mod repair;
 mod suite;
 
 use std::future::Future;
@@ -187,6 +191,26 @@ conformance!(
 );
 #[cfg(feature = "postgres")]
 conformance!(postgres, Backend::postgres());
+
+/// What only stores with a real cross-process agent lock can show.
+#[cfg(feature = "postgres")]
+mod postgres_leases {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn leases_are_exclusive_and_freed_on_drop() {
+        if let Some(backend) = Backend::postgres() {
+            leases::leases_are_exclusive_and_freed_on_drop(&backend).await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn leases_do_not_starve_commits() {
+        if let Some(backend) = Backend::postgres() {
+            leases::leases_do_not_starve_commits(&backend).await;
+        }
+    }
+}
 
 /// The entry point of crash-test child processes (a no-op unless spawned as one).
 #[test]

@@ -1,0 +1,476 @@
+//! Agent state, the atomic commit, and the cross-process agent lock.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use memgpt_core::embed::Embedding;
+use memgpt_core::ids::AgentId;
+use memgpt_core::message::Message;
+use memgpt_core::store::{AgentLease, AgentState, AgentStore, Commit, Passage, StoreError};
+use sqlx::pool::PoolConnection;
+use sqlx::types::Json;
+use sqlx::{PgConnection, Postgres};
+use tracing::{debug, info, warn};
+
+use super::{PgStore, SPACE_LOCK, Space, agent_lock_key, read_space, search_text};
+use crate::codec::db;
+
+#[async_trait]
+impl AgentStore for PgStore {
+    async fn create_agent(&self, state: &AgentState) -> Result<(), StoreError> {
+        let inserted = sqlx::query(
+            "INSERT INTO agents (id, name, version, state, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6) \
+             ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(state.id.as_uuid())
+        .bind(&state.name)
+        .bind(state.version as i64)
+        .bind(Json(state))
+        .bind(state.created_at)
+        .bind(state.updated_at)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| db("creating an agent", e))?
+        .rows_affected();
+        if inserted == 0 {
+            return Err(StoreError::AgentExists(state.id));
+        }
+        Ok(())
+    }
+
+    async fn load_agent(&self, id: AgentId) -> Result<Option<AgentState>, StoreError> {
+        let state: Option<Json<AgentState>> =
+            sqlx::query_scalar("SELECT state FROM agents WHERE id = $1")
+                .bind(id.as_uuid())
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(|e| db("loading an agent", e))?;
+        Ok(state.map(|Json(state)| state))
+    }
+
+    async fn agent_version(&self, id: AgentId) -> Result<Option<u64>, StoreError> {
+        let version: Option<i64> = sqlx::query_scalar("SELECT version FROM agents WHERE id = $1")
+            .bind(id.as_uuid())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| db("reading an agent's version", e))?;
+        Ok(version.map(|v| v as u64))
+    }
+
+    async fn list_agents(&self) -> Result<Vec<AgentState>, StoreError> {
+        let states: Vec<Json<AgentState>> =
+            sqlx::query_scalar("SELECT state FROM agents ORDER BY created_at, seq")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|e| db("listing agents", e))?;
+        Ok(states.into_iter().map(|Json(state)| state).collect())
+    }
+
+    async fn delete_agent(&self, id: AgentId) -> Result<bool, StoreError> {
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(|e| db("starting a transaction", e))?;
+        let uuid = id.as_uuid();
+        // The agent's row first: that waits for a commit in flight and makes later ones fail
+        // with AgentNotFound, so nothing is appended after the deletes below.
+        let deleted = sqlx::query("DELETE FROM agents WHERE id = $1")
+            .bind(uuid)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db("deleting an agent", e))?
+            .rows_affected()
+            > 0;
+        for sql in [
+            "DELETE FROM messages WHERE agent_id = $1",
+            "DELETE FROM passages WHERE agent_id = $1",
+        ] {
+            sqlx::query(sql)
+                .bind(uuid)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| db("deleting an agent", e))?;
+        }
+        tx.commit()
+            .await
+            .map_err(|e| db("committing an agent deletion", e))?;
+        Ok(deleted)
+    }
+
+    async fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
+        let id = commit.state.id;
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(|e| db("starting a commit", e))?;
+        // The row lock makes concurrent commits of this agent take turns; each then sees the
+        // version the previous one wrote.
+        let current: Option<i64> =
+            sqlx::query_scalar("SELECT version FROM agents WHERE id = $1 FOR UPDATE")
+                .bind(id.as_uuid())
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(|e| db("reading an agent's version", e))?;
+        let current = current.ok_or(StoreError::AgentNotFound(id))? as u64;
+        let expected = commit.state.version.saturating_sub(1);
+        if current != expected || commit.state.version == 0 {
+            return Err(StoreError::Conflict {
+                agent: id,
+                expected,
+                found: current,
+            });
+        }
+        let space = self.check_embeddings(&mut tx, &commit.passages).await?;
+        insert_messages(&mut tx, &commit.messages).await?;
+        // Deletions before insertions, as in the reference store: a passage both added and
+        // deleted by one commit stays.
+        if !commit.deleted_passages.is_empty() {
+            let ids: Vec<uuid::Uuid> = commit
+                .deleted_passages
+                .iter()
+                .map(|p| *p.as_uuid())
+                .collect();
+            sqlx::query("DELETE FROM passages WHERE agent_id = $1 AND id = ANY($2)")
+                .bind(id.as_uuid())
+                .bind(ids)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| db("deleting passages", e))?;
+        }
+        insert_passages(&mut tx, &commit.passages, space.as_ref()).await?;
+        sqlx::query(
+            "UPDATE agents SET name = $1, version = $2, state = $3, updated_at = $4 WHERE id = $5",
+        )
+        .bind(&commit.state.name)
+        .bind(commit.state.version as i64)
+        .bind(Json(&commit.state))
+        .bind(commit.state.updated_at)
+        .bind(id.as_uuid())
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db("writing agent state", e))?;
+        tx.commit().await.map_err(|e| db("committing a step", e))?;
+        if let Some(space) = space {
+            self.remember_space(space);
+        }
+        Ok(())
+    }
+
+    async fn lock_agent(&self, id: AgentId) -> Result<Box<dyn AgentLease>, StoreError> {
+        let key = agent_lock_key(&self.schema, id.as_uuid());
+        // From the pool of lock connections: leases held by steps never starve their commits.
+        let conn = self
+            .locks
+            .acquire()
+            .await
+            .map_err(|e| db("taking a connection for an agent lock", e))?;
+        // Until the lock is granted, dropping this (a cancelled wait) closes the connection:
+        // returned to the pool, it would still get the lock when the server grants it.
+        let mut waiting = Waiting(Some(conn));
+        if let Some(conn) = waiting.0.as_mut() {
+            sqlx::query("SELECT pg_advisory_lock($1)")
+                .bind(key)
+                .execute(&mut **conn)
+                .await
+                .map_err(|e| db("taking an agent lock", e))?;
+        }
+        debug!(agent = %id, "agent lock taken");
+        Ok(Box::new(PgLease {
+            conn: waiting.0.take(),
+            key,
+            agent: id,
+        }))
+    }
+}
+
+impl PgStore {
+    /// Rejects embeddings of another model or dimension than the store holds. The first
+    /// embedded passage fixes the space: recorded in `memgpt_meta` and given its HNSW index in
+    /// this transaction, under [`SPACE_LOCK`] so two first commits cannot fix different spaces.
+    /// Returns the space when the commit has embeddings.
+    async fn check_embeddings(
+        &self,
+        tx: &mut PgConnection,
+        passages: &[Passage],
+    ) -> Result<Option<Space>, StoreError> {
+        let Some(first) = passages.iter().find_map(|p| p.embedding.as_ref()) else {
+            return Ok(None);
+        };
+        // Read on this transaction's connection: a second one from the pool could wait forever
+        // while every connection is in a commit.
+        let known = match self.known_space() {
+            Some(space) => Some(space),
+            None => read_space(&mut *tx).await?,
+        };
+        let space = match known {
+            Some(space) => space,
+            None => {
+                sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                    .bind(SPACE_LOCK)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| db("waiting for the embedding space lock", e))?;
+                // Another commit may have fixed it while this one waited.
+                match read_space(&mut *tx).await? {
+                    Some(space) => space,
+                    None => fix_space(tx, first).await?,
+                }
+            }
+        };
+        for embedding in passages.iter().filter_map(|p| p.embedding.as_ref()) {
+            check_space(&space, embedding)?;
+        }
+        Ok(Some(space))
+    }
+}
+
+/// Records `first`'s model and dimension as the store's space and creates the HNSW index over
+/// vectors of that dimension (the caller holds [`SPACE_LOCK`] in this transaction).
+async fn fix_space(tx: &mut PgConnection, first: &Embedding) -> Result<Space, StoreError> {
+    let space = Space {
+        model: first.model.clone(),
+        dimension: first.dimension(),
+    };
+    if space.dimension == 0 {
+        return Err(StoreError::Backend {
+            message: "pgvector cannot store an embedding of dimension 0".into(),
+            source: None,
+        });
+    }
+    for (key, value) in [
+        ("embedding_model", space.model.clone()),
+        ("embedding_dimension", space.dimension.to_string()),
+    ] {
+        sqlx::query("INSERT INTO memgpt_meta (key, value) VALUES ($1, $2)")
+            .bind(key)
+            .bind(value)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db("recording the embedding model", e))?;
+    }
+    let d = space.dimension;
+    info!(model = %space.model, dimension = d, "fixing the store's embedding space and creating its HNSW index");
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "CREATE INDEX IF NOT EXISTS passages_embedding_hnsw ON passages USING hnsw ((embedding::vector({d})) vector_cosine_ops)"
+    )))
+    .execute(&mut *tx)
+    .await
+    .map_err(|e| db("creating the HNSW index", e))?;
+    Ok(space)
+}
+
+/// The error for an embedding outside the store's space.
+pub(super) fn check_space(space: &Space, embedding: &Embedding) -> Result<(), StoreError> {
+    if embedding.model != space.model || embedding.dimension() != space.dimension {
+        return Err(StoreError::EmbeddingMismatch {
+            expected_model: space.model.clone(),
+            expected_dimension: space.dimension,
+            found_model: embedding.model.clone(),
+            found_dimension: embedding.dimension(),
+        });
+    }
+    Ok(())
+}
+
+/// Appends messages in order (one statement; `seq` follows the order given).
+async fn insert_messages(tx: &mut PgConnection, messages: &[Message]) -> Result<(), StoreError> {
+    if messages.is_empty() {
+        return Ok(());
+    }
+    let n = messages.len();
+    let (mut ids, mut agents, mut kinds, mut texts) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let (mut calls, mut call_ids, mut names, mut times, mut searches) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::<DateTime<Utc>>::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    for m in messages {
+        ids.push(*m.id.as_uuid());
+        agents.push(*m.agent_id.as_uuid());
+        kinds.push(m.kind.as_str());
+        texts.push(m.text.as_str());
+        calls.push(if m.tool_calls.is_empty() {
+            None
+        } else {
+            Some(serde_json::to_string(&m.tool_calls).map_err(|e| db("encoding tool calls", e))?)
+        });
+        call_ids.push(m.tool_call_id.as_deref());
+        names.push(m.name.as_deref());
+        times.push(m.created_at);
+        searches.push(search_text(&m.searchable_text()));
+    }
+    sqlx::query(
+        "INSERT INTO messages (id, agent_id, kind, text, tool_calls, tool_call_id, name, created_at, search_text) \
+         SELECT u.id, u.agent_id, u.kind, u.text, u.tool_calls::jsonb, u.tool_call_id, u.name, u.created_at, u.search_text \
+         FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], \
+                     $8::timestamptz[], $9::text[]) WITH ORDINALITY \
+              AS u(id, agent_id, kind, text, tool_calls, tool_call_id, name, created_at, search_text, ord) \
+         ORDER BY u.ord",
+    )
+    .bind(ids)
+    .bind(agents)
+    .bind(kinds)
+    .bind(texts)
+    .bind(calls)
+    .bind(call_ids)
+    .bind(names)
+    .bind(times)
+    .bind(searches)
+    .execute(&mut *tx)
+    .await
+    .map_err(|e| db("appending messages", e))?;
+    Ok(())
+}
+
+/// Stores passages in order (one statement). Their vectors travel as one flat `real[]` (exact
+/// binary floats), each embedded passage taking the slice at its slot.
+async fn insert_passages(
+    tx: &mut PgConnection,
+    passages: &[Passage],
+    space: Option<&Space>,
+) -> Result<(), StoreError> {
+    if passages.is_empty() {
+        return Ok(());
+    }
+    let n = passages.len();
+    let dimension = space.map_or(0, |s| s.dimension) as i32;
+    let (mut ids, mut agents, mut texts, mut slots, mut metadata, mut times, mut searches) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::<DateTime<Utc>>::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let mut vectors: Vec<f32> = Vec::new();
+    let mut next_slot = 0i32;
+    for p in passages {
+        ids.push(*p.id.as_uuid());
+        agents.push(*p.agent_id.as_uuid());
+        texts.push(p.text.as_str());
+        slots.push(p.embedding.as_ref().map(|e| {
+            vectors.extend_from_slice(&e.vector);
+            next_slot += 1;
+            next_slot - 1
+        }));
+        metadata.push(
+            serde_json::to_string(&p.metadata).map_err(|e| db("encoding passage metadata", e))?,
+        );
+        times.push(p.created_at);
+        searches.push(search_text(&p.text));
+    }
+    sqlx::query(
+        "INSERT INTO passages (id, agent_id, text, embedding, metadata, created_at, search_text) \
+         SELECT u.id, u.agent_id, u.text, \
+                CASE WHEN u.slot IS NULL THEN NULL \
+                     ELSE ($4::real[])[u.slot * $5 + 1 : (u.slot + 1) * $5]::vector END, \
+                u.metadata::jsonb, u.created_at, u.search_text \
+         FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $6::int4[], $7::text[], $8::timestamptz[], $9::text[]) \
+              WITH ORDINALITY AS u(id, agent_id, text, slot, metadata, created_at, search_text, ord) \
+         ORDER BY u.ord",
+    )
+    .bind(ids)
+    .bind(agents)
+    .bind(texts)
+    .bind(vectors)
+    .bind(dimension)
+    .bind(slots)
+    .bind(metadata)
+    .bind(times)
+    .bind(searches)
+    .execute(&mut *tx)
+    .await
+    .map_err(|e| db("storing passages", e))?;
+    Ok(())
+}
+
+/// A pooled connection waiting for an advisory lock; closed if dropped while still waiting.
+struct Waiting(Option<PoolConnection<Postgres>>);
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        if let Some(conn) = self.0.take() {
+            // Closing the socket ends the server session, and with it the lock request.
+            drop(conn.detach());
+        }
+    }
+}
+
+/// A held `pg_advisory_lock` on its own pooled connection (the lock belongs to that session).
+#[derive(Debug)]
+struct PgLease {
+    conn: Option<PoolConnection<Postgres>>,
+    key: i64,
+    agent: AgentId,
+}
+
+#[async_trait]
+impl AgentLease for PgLease {
+    async fn release(mut self: Box<Self>) -> Result<(), StoreError> {
+        // The connection stays in `self` until the unlock is answered: if this future is
+        // dropped half-way, `Drop` still frees the lock.
+        let Some(conn) = self.conn.as_mut() else {
+            return Ok(());
+        };
+        let result = sqlx::query_scalar::<_, bool>("SELECT pg_advisory_unlock($1)")
+            .bind(self.key)
+            .fetch_one(&mut **conn)
+            .await;
+        let conn = self.conn.take();
+        match result {
+            Ok(released) => {
+                if !released {
+                    warn!(agent = %self.agent, "the agent lock was not held when released");
+                }
+                debug!(agent = %self.agent, "agent lock released");
+                drop(conn); // back to the pool
+                Ok(())
+            }
+            Err(e) => {
+                // Ending the session frees every lock it holds.
+                if let Some(conn) = conn {
+                    drop(conn.detach());
+                }
+                Err(db("releasing an agent lock", e))
+            }
+        }
+    }
+}
+
+impl Drop for PgLease {
+    /// A lease dropped without [`AgentLease::release`] (a cancelled step) unlocks in a task on
+    /// the current tokio runtime, or, outside one, closes its connection: either frees the lock.
+    fn drop(&mut self) {
+        let Some(mut conn) = self.conn.take() else {
+            return;
+        };
+        let (key, agent) = (self.key, self.agent);
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    let result = sqlx::query_scalar::<_, bool>("SELECT pg_advisory_unlock($1)")
+                        .bind(key)
+                        .fetch_one(&mut *conn)
+                        .await;
+                    match result {
+                        Ok(_) => debug!(agent = %agent, "a dropped agent lease was released"),
+                        Err(e) => {
+                            warn!(agent = %agent, error = %e, "could not release a dropped agent lease; closing its connection");
+                            drop(conn.detach());
+                        }
+                    }
+                });
+            }
+            Err(_) => drop(conn.detach()),
+        }
+    }
+}

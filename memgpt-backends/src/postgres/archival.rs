@@ -1,0 +1,439 @@
+//! Archival storage: passages with embeddings; pgvector HNSW, full-text and hybrid search.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use memgpt_core::embed::Embedding;
+use memgpt_core::ids::{AgentId, PassageId};
+use memgpt_core::store::{
+    ArchivalQuery, ArchivalStore, Hit, Page, Passage, SearchMode, SearchPage, StoreError,
+};
+use sqlx::postgres::PgRow;
+use sqlx::types::Json;
+use sqlx::{PgConnection, Row};
+
+use super::agents::check_space;
+use super::{PgStore, Space, ts_query};
+use crate::codec::{corrupt, db};
+use crate::{RRF_K, rank_fusion};
+
+const PASSAGE_COLUMNS: &str =
+    "p.seq, p.id, p.agent_id, p.text, p.embedding::real[] AS embedding, p.metadata, p.created_at";
+
+/// The smallest `hnsw.ef_search` used; deeper pages raise it (pgvector's maximum is 1000, and
+/// iterative scans go on past it).
+const MIN_EF_SEARCH: usize = 100;
+const MAX_EF_SEARCH: usize = 1_000;
+
+fn passage_from_row(row: &PgRow, space: Option<&Space>) -> Result<Passage, StoreError> {
+    let get_err = |e: sqlx::Error| db("reading a passage", e);
+    let vector: Option<Vec<f32>> = row.try_get("embedding").map_err(get_err)?;
+    let embedding = match vector {
+        None => None,
+        Some(vector) => {
+            let space =
+                space.ok_or_else(|| corrupt("an embedding in a store with no embedding model"))?;
+            Some(Embedding {
+                model: space.model.clone(),
+                vector,
+            })
+        }
+    };
+    let Json(metadata): Json<serde_json::Map<String, serde_json::Value>> =
+        row.try_get("metadata").map_err(get_err)?;
+    Ok(Passage {
+        id: PassageId::from_uuid(row.try_get("id").map_err(get_err)?),
+        agent_id: AgentId::from_uuid(row.try_get("agent_id").map_err(get_err)?),
+        text: row.try_get("text").map_err(get_err)?,
+        embedding,
+        metadata,
+        created_at: row.try_get("created_at").map_err(get_err)?,
+    })
+}
+
+/// Decodes `(distance, seq)` lists.
+fn distances(rows: &[PgRow]) -> Result<Vec<(f64, i64)>, StoreError> {
+    rows.iter()
+        .map(|row| {
+            let seq: i64 = row
+                .try_get("seq")
+                .map_err(|e| db("searching embeddings", e))?;
+            let distance: f64 = row
+                .try_get("distance")
+                .map_err(|e| db("searching embeddings", e))?;
+            Ok((distance, seq))
+        })
+        .collect()
+}
+
+/// Decodes `(score, seq)` rankings.
+fn ranking(rows: &[PgRow], context: &str) -> Result<Vec<(f32, i64)>, StoreError> {
+    rows.iter()
+        .map(|row| {
+            let seq: i64 = row.try_get("seq").map_err(|e| db(context, e))?;
+            let score: f64 = row.try_get("score").map_err(|e| db(context, e))?;
+            Ok((score as f32, seq))
+        })
+        .collect()
+}
+
+impl PgStore {
+    /// Passages of `agent` by sequence number, in the order given (missing ones skipped).
+    async fn passages_by_seq(
+        &self,
+        agent: AgentId,
+        seqs: &[i64],
+    ) -> Result<Vec<(i64, Passage)>, StoreError> {
+        if seqs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let space = self.space().await?;
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = $1 AND p.seq = ANY($2)"
+        )))
+        .bind(agent.as_uuid())
+        .bind(seqs)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| db("reading passages", e))?;
+        let mut found: HashMap<i64, Passage> = HashMap::with_capacity(rows.len());
+        for row in &rows {
+            let seq: i64 = row.try_get("seq").map_err(|e| db("reading passages", e))?;
+            found.insert(seq, passage_from_row(row, space.as_ref())?);
+        }
+        Ok(seqs
+            .iter()
+            .filter_map(|seq| Some((*seq, found.remove(seq)?)))
+            .collect())
+    }
+
+    /// The embedded passages of `agent` nearest to `query` by cosine similarity, best first (ties:
+    /// newest first, as in the reference store); at most `limit`, and how many embedded passages
+    /// the agent has.
+    ///
+    /// The HNSW index serves the nearest-neighbour scan (`hnsw.ef_search` raised for deep pages,
+    /// iterative scans so the agent filter cannot starve it), ordered by distance alone, which is
+    /// what the index can give; the final order is exact. Passages at exactly the distance where
+    /// the list is cut (duplicate texts have equal vectors) are then all read, so the newest of
+    /// them make the cut whatever order the index returned them in.
+    async fn vector_ranking(
+        &self,
+        agent: AgentId,
+        query: &[f32],
+        space: &Space,
+        limit: usize,
+    ) -> Result<(Vec<(f32, i64)>, usize), StoreError> {
+        let limit = limit.min(i64::MAX as usize - 1);
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(|e| db("starting a vector search", e))?;
+        let embedded: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM passages WHERE agent_id = $1 AND embedding IS NOT NULL",
+        )
+        .bind(agent.as_uuid())
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|e| db("counting passages", e))?;
+        if embedded == 0 || limit == 0 {
+            return Ok((Vec::new(), embedded as usize));
+        }
+        if query.iter().all(|x| *x == 0.0) {
+            // A zero vector is equally (un)similar to everything: cosine 0, as the reference
+            // store scores it (pgvector's distance would be NaN).
+            let rows = sqlx::query(
+                "SELECT seq, 0::float8 AS score FROM passages WHERE agent_id = $1 AND embedding IS NOT NULL \
+                 ORDER BY created_at DESC, seq DESC LIMIT $2",
+            )
+            .bind(agent.as_uuid())
+            .bind(limit as i64)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(|e| db("searching embeddings", e))?;
+            tx.commit()
+                .await
+                .map_err(|e| db("finishing a vector search", e))?;
+            return Ok((ranking(&rows, "searching embeddings")?, embedded as usize));
+        }
+        set_search_depth(&mut tx, limit).await?;
+        let d = space.dimension;
+        let distance = format!("p.embedding::vector({d}) <=> $1::real[]::vector({d})");
+        // One more than asked, to see whether equal distances straddle the cut.
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "WITH nearest AS MATERIALIZED ( \
+                 SELECT p.seq, p.created_at, {distance} AS distance \
+                 FROM passages p WHERE p.agent_id = $2 AND p.embedding IS NOT NULL \
+                 ORDER BY distance LIMIT $3) \
+             SELECT seq, distance FROM nearest ORDER BY distance, created_at DESC, seq DESC"
+        )))
+        .bind(query)
+        .bind(agent.as_uuid())
+        .bind(limit as i64 + 1)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(|e| db("searching embeddings", e))?;
+        let mut nearest = distances(&rows)?;
+        if nearest.len() > limit && nearest[limit].0 == nearest[limit - 1].0 {
+            let cut = nearest[limit - 1].0;
+            let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT seq, distance FROM ( \
+                     SELECT p.seq, p.created_at, {distance} AS distance \
+                     FROM passages p WHERE p.agent_id = $2 AND p.embedding IS NOT NULL) tied \
+                 WHERE distance = $3 ORDER BY created_at DESC, seq DESC LIMIT $4"
+            )))
+            .bind(query)
+            .bind(agent.as_uuid())
+            .bind(cut)
+            .bind(limit as i64)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(|e| db("searching embeddings", e))?;
+            nearest.retain(|(distance, _)| *distance < cut);
+            nearest.extend(distances(&rows)?);
+        }
+        nearest.truncate(limit);
+        tx.commit()
+            .await
+            .map_err(|e| db("finishing a vector search", e))?;
+        let ranked = nearest
+            .into_iter()
+            .map(|(distance, seq)| ((1.0 - distance) as f32, seq))
+            .collect();
+        Ok((ranked, embedded as usize))
+    }
+
+    /// Passages of `agent` matching `tsquery` by `ts_rank_cd`, best first (ties: newest first);
+    /// at most `limit`.
+    async fn text_ranking(
+        &self,
+        agent: AgentId,
+        tsquery: &str,
+        limit: usize,
+    ) -> Result<Vec<(f32, i64)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, ts_rank_cd(search, $2::tsquery)::float8 AS score FROM passages \
+             WHERE agent_id = $1 AND search @@ $2::tsquery ORDER BY score DESC, created_at DESC, seq DESC LIMIT $3",
+        )
+        .bind(agent.as_uuid())
+        .bind(tsquery)
+        .bind(limit.min(i64::MAX as usize) as i64)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| db("searching archival storage", e))?;
+        ranking(&rows, "searching archival storage")
+    }
+
+    /// How many passages of `agent` match `tsquery`, in all and among those without embedding.
+    async fn count_text_matches(
+        &self,
+        agent: AgentId,
+        tsquery: &str,
+    ) -> Result<(usize, usize), StoreError> {
+        let row = sqlx::query(
+            "SELECT count(*) AS matches, count(*) FILTER (WHERE embedding IS NULL) AS unembedded FROM passages \
+             WHERE agent_id = $1 AND search @@ $2::tsquery",
+        )
+        .bind(agent.as_uuid())
+        .bind(tsquery)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| db("counting passages", e))?;
+        let matches: i64 = row
+            .try_get("matches")
+            .map_err(|e| db("counting passages", e))?;
+        let unembedded: i64 = row
+            .try_get("unembedded")
+            .map_err(|e| db("counting passages", e))?;
+        Ok((matches as usize, unembedded as usize))
+    }
+
+    /// The page of a full ranking (cut at least as deep as the page).
+    async fn page_of(
+        &self,
+        agent: AgentId,
+        ranked: Vec<(f32, i64)>,
+        page: Page,
+        total: usize,
+    ) -> Result<SearchPage<Passage>, StoreError> {
+        let ranked = page.slice(ranked);
+        let scores: HashMap<i64, f32> = ranked.iter().map(|(score, seq)| (*seq, *score)).collect();
+        let seqs: Vec<i64> = ranked.iter().map(|(_, seq)| *seq).collect();
+        let hits = self
+            .passages_by_seq(agent, &seqs)
+            .await?
+            .into_iter()
+            .map(|(seq, item)| Hit {
+                score: scores.get(&seq).copied().unwrap_or_default(),
+                item,
+            })
+            .collect();
+        Ok(SearchPage { hits, page, total })
+    }
+
+    async fn text_page(
+        &self,
+        agent: AgentId,
+        text: &str,
+        page: Page,
+    ) -> Result<SearchPage<Passage>, StoreError> {
+        let Some(tsquery) = ts_query(text) else {
+            return Ok(SearchPage::empty(page));
+        };
+        let depth = page.offset().saturating_add(page.size);
+        let (total, _) = self.count_text_matches(agent, &tsquery).await?;
+        if total == 0 || page.offset() >= total {
+            return Ok(SearchPage {
+                hits: Vec::new(),
+                page,
+                total,
+            });
+        }
+        let ranked = self.text_ranking(agent, &tsquery, depth).await?;
+        self.page_of(agent, ranked, page, total).await
+    }
+}
+
+/// Sets the HNSW search depth for this transaction: enough candidates for `depth` results, and
+/// pgvector 0.8's iterative scans, which keep scanning when the agent filter removes candidates.
+async fn set_search_depth(tx: &mut PgConnection, depth: usize) -> Result<(), StoreError> {
+    let ef_search = depth.saturating_mul(2).clamp(MIN_EF_SEARCH, MAX_EF_SEARCH);
+    sqlx::query(
+        "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+    )
+    .bind(ef_search.to_string())
+    .execute(&mut *tx)
+    .await
+    .map_err(|e| db("configuring the vector search", e))?;
+    Ok(())
+}
+
+#[async_trait]
+impl ArchivalStore for PgStore {
+    async fn search(
+        &self,
+        agent: AgentId,
+        query: &ArchivalQuery,
+    ) -> Result<SearchPage<Passage>, StoreError> {
+        let space = self.space().await?;
+        if let (Some(embedding), Some(space)) = (&query.embedding, &space) {
+            check_space(space, embedding)?;
+        }
+        let depth = query.page.offset().saturating_add(query.page.size);
+        match (query.mode, &query.embedding) {
+            (SearchMode::Vector, None) => Err(StoreError::InvalidQuery(
+                "vector search needs a query embedding".into(),
+            )),
+            (SearchMode::Vector, Some(embedding)) => {
+                let Some(space) = space else {
+                    // No passage has ever been embedded.
+                    return Ok(SearchPage::empty(query.page));
+                };
+                let (ranked, total) = self
+                    .vector_ranking(agent, &embedding.vector, &space, depth)
+                    .await?;
+                self.page_of(agent, ranked, query.page, total).await
+            }
+            (SearchMode::Text, _) | (SearchMode::Hybrid, None) => {
+                self.text_page(agent, &query.text, query.page).await
+            }
+            (SearchMode::Hybrid, Some(embedding)) => {
+                // Each list is cut at a generous depth (at least the page's), so every page up to
+                // the total is full; the fusion of the cut lists ranks their heads as the fusion
+                // of the full lists would, up to items past the cut.
+                let list_depth = depth.saturating_mul(4).max(100);
+                let (by_vector, embedded) = match &space {
+                    Some(space) => {
+                        self.vector_ranking(agent, &embedding.vector, space, list_depth)
+                            .await?
+                    }
+                    None => (Vec::new(), 0),
+                };
+                let (by_text, unembedded_matches) = match ts_query(&query.text) {
+                    Some(tsquery) => {
+                        let (_, unembedded) = self.count_text_matches(agent, &tsquery).await?;
+                        (
+                            self.text_ranking(agent, &tsquery, list_depth).await?,
+                            unembedded,
+                        )
+                    }
+                    None => (Vec::new(), 0),
+                };
+                let fused = rank_fusion(&[by_vector, by_text], RRF_K);
+                self.page_of(agent, fused, query.page, embedded + unembedded_matches)
+                    .await
+            }
+        }
+    }
+
+    async fn get_passages(
+        &self,
+        agent: AgentId,
+        ids: &[PassageId],
+    ) -> Result<Vec<Passage>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let space = self.space().await?;
+        let uuids: Vec<uuid::Uuid> = ids.iter().map(|id| *id.as_uuid()).collect();
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = $1 AND p.id = ANY($2)"
+        )))
+        .bind(agent.as_uuid())
+        .bind(uuids)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| db("reading passages", e))?;
+        let mut found: HashMap<PassageId, Passage> = HashMap::with_capacity(rows.len());
+        for row in &rows {
+            let passage = passage_from_row(row, space.as_ref())?;
+            found.insert(passage.id, passage);
+        }
+        // In the order asked, as the reference store answers (an id asked twice comes twice).
+        Ok(ids.iter().filter_map(|id| found.get(id).cloned()).collect())
+    }
+
+    async fn list_passages(
+        &self,
+        agent: AgentId,
+        page: Page,
+    ) -> Result<SearchPage<Passage>, StoreError> {
+        let total = self.count_passages(agent).await? as usize;
+        if total == 0 || page.offset() >= total {
+            return Ok(SearchPage {
+                hits: Vec::new(),
+                page,
+                total,
+            });
+        }
+        let space = self.space().await?;
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = $1 ORDER BY p.seq LIMIT $2 OFFSET $3"
+        )))
+        .bind(agent.as_uuid())
+        .bind(page.size.min(i64::MAX as usize) as i64)
+        .bind(page.offset().min(i64::MAX as usize) as i64)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| db("listing passages", e))?;
+        let hits = rows
+            .iter()
+            .map(|row| {
+                Ok(Hit {
+                    item: passage_from_row(row, space.as_ref())?,
+                    score: 0.0,
+                })
+            })
+            .collect::<Result<_, StoreError>>()?;
+        Ok(SearchPage { hits, page, total })
+    }
+
+    async fn count_passages(&self, agent: AgentId) -> Result<u64, StoreError> {
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM passages WHERE agent_id = $1")
+            .bind(agent.as_uuid())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| db("counting passages", e))?;
+        Ok(n as u64)
+    }
+}

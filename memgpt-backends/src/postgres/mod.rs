@@ -1,0 +1,542 @@
+//! PostgreSQL + pgvector: one database shared by several processes.
+//!
+//! Agent state, every message and every passage live in one schema (the `schema=` parameter of
+//! the store URL, else the connection's current schema). One agent step is one transaction that
+//! locks the agent's row, checks its version and writes everything; [`AgentStore::lock_agent`]
+//! takes a session-level advisory lock so two processes never run the same agent's step at once.
+//!
+//! * Recall text search: a generated `tsvector` (configuration `simple`) over the words of each
+//!   message's searchable text, with a GIN index, ranked by `ts_rank_cd`.
+//! * Archival vector search: pgvector. The `embedding` column has no fixed dimension; the first
+//!   embedded passage fixes the store's embedding space (model and dimension), and with it an
+//!   HNSW index over `embedding::vector(D)` with cosine distance, which queries use.
+//! * Hybrid archival search: reciprocal-rank fusion ([`crate::rank_fusion`]) of both rankings.
+//!
+//! The schema is created by embedded migrations, applied under a transaction-level advisory lock
+//! so processes opening the store at the same time do not race.
+//!
+//! [`AgentStore::lock_agent`]: memgpt_core::store::AgentStore::lock_agent
+
+mod agents;
+mod archival;
+mod recall;
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::OnceLock;
+
+use memgpt_core::store::{StoreError, query_terms, tokenize};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::{Connection, Executor, PgConnection};
+use tracing::{debug, info};
+
+use crate::codec::{corrupt, db};
+
+/// Where and how to open a [`PgStore`].
+///
+/// ```
+/// use memgpt_backends::PgOptions;
+///
+/// let options = PgOptions::new("postgres://me:secret@db.example/memgpt?sslmode=require&schema=tenant_a");
+/// assert_eq!(options.url, "postgres://me:secret@db.example/memgpt?sslmode=require");
+/// assert_eq!(options.schema.as_deref(), Some("tenant_a"));
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct PgOptions {
+    /// The connection URL, as sqlx reads it (`postgres://user:password@host:port/database?...`),
+    /// without the `schema` parameter.
+    pub url: String,
+    /// The schema holding the store's tables (created if missing); `None` uses the connection's
+    /// current schema (normally `public`).
+    pub schema: Option<String>,
+    /// Size of the pool that serves queries and commits.
+    pub max_connections: u32,
+    /// Size of the separate pool of agent-lock connections: each
+    /// [`lock_agent`](memgpt_core::store::AgentStore::lock_agent) lease holds one for the length
+    /// of a step, so this is how many agents' steps one process can run at once (more wait).
+    pub max_leases: u32,
+}
+
+impl PgOptions {
+    /// Options for a store URL: its `schema=NAME` query parameter (if any) becomes
+    /// [`PgOptions::schema`], and the rest of the URL goes to sqlx.
+    pub fn new(url: &str) -> Self {
+        let url = url.trim();
+        let (base, query) = match url.split_once('?') {
+            Some((base, query)) => (base, query),
+            None => (url, ""),
+        };
+        let mut schema = None;
+        let mut kept = Vec::new();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            match pair.split_once('=') {
+                Some(("schema", value)) => {
+                    schema = Some(percent_decode(value)).filter(|s| !s.is_empty())
+                }
+                _ => kept.push(pair),
+            }
+        }
+        let url = if kept.is_empty() {
+            base.to_owned()
+        } else {
+            format!("{base}?{}", kept.join("&"))
+        };
+        Self {
+            url,
+            schema,
+            max_connections: 10,
+            max_leases: 16,
+        }
+    }
+
+    /// The same options with the tables in `schema`.
+    pub fn with_schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = Some(schema.into());
+        self
+    }
+}
+
+/// Hides the password.
+impl fmt::Debug for PgOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PgOptions")
+            .field("url", &redacted(&self.url))
+            .field("schema", &self.schema)
+            .field("max_connections", &self.max_connections)
+            .field("max_leases", &self.max_leases)
+            .finish()
+    }
+}
+
+/// `url` with the password of its user-info part replaced by `***`.
+fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((user_info, host)) => match user_info.split_once(':') {
+            Some((user, _password)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+/// Decodes `%XX` escapes (a malformed escape is kept as it is).
+fn percent_decode(value: &str) -> String {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(high), Some(low)) => {
+                out.push((high * 16 + low) as u8);
+                i += 3;
+            }
+            (b'+', _, _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The store's embedding space: every vector has this model and dimension.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Space {
+    pub(crate) model: String,
+    pub(crate) dimension: usize,
+}
+
+/// Agent state, recall and archival storage in PostgreSQL with pgvector. Implements every
+/// storage seam; cheap to share behind an `Arc`, and safe to open from several processes on the
+/// same database and schema.
+#[derive(Debug)]
+pub struct PgStore {
+    pool: PgPool,
+    /// Connections holding agent locks (session-level advisory locks), one per lease.
+    locks: PgPool,
+    schema: String,
+    /// Known once the first embedded passage is committed; never changes after.
+    space: OnceLock<Space>,
+}
+
+/// The schema, in order; all pending ones are applied in one transaction.
+const MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "init",
+    include_str!("../../migrations/postgres/0001_init.sql"),
+)];
+
+/// The transaction-level advisory lock serialising schema creation and migrations (any store in
+/// the database: creating schemas and extensions races too).
+const MIGRATION_LOCK: i64 = 0x6d65_6d67_7074_0001; // "memgpt" 0 1
+
+/// The transaction-level advisory lock under which a commit fixes the embedding space.
+const SPACE_LOCK: i64 = 0x6d65_6d67_7074_0002;
+
+impl PgStore {
+    /// Connects, creates the schema and the pgvector extension if needed, and applies pending
+    /// migrations.
+    ///
+    /// Creating the extension needs a role allowed to (a superuser on most servers); where it
+    /// cannot, have an administrator run `CREATE EXTENSION vector` in the database once.
+    pub async fn open(options: PgOptions) -> Result<Self, StoreError> {
+        let connect = PgConnectOptions::from_str(&options.url)
+            .map_err(|e| db("reading the PostgreSQL URL", e))?
+            .application_name("memgpt");
+        let (schema, search_path) = bootstrap(&connect, options.schema.as_deref()).await?;
+        let set_search_path = format!("SET search_path TO {search_path}");
+        let pool = PgPoolOptions::new()
+            .max_connections(options.max_connections.max(1))
+            .after_connect(move |conn, _meta| {
+                let sql = set_search_path.clone();
+                Box::pin(async move {
+                    conn.execute(sqlx::AssertSqlSafe(sql)).await?;
+                    Ok(())
+                })
+            })
+            .connect_with(connect.clone())
+            .await
+            .map_err(|e| db("connecting to PostgreSQL", e))?;
+        let locks = PgPoolOptions::new()
+            .max_connections(options.max_leases.max(1))
+            .connect_lazy_with(connect);
+        info!(schema = %schema, "opened the PostgreSQL store");
+        let store = Self {
+            pool,
+            locks,
+            schema,
+            space: OnceLock::new(),
+        };
+        store.space().await?;
+        Ok(store)
+    }
+
+    /// Opens the store at a URL (see [`PgOptions::new`]).
+    pub async fn open_url(url: &str) -> Result<Self, StoreError> {
+        Self::open(PgOptions::new(url)).await
+    }
+
+    /// The connection pool (every connection's `search_path` starts with the store's schema),
+    /// for inspection and maintenance.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// The schema holding the store's tables.
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
+    /// Closes every connection, waiting for those in use (and the leases held) to come back.
+    pub async fn close(&self) {
+        self.pool.close().await;
+        self.locks.close().await;
+    }
+
+    /// The store's embedding space if this handle already knows it.
+    pub(crate) fn known_space(&self) -> Option<Space> {
+        self.space.get().cloned()
+    }
+
+    /// The store's embedding space, once fixed.
+    pub(crate) async fn space(&self) -> Result<Option<Space>, StoreError> {
+        if let Some(space) = self.known_space() {
+            return Ok(Some(space));
+        }
+        let mut conn = self
+            .pool
+            .acquire()
+            .await
+            .map_err(|e| db("reading store metadata", e))?;
+        let space = read_space(&mut conn).await?;
+        if let Some(space) = &space {
+            let _ = self.space.set(space.clone());
+        }
+        Ok(space)
+    }
+
+    /// Remembers the embedding space a committed transaction fixed or confirmed.
+    pub(crate) fn remember_space(&self, space: Space) {
+        let _ = self.space.set(space);
+    }
+}
+
+/// Creates the schema and the extension if needed and applies pending migrations, all in one
+/// transaction under [`MIGRATION_LOCK`]. Returns the schema and the `search_path` value every
+/// pooled connection uses (the schema, then pgvector's schema).
+async fn bootstrap(
+    connect: &PgConnectOptions,
+    schema: Option<&str>,
+) -> Result<(String, String), StoreError> {
+    let mut conn = PgConnection::connect_with(connect)
+        .await
+        .map_err(|e| db("connecting to PostgreSQL", e))?;
+    let result = set_up(&mut conn, schema).await;
+    if let Err(e) = conn.close().await {
+        debug!(error = %e, "closing the setup connection");
+    }
+    result
+}
+
+/// What [`bootstrap`] does, on its connection.
+async fn set_up(
+    conn: &mut PgConnection,
+    schema: Option<&str>,
+) -> Result<(String, String), StoreError> {
+    let mut tx = conn
+        .begin()
+        .await
+        .map_err(|e| db("starting the schema setup", e))?;
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(MIGRATION_LOCK)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db("waiting for the schema setup lock", e))?;
+    let schema = match schema {
+        Some(schema) => {
+            let sql = format!("CREATE SCHEMA IF NOT EXISTS {}", quote_ident(schema));
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| db(&format!("creating the schema {schema}"), e))?;
+            schema.to_owned()
+        }
+        None => {
+            let current: Option<String> = sqlx::query_scalar("SELECT current_schema()")
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(|e| db("reading the current schema", e))?;
+            current.ok_or_else(|| StoreError::Backend {
+                message: "the connection has no current schema: add ?schema=NAME to the store URL"
+                    .into(),
+                source: None,
+            })?
+        }
+    };
+    let vector_schema = match vector_schema(&mut tx).await? {
+        Some(found) => found,
+        None => {
+            info!("creating the pgvector extension");
+            sqlx::query("CREATE EXTENSION IF NOT EXISTS vector")
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| db(NO_EXTENSION, e))?;
+            vector_schema(&mut tx)
+                .await?
+                .ok_or_else(|| corrupt("the vector extension vanished"))?
+        }
+    };
+    let search_path = if vector_schema == schema {
+        quote_ident(&schema)
+    } else {
+        format!("{}, {}", quote_ident(&schema), quote_ident(&vector_schema))
+    };
+    let sql = format!("SET LOCAL search_path TO {search_path}");
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db("setting the search path", e))?;
+    migrate(&mut tx).await?;
+    tx.commit()
+        .await
+        .map_err(|e| db("committing the schema setup", e))?;
+    Ok((schema, search_path))
+}
+
+/// Why `CREATE EXTENSION vector` may fail, and what to do.
+const NO_EXTENSION: &str = "creating the pgvector extension (it must be installed on the server, \
+    and creating it needs a privileged role: have an administrator run `CREATE EXTENSION vector` \
+    in the database once)";
+
+/// The schema the `vector` extension is installed in, if it is.
+async fn vector_schema(conn: &mut PgConnection) -> Result<Option<String>, StoreError> {
+    sqlx::query_scalar(
+        "SELECT n.nspname::text FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace \
+         WHERE e.extname = 'vector'",
+    )
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(|e| db("looking for the pgvector extension", e))
+}
+
+/// Applies the migrations not applied yet (the caller holds [`MIGRATION_LOCK`]).
+async fn migrate(conn: &mut PgConnection) -> Result<(), StoreError> {
+    sqlx::query(
+        "CREATE TABLE IF NOT EXISTS memgpt_migrations (version bigint PRIMARY KEY, name text NOT NULL, \
+         applied_at timestamptz NOT NULL DEFAULT now())",
+    )
+    .execute(&mut *conn)
+    .await
+    .map_err(|e| db("creating the migrations table", e))?;
+    for &(version, name, sql) in MIGRATIONS {
+        let applied: Option<i64> =
+            sqlx::query_scalar("SELECT version FROM memgpt_migrations WHERE version = $1")
+                .bind(version)
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(|e| db("reading applied migrations", e))?;
+        if applied.is_some() {
+            continue;
+        }
+        info!(version, name, "applying a PostgreSQL migration");
+        sqlx::raw_sql(sql)
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| db(&format!("applying migration {version} ({name})"), e))?;
+        sqlx::query("INSERT INTO memgpt_migrations (version, name) VALUES ($1, $2)")
+            .bind(version)
+            .bind(name)
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| db("recording a migration", e))?;
+    }
+    Ok(())
+}
+
+/// A meta value.
+async fn meta<'e, E: sqlx::PgExecutor<'e>>(
+    executor: E,
+    key: &str,
+) -> Result<Option<String>, StoreError> {
+    sqlx::query_scalar("SELECT value FROM memgpt_meta WHERE key = $1")
+        .bind(key)
+        .fetch_optional(executor)
+        .await
+        .map_err(|e| db("reading store metadata", e))
+}
+
+/// The embedding space recorded in `memgpt_meta`, if any.
+async fn read_space(conn: &mut PgConnection) -> Result<Option<Space>, StoreError> {
+    let model = meta(&mut *conn, "embedding_model").await?;
+    let dimension = meta(&mut *conn, "embedding_dimension").await?;
+    Ok(match (model, dimension) {
+        (Some(model), Some(dimension)) => Some(Space {
+            model,
+            dimension: dimension
+                .parse()
+                .map_err(|_| corrupt("embedding_dimension"))?,
+        }),
+        _ => None,
+    })
+}
+
+/// `name` as a quoted SQL identifier.
+pub(crate) fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// What is stored in `search_text`: the reference tokenizer's words, joined by spaces.
+pub(crate) fn search_text(text: &str) -> String {
+    tokenize(text).join(" ")
+}
+
+/// PostgreSQL's longest lexeme, in bytes: longer words are left out of `tsvector`s (with a
+/// notice), so a query term that long can match nothing and is dropped (a `tsquery` holding one
+/// is an error).
+const MAX_LEXEME_BYTES: usize = 2_047;
+
+/// A `tsquery` matching any of `text`'s terms ([`query_terms`], never the raw text), each quoted
+/// as a literal lexeme, or `None` when the text has no searchable term. Bound as a parameter and
+/// cast with `::tsquery`, which takes lexemes as written (the terms are already lowercase words).
+pub(crate) fn ts_query(text: &str) -> Option<String> {
+    let quoted: Vec<String> = query_terms(text)
+        .iter()
+        .filter(|t| t.len() <= MAX_LEXEME_BYTES)
+        .map(|t| format!("'{}'", t.replace('\\', "\\\\").replace('\'', "''")))
+        .collect();
+    if quoted.is_empty() {
+        return None;
+    }
+    Some(quoted.join(" | "))
+}
+
+/// The advisory-lock key of an agent in a schema: FNV-1a (stable across processes and builds)
+/// over both.
+pub(crate) fn agent_lock_key(schema: &str, agent: &uuid::Uuid) -> i64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in b"memgpt-agent\0"
+        .iter()
+        .chain(schema.as_bytes())
+        .chain(b"\0")
+        .chain(agent.as_bytes())
+    {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_take_the_schema_out_of_the_url() {
+        let o = PgOptions::new("postgres://u:p@h:5432/db?schema=s1");
+        assert_eq!(o.url, "postgres://u:p@h:5432/db");
+        assert_eq!(o.schema.as_deref(), Some("s1"));
+        let o = PgOptions::new(
+            "postgresql://h/db?sslmode=disable&schema=my%20schema&application_name=x",
+        );
+        assert_eq!(
+            o.url,
+            "postgresql://h/db?sslmode=disable&application_name=x"
+        );
+        assert_eq!(o.schema.as_deref(), Some("my schema"));
+        let o = PgOptions::new("postgres://h/db");
+        assert_eq!((o.url.as_str(), o.schema), ("postgres://h/db", None));
+        assert_eq!(PgOptions::new("postgres://h/db?schema=").schema, None);
+    }
+
+    #[test]
+    fn debug_hides_the_password() {
+        let shown = format!(
+            "{:?}",
+            PgOptions::new("postgres://me:hunter2@h:1/db?schema=s")
+        );
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("me:***@h:1/db"), "{shown}");
+    }
+
+    #[test]
+    fn identifiers_and_queries_are_quoted() {
+        assert_eq!(quote_ident("a\"b"), "\"a\"\"b\"");
+        assert_eq!(
+            ts_query("what's \"Mochi\" (my cat) eating?").as_deref(),
+            Some("'cat' | 'eating' | 'mochi' | 's'")
+        );
+        assert_eq!(ts_query("(( ::: \"\" ))"), None);
+        assert_eq!(ts_query(&"x".repeat(10_000)), None);
+        assert_eq!(
+            ts_query(&format!("{} kiwi", "x".repeat(10_000))).as_deref(),
+            Some("'kiwi'")
+        );
+        assert_eq!(
+            search_text("Mail bob@example.com re: v1.2!"),
+            "mail bob example com re v1 2"
+        );
+    }
+
+    #[test]
+    fn lock_keys_are_stable_and_distinct() {
+        let a = uuid::Uuid::from_u128(1);
+        let b = uuid::Uuid::from_u128(2);
+        assert_eq!(agent_lock_key("s", &a), agent_lock_key("s", &a));
+        assert_ne!(agent_lock_key("s", &a), agent_lock_key("s", &b));
+        assert_ne!(agent_lock_key("s", &a), agent_lock_key("t", &a));
+    }
+}

@@ -1,0 +1,388 @@
+//! A tantivy (BM25) full-text index of recall storage, derived from the SQLite message log.
+//!
+//! The index stores, per message, its sequence number, agent, kind, time and searchable text.
+//! Its commit payload records a watermark: the highest message sequence number indexed and the
+//! database's generation (bumped when an agent is deleted). After every SQLite commit, and on
+//! open, the index catches up with the rows after its watermark; a generation it does not know
+//! (a crash between an agent's deletion and the index's) makes it rebuild from the log. So a
+//! crash between the SQLite commit and the tantivy commit is repaired on the next open, and the
+//! index can be deleted at any time to be rebuilt.
+
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use memgpt_core::ids::AgentId;
+use memgpt_core::store::{RecallQuery, StoreError, query_terms};
+use serde_json::json;
+use sqlx::{Row, SqlitePool};
+use tantivy::collector::{Count, TopDocs};
+use tantivy::directory::MmapDirectory;
+use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, RangeQuery, TermQuery};
+use tantivy::schema::{FAST, Field, INDEXED, IndexRecordOption, STRING, Schema, TEXT};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tracing::{debug, info};
+
+use crate::codec::{corrupt, db, micros};
+use crate::sqlite::meta;
+
+/// Rows indexed per batch while catching up.
+const BATCH: i64 = 20_000;
+/// The writer's indexing memory budget.
+const WRITER_MEMORY: usize = 64 * 1024 * 1024;
+
+#[derive(Clone, Copy, Debug)]
+struct Fields {
+    seq: Field,
+    agent: Field,
+    kind: Field,
+    time: Field,
+    body: Field,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut builder = Schema::builder();
+    let fields = Fields {
+        seq: builder.add_u64_field("seq", FAST | INDEXED),
+        agent: builder.add_text_field("agent", STRING),
+        kind: builder.add_text_field("kind", STRING),
+        time: builder.add_i64_field("time", FAST | INDEXED),
+        body: builder.add_text_field("body", TEXT),
+    };
+    (builder.build(), fields)
+}
+
+/// What the index has seen of the database.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Watermark {
+    seq: i64,
+    generation: i64,
+}
+
+impl Watermark {
+    fn parse(payload: Option<&str>) -> Option<Self> {
+        let value: serde_json::Value = serde_json::from_str(payload?).ok()?;
+        Some(Self {
+            seq: value["seq"].as_i64()?,
+            generation: value["generation"].as_i64()?,
+        })
+    }
+
+    fn payload(&self) -> String {
+        json!({ "seq": self.seq, "generation": self.generation }).to_string()
+    }
+}
+
+struct Inner {
+    index: Index,
+    writer: Mutex<IndexWriter>,
+    reader: IndexReader,
+    fields: Fields,
+}
+
+/// A tantivy recall index next to an SQLite database (see the module documentation).
+pub struct TantivyRecall {
+    inner: Arc<Inner>,
+    /// Serialises catch-ups; holds the watermark.
+    watermark: tokio::sync::Mutex<Watermark>,
+}
+
+impl std::fmt::Debug for TantivyRecall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TantivyRecall").finish_non_exhaustive()
+    }
+}
+
+fn tantivy_error(context: &str, e: tantivy::TantivyError) -> StoreError {
+    db(context, e)
+}
+
+impl Inner {
+    fn writer(&self) -> MutexGuard<'_, IndexWriter> {
+        // A panic while indexing leaves at worst uncommitted documents, which the next
+        // catch-up's commit or a rebuild settles.
+        self.writer.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Adds documents and commits them with `watermark` as the payload.
+    fn index(
+        &self,
+        docs: Vec<TantivyDocument>,
+        watermark: Watermark,
+        clear_first: bool,
+    ) -> Result<(), StoreError> {
+        let mut writer = self.writer();
+        if clear_first {
+            writer
+                .delete_all_documents()
+                .map_err(|e| tantivy_error("clearing the recall index", e))?;
+        }
+        for doc in docs {
+            writer
+                .add_document(doc)
+                .map_err(|e| tantivy_error("indexing a message", e))?;
+        }
+        let mut commit = writer
+            .prepare_commit()
+            .map_err(|e| tantivy_error("committing the recall index", e))?;
+        commit.set_payload(&watermark.payload());
+        commit
+            .commit()
+            .map_err(|e| tantivy_error("committing the recall index", e))?;
+        drop(writer);
+        self.reader
+            .reload()
+            .map_err(|e| tantivy_error("reloading the recall index", e))
+    }
+}
+
+impl TantivyRecall {
+    /// Opens (or creates, or rebuilds if unreadable) the index in `path` and catches it up with
+    /// the database.
+    pub(crate) async fn open(path: &Path, pool: &SqlitePool) -> Result<Self, StoreError> {
+        let (schema, fields) = schema();
+        let index = match Self::open_index(path, &schema) {
+            Ok(index) => index,
+            Err(e) => {
+                info!(error = %e, path = %path.display(), "the recall index is unreadable; rebuilding it");
+                std::fs::remove_dir_all(path)
+                    .map_err(|e| db("removing a broken recall index", e))?;
+                Self::open_index(path, &schema)?
+            }
+        };
+        let writer = index
+            .writer_with_num_threads(1, WRITER_MEMORY)
+            .map_err(|e| tantivy_error("opening the recall index writer", e))?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(|e| tantivy_error("opening the recall index reader", e))?;
+        let watermark = index
+            .load_metas()
+            .ok()
+            .and_then(|metas| Watermark::parse(metas.payload.as_deref()))
+            .unwrap_or_default();
+        let recall = Self {
+            inner: Arc::new(Inner {
+                index,
+                writer: Mutex::new(writer),
+                reader,
+                fields,
+            }),
+            watermark: tokio::sync::Mutex::new(watermark),
+        };
+        recall.catch_up(pool).await?;
+        Ok(recall)
+    }
+
+    fn open_index(path: &Path, schema: &Schema) -> Result<Index, StoreError> {
+        std::fs::create_dir_all(path).map_err(|e| db("creating the recall index directory", e))?;
+        let directory =
+            MmapDirectory::open(path).map_err(|e| db("opening the recall index directory", e))?;
+        let index = Index::open_or_create(directory, schema.clone())
+            .map_err(|e| tantivy_error("opening the recall index", e))?;
+        if index.schema() != *schema {
+            return Err(corrupt("the recall index has another schema"));
+        }
+        Ok(index)
+    }
+
+    /// Indexes every message committed after the watermark (rebuilding from scratch when the
+    /// database's generation changed).
+    pub(crate) async fn catch_up(&self, pool: &SqlitePool) -> Result<(), StoreError> {
+        let mut watermark = self.watermark.lock().await;
+        let generation: i64 = meta(pool, "generation")
+            .await?
+            .and_then(|g| g.parse().ok())
+            .ok_or_else(|| corrupt("the database generation"))?;
+        let mut clear = false;
+        if generation != watermark.generation {
+            info!(
+                from = watermark.generation,
+                to = generation,
+                "the database generation changed; rebuilding the recall index"
+            );
+            *watermark = Watermark { seq: 0, generation };
+            clear = true;
+        }
+        loop {
+            let rows = sqlx::query(
+                "SELECT seq, agent_id, kind, text, tool_calls, created_at FROM messages WHERE seq > ? ORDER BY seq LIMIT ?",
+            )
+            .bind(watermark.seq)
+            .bind(BATCH)
+            .fetch_all(pool)
+            .await
+            .map_err(|e| db("reading messages to index", e))?;
+            if rows.is_empty() && !clear {
+                return Ok(());
+            }
+            let mut next = *watermark;
+            let mut docs = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let (seq, doc) = self.document(row)?;
+                next.seq = seq;
+                docs.push(doc);
+            }
+            let inner = self.inner.clone();
+            let batch = rows.len();
+            tokio::task::spawn_blocking(move || inner.index(docs, next, clear))
+                .await
+                .map_err(|e| db("indexing messages", e))??;
+            debug!(batch, seq = next.seq, "recall index caught up");
+            *watermark = next;
+            clear = false;
+            if (batch as i64) < BATCH {
+                return Ok(());
+            }
+        }
+    }
+
+    fn document(
+        &self,
+        row: &sqlx::sqlite::SqliteRow,
+    ) -> Result<(i64, TantivyDocument), StoreError> {
+        let get = |e: sqlx::Error| db("reading messages to index", e);
+        let seq: i64 = row.try_get("seq").map_err(get)?;
+        let agent: uuid::Uuid = row.try_get("agent_id").map_err(get)?;
+        let kind: String = row.try_get("kind").map_err(get)?;
+        let text: String = row.try_get("text").map_err(get)?;
+        let tool_calls: Option<String> = row.try_get("tool_calls").map_err(get)?;
+        let time: i64 = row.try_get("created_at").map_err(get)?;
+        let body = match tool_calls {
+            None => text,
+            Some(json) => {
+                // The same searchable text as `Message::searchable_text`: text plus the string
+                // arguments of the calls.
+                let calls: Vec<memgpt_core::message::ToolCall> =
+                    serde_json::from_str(&json).map_err(|e| corrupt(format!("tool calls: {e}")))?;
+                let mut message = memgpt_core::message::Message::new(
+                    AgentId::from_uuid(agent),
+                    memgpt_core::message::MessageKind::Assistant,
+                    text,
+                    chrono::Utc::now(),
+                );
+                message.tool_calls = calls;
+                message.searchable_text()
+            }
+        };
+        let f = self.inner.fields;
+        let mut doc = TantivyDocument::default();
+        doc.add_u64(f.seq, seq as u64);
+        doc.add_text(f.agent, agent.simple().to_string());
+        doc.add_text(f.kind, kind);
+        doc.add_i64(f.time, time);
+        doc.add_text(f.body, body);
+        Ok((seq, doc))
+    }
+
+    /// Ranks an agent's messages for `text` with the query's filters: the total and one page of
+    /// `(score, message seq)`, best first.
+    pub(crate) fn search(
+        &self,
+        agent: AgentId,
+        query: &RecallQuery,
+        text: &str,
+    ) -> Result<(usize, Vec<(f32, i64)>), StoreError> {
+        let f = self.inner.fields;
+        let mut words: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        let mut tokenizer = self
+            .inner
+            .index
+            .tokenizer_for_field(f.body)
+            .map_err(|e| tantivy_error("reading the recall index tokenizer", e))?;
+        for term in query_terms(text) {
+            let mut stream = tokenizer.token_stream(&term);
+            while let Some(token) = stream.next() {
+                let term = Term::from_field_text(f.body, &token.text);
+                words.push((
+                    Occur::Should,
+                    Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs)),
+                ));
+            }
+        }
+        if words.is_empty() {
+            return Ok((0, Vec::new()));
+        }
+        let filter = |q: Box<dyn Query>| -> (Occur, Box<dyn Query>) {
+            (Occur::Must, Box::new(ConstScoreQuery::new(q, 0.0)))
+        };
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![
+            (Occur::Must, Box::new(BooleanQuery::new(words))),
+            filter(Box::new(TermQuery::new(
+                Term::from_field_text(f.agent, &agent.as_uuid().simple().to_string()),
+                IndexRecordOption::Basic,
+            ))),
+        ];
+        if !query.kinds.is_empty() {
+            let kinds = query
+                .kinds
+                .iter()
+                .map(|kind| -> (Occur, Box<dyn Query>) {
+                    (
+                        Occur::Should,
+                        Box::new(TermQuery::new(
+                            Term::from_field_text(f.kind, kind.as_str()),
+                            IndexRecordOption::Basic,
+                        )),
+                    )
+                })
+                .collect();
+            clauses.push(filter(Box::new(BooleanQuery::new(kinds))));
+        }
+        if !query.range.is_unbounded() {
+            let lower = query.range.start.map_or(Bound::Unbounded, |t| {
+                Bound::Included(Term::from_field_i64(f.time, micros(t)))
+            });
+            let upper = query.range.end.map_or(Bound::Unbounded, |t| {
+                Bound::Excluded(Term::from_field_i64(f.time, micros(t)))
+            });
+            clauses.push(filter(Box::new(RangeQuery::new(lower, upper))));
+        }
+        let searcher = self.inner.reader.searcher();
+        let top = TopDocs::with_limit(query.page.size.max(1))
+            .and_offset(query.page.offset())
+            .order_by_score();
+        let (hits, total) = searcher
+            .search(&BooleanQuery::new(clauses), &(top, Count))
+            .map_err(|e| tantivy_error("searching the recall index", e))?;
+        let mut ranked = Vec::with_capacity(hits.len());
+        for (score, address) in hits {
+            let seq = searcher
+                .segment_reader(address.segment_ord)
+                .fast_fields()
+                .u64("seq")
+                .map_err(|e| tantivy_error("reading the recall index", e))?
+                .first(address.doc_id)
+                .ok_or_else(|| corrupt("a recall index document without a seq"))?;
+            ranked.push((score, seq as i64));
+        }
+        Ok((total, ranked))
+    }
+
+    /// Forgets an agent's messages after the database deleted them at `generation`.
+    pub(crate) async fn forget_agent(
+        &self,
+        agent: AgentId,
+        generation: i64,
+    ) -> Result<(), StoreError> {
+        let mut watermark = self.watermark.lock().await;
+        let inner = self.inner.clone();
+        let next = Watermark {
+            seq: watermark.seq,
+            generation,
+        };
+        let agent = agent.as_uuid().simple().to_string();
+        tokio::task::spawn_blocking(move || {
+            inner
+                .writer()
+                .delete_term(Term::from_field_text(inner.fields.agent, &agent));
+            inner.index(Vec::new(), next, false)
+        })
+        .await
+        .map_err(|e| db("forgetting an agent", e))??;
+        *watermark = next;
+        Ok(())
+    }
+}

@@ -1,0 +1,501 @@
+//! usearch HNSW indexes of archival embeddings, derived from the SQLite passages table.
+//!
+//! One index per agent, in `archival.usearch/<agent>.usearch`, keyed by passage sequence
+//! number, with a sidecar `<agent>.json` recording what the saved file contains: the highest
+//! passage and deletion sequence numbers applied. On first use (and before every search, to see
+//! other processes' commits) an index replays the passages and deletions the database has after
+//! that watermark; a missing, unreadable or mismatched file is rebuilt from the database. Saving
+//! is periodic (every [`UsearchOptions::save_every`] changes, on
+//! [`SqliteStore::checkpoint`](crate::SqliteStore::checkpoint) and on drop), since anything
+//! unsaved is replayed on open.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use memgpt_core::ids::AgentId;
+use memgpt_core::store::StoreError;
+use serde_json::json;
+use sqlx::{Row, SqlitePool};
+use tracing::{debug, info};
+use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
+
+use crate::codec::{blob_to_vector, corrupt, db};
+use crate::sqlite::embedding_space;
+
+/// How vectors are stored in the index.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Quantization {
+    /// 32-bit floats (exact vectors, most memory).
+    #[default]
+    F32,
+    /// 16-bit floats (half the memory, negligible recall loss).
+    F16,
+    /// 8-bit integers (a quarter of the memory).
+    I8,
+}
+
+impl FromStr for Quantization {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "f32" => Ok(Quantization::F32),
+            "f16" => Ok(Quantization::F16),
+            "i8" => Ok(Quantization::I8),
+            other => Err(format!("unknown quantization `{other}`")),
+        }
+    }
+}
+
+impl Quantization {
+    fn scalar(self) -> ScalarKind {
+        match self {
+            Quantization::F32 => ScalarKind::F32,
+            Quantization::F16 => ScalarKind::F16,
+            Quantization::I8 => ScalarKind::I8,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Quantization::F32 => "f32",
+            Quantization::F16 => "f16",
+            Quantization::I8 => "i8",
+        }
+    }
+}
+
+/// HNSW parameters of the usearch indexes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UsearchOptions {
+    /// Vector storage.
+    pub quantization: Quantization,
+    /// Graph degree (`M`).
+    pub connectivity: usize,
+    /// Candidate list size while inserting (`ef_construction`).
+    pub expansion_add: usize,
+    /// Candidate list size while searching (`ef`); raised to the requested depth when larger.
+    pub expansion_search: usize,
+    /// Unsaved changes after which an index is saved.
+    pub save_every: usize,
+    /// Threads used to add large batches (rebuilds).
+    pub threads: usize,
+}
+
+impl Default for UsearchOptions {
+    fn default() -> Self {
+        Self {
+            quantization: Quantization::F32,
+            connectivity: 16,
+            expansion_add: 128,
+            expansion_search: 96,
+            save_every: 10_000,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
+/// What a saved index contains.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Watermark {
+    passage_seq: i64,
+    deletion_seq: i64,
+}
+
+struct AgentIndex {
+    index: RwLock<Index>,
+    /// Serialises replays and saves; holds the watermark and the unsaved-change count.
+    state: Mutex<(Watermark, usize)>,
+    dimension: usize,
+}
+
+impl AgentIndex {
+    fn read(&self) -> RwLockReadGuard<'_, Index> {
+        self.index.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Index> {
+        self.index.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn state(&self) -> MutexGuard<'_, (Watermark, usize)> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The usearch archival indexes of one data directory (see the module documentation).
+pub struct UsearchArchival {
+    dir: PathBuf,
+    options: UsearchOptions,
+    agents: Mutex<HashMap<AgentId, Arc<AgentIndex>>>,
+    /// Serialises catch-ups (database reads + index writes) across tasks.
+    catch_up: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for UsearchArchival {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UsearchArchival")
+            .field("dir", &self.dir)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+fn usearch_error(context: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend {
+        message: format!("{context}: {e}"),
+        source: None,
+    }
+}
+
+/// Extra neighbours fetched so ties at the cut are ordered like an exact search.
+const TIE_MARGIN: usize = 16;
+
+/// Rows replayed per database read.
+const BATCH: i64 = 20_000;
+
+impl UsearchArchival {
+    /// The indexes in `dir` (created if missing; indexes load lazily per agent).
+    pub(crate) fn open(
+        dir: &Path,
+        options: UsearchOptions,
+        _pool: &SqlitePool,
+    ) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(dir).map_err(|e| db("creating the archival index directory", e))?;
+        Ok(Self {
+            dir: dir.to_owned(),
+            options,
+            agents: Mutex::new(HashMap::new()),
+            catch_up: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    fn agents(&self) -> MutexGuard<'_, HashMap<AgentId, Arc<AgentIndex>>> {
+        self.agents.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn paths(&self, agent: AgentId) -> (PathBuf, PathBuf) {
+        let stem = agent.as_uuid().simple().to_string();
+        (
+            self.dir.join(format!("{stem}.usearch")),
+            self.dir.join(format!("{stem}.json")),
+        )
+    }
+
+    fn new_index(&self, dimension: usize, capacity: usize) -> Result<Index, StoreError> {
+        let options = IndexOptions {
+            dimensions: dimension,
+            metric: MetricKind::Cos,
+            quantization: self.options.quantization.scalar(),
+            connectivity: self.options.connectivity,
+            expansion_add: self.options.expansion_add,
+            expansion_search: self.options.expansion_search,
+            multi: false,
+        };
+        let index =
+            Index::new(&options).map_err(|e| usearch_error("creating an archival index", e))?;
+        index
+            .reserve_capacity_and_threads(capacity.max(64), self.options.threads.max(1))
+            .map_err(|e| usearch_error("reserving archival index capacity", e))?;
+        Ok(index)
+    }
+
+    /// Loads the agent's saved index if it is usable, else starts an empty one.
+    fn load(&self, agent: AgentId, dimension: usize) -> Result<AgentIndex, StoreError> {
+        let (index_path, sidecar_path) = self.paths(agent);
+        let saved = std::fs::read_to_string(&sidecar_path)
+            .ok()
+            .and_then(|json| {
+                let v: serde_json::Value = serde_json::from_str(&json).ok()?;
+                let usable = v["dimension"].as_u64()? as usize == dimension
+                    && v["quantization"].as_str()? == self.options.quantization.name();
+                usable.then_some(Watermark {
+                    passage_seq: v["passage_seq"].as_i64()?,
+                    deletion_seq: v["deletion_seq"].as_i64()?,
+                })
+            });
+        if let Some(watermark) = saved {
+            let index = self.new_index(dimension, 64)?;
+            match index.load(&index_path.to_string_lossy()) {
+                Ok(()) if index.dimensions() == dimension => {
+                    let capacity = index.size() + 1_024;
+                    index
+                        .reserve_capacity_and_threads(capacity, self.options.threads.max(1))
+                        .map_err(|e| usearch_error("reserving archival index capacity", e))?;
+                    debug!(%agent, size = index.size(), "loaded the archival index");
+                    return Ok(AgentIndex {
+                        index: RwLock::new(index),
+                        state: Mutex::new((watermark, 0)),
+                        dimension,
+                    });
+                }
+                Ok(()) => {
+                    info!(%agent, "the saved archival index has another dimension; rebuilding it")
+                }
+                Err(e) => {
+                    info!(%agent, error = %e, "the saved archival index is unreadable; rebuilding it")
+                }
+            }
+        }
+        Ok(AgentIndex {
+            index: RwLock::new(self.new_index(dimension, 1_024)?),
+            state: Mutex::new((Watermark::default(), 0)),
+            dimension,
+        })
+    }
+
+    /// The agent's index, loaded or created, not yet caught up.
+    fn index_for(&self, agent: AgentId, dimension: usize) -> Result<Arc<AgentIndex>, StoreError> {
+        if let Some(index) = self
+            .agents()
+            .get(&agent)
+            .filter(|i| i.dimension == dimension)
+        {
+            return Ok(index.clone());
+        }
+        let index = Arc::new(self.load(agent, dimension)?);
+        self.agents().insert(agent, index.clone());
+        Ok(index)
+    }
+
+    /// Brings the agent's index up to date with the database.
+    pub(crate) async fn catch_up(
+        &self,
+        pool: &SqlitePool,
+        agent: AgentId,
+    ) -> Result<(), StoreError> {
+        self.caught_up(pool, agent).await.map(|_| ())
+    }
+
+    /// [`UsearchArchival::catch_up`], returning the index, or `None` when the store holds no
+    /// embeddings yet.
+    async fn caught_up(
+        &self,
+        pool: &SqlitePool,
+        agent: AgentId,
+    ) -> Result<Option<Arc<AgentIndex>>, StoreError> {
+        let Some((_, dimension)) = embedding_space(pool).await? else {
+            return Ok(None);
+        };
+        let _serial = self.catch_up.lock().await;
+        let index = self.index_for(agent, dimension)?;
+        let mut watermark = index.state().0;
+        let mut changes = 0usize;
+        if watermark.passage_seq == 0 {
+            // A fresh index: deletions so far concern passages that are already gone.
+            let last: Option<i64> =
+                sqlx::query_scalar("SELECT max(seq) FROM passage_deletions WHERE agent_id = ?")
+                    .bind(agent.as_uuid())
+                    .fetch_one(pool)
+                    .await
+                    .map_err(|e| db("reading passage deletions", e))?;
+            watermark.deletion_seq = watermark.deletion_seq.max(last.unwrap_or(0));
+        }
+        loop {
+            let rows = sqlx::query(
+                "SELECT seq, embedding FROM passages WHERE agent_id = ? AND seq > ? AND embedding IS NOT NULL \
+                 ORDER BY seq LIMIT ?",
+            )
+            .bind(agent.as_uuid())
+            .bind(watermark.passage_seq)
+            .bind(BATCH)
+            .fetch_all(pool)
+            .await
+            .map_err(|e| db("reading embeddings to index", e))?;
+            let Some(last) = rows.last() else { break };
+            watermark.passage_seq = last
+                .try_get("seq")
+                .map_err(|e| db("reading embeddings to index", e))?;
+            let mut batch = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let seq: i64 = row
+                    .try_get("seq")
+                    .map_err(|e| db("reading embeddings to index", e))?;
+                let blob: Vec<u8> = row
+                    .try_get("embedding")
+                    .map_err(|e| db("reading embeddings to index", e))?;
+                let vector = blob_to_vector(&blob)?;
+                if vector.len() != dimension {
+                    return Err(corrupt(format!(
+                        "passage {seq} has a {}-d embedding in a {dimension}-d store",
+                        vector.len()
+                    )));
+                }
+                batch.push((seq as u64, vector));
+            }
+            changes += batch.len();
+            let target = index.clone();
+            let threads = self.options.threads.max(1);
+            tokio::task::spawn_blocking(move || add_batch(&target, batch, threads))
+                .await
+                .map_err(|e| db("indexing embeddings", e))??;
+            if (rows.len() as i64) < BATCH {
+                break;
+            }
+        }
+        let deletions = sqlx::query("SELECT seq, passage_seq FROM passage_deletions WHERE agent_id = ? AND seq > ? ORDER BY seq")
+            .bind(agent.as_uuid())
+            .bind(watermark.deletion_seq)
+            .fetch_all(pool)
+            .await
+            .map_err(|e| db("reading passage deletions", e))?;
+        if !deletions.is_empty() {
+            let target = index.write();
+            for row in &deletions {
+                let passage: i64 = row
+                    .try_get("passage_seq")
+                    .map_err(|e| db("reading passage deletions", e))?;
+                target
+                    .remove(passage as u64)
+                    .map_err(|e| usearch_error("removing a deleted passage", e))?;
+                watermark.deletion_seq = row
+                    .try_get("seq")
+                    .map_err(|e| db("reading passage deletions", e))?;
+            }
+            changes += deletions.len();
+        }
+        let save = {
+            let mut state = index.state();
+            state.0 = watermark;
+            state.1 += changes;
+            state.1 >= self.options.save_every
+        };
+        if save {
+            self.save(agent, &index)?;
+        }
+        Ok(Some(index))
+    }
+
+    /// The `k` passages of `agent` nearest to `query` as `(cosine similarity, passage seq)`,
+    /// best first.
+    pub(crate) async fn search(
+        &self,
+        pool: &SqlitePool,
+        agent: AgentId,
+        query: &[f32],
+        k: usize,
+    ) -> Result<Vec<(f32, i64)>, StoreError> {
+        let Some(index) = self.caught_up(pool, agent).await? else {
+            return Ok(Vec::new());
+        };
+        if k == 0 {
+            return Ok(Vec::new());
+        }
+        let index = index.read();
+        let wanted = k.max(self.options.expansion_search);
+        if wanted > index.expansion_search() {
+            index.change_expansion_search(wanted);
+        }
+        // Fetch a margin past `k` so passages tied at the cut are all seen, then order ties
+        // newest first (the contract every store follows) before cutting.
+        let fetch = k + TIE_MARGIN.min(index.size().saturating_sub(k));
+        let matches = index
+            .search(query, fetch)
+            .map_err(|e| usearch_error("searching an archival index", e))?;
+        let mut ranked: Vec<(f32, i64)> = matches
+            .keys
+            .iter()
+            .zip(&matches.distances)
+            .map(|(key, distance)| (1.0 - distance, *key as i64))
+            .collect();
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+        ranked.truncate(k);
+        Ok(ranked)
+    }
+
+    fn save(&self, agent: AgentId, index: &AgentIndex) -> Result<(), StoreError> {
+        let (index_path, sidecar_path) = self.paths(agent);
+        let mut state = index.state();
+        let (watermark, _) = *state;
+        // Write both files beside their final names, then rename: a crash leaves the old
+        // pair or a newer index with an older sidecar, which the replay (skipping keys it
+        // already has) tolerates.
+        let tmp_index = index_path.with_extension("usearch.tmp");
+        index
+            .read()
+            .save(&tmp_index.to_string_lossy())
+            .map_err(|e| usearch_error("saving an archival index", e))?;
+        std::fs::rename(&tmp_index, &index_path).map_err(|e| db("saving an archival index", e))?;
+        let sidecar = json!({
+            "passage_seq": watermark.passage_seq,
+            "deletion_seq": watermark.deletion_seq,
+            "dimension": index.dimension,
+            "quantization": self.options.quantization.name(),
+        });
+        let tmp_sidecar = sidecar_path.with_extension("json.tmp");
+        std::fs::write(&tmp_sidecar, sidecar.to_string())
+            .map_err(|e| db("saving an archival index", e))?;
+        std::fs::rename(&tmp_sidecar, &sidecar_path)
+            .map_err(|e| db("saving an archival index", e))?;
+        state.1 = 0;
+        Ok(())
+    }
+
+    /// Saves every loaded index with unsaved changes.
+    pub(crate) fn save_all(&self) -> Result<(), StoreError> {
+        let loaded: Vec<(AgentId, Arc<AgentIndex>)> =
+            self.agents().iter().map(|(a, i)| (*a, i.clone())).collect();
+        for (agent, index) in loaded {
+            if index.state().1 > 0 {
+                self.save(agent, &index)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops a deleted agent's index and its files.
+    pub(crate) fn forget_agent(&self, agent: AgentId) -> Result<(), StoreError> {
+        self.agents().remove(&agent);
+        let (index_path, sidecar_path) = self.paths(agent);
+        for path in [sidecar_path, index_path] {
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(db("removing an archival index", e)),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Adds vectors (skipping keys already present, which a replay after a crash may offer),
+/// in parallel for large batches.
+fn add_batch(
+    index: &AgentIndex,
+    batch: Vec<(u64, Vec<f32>)>,
+    threads: usize,
+) -> Result<(), StoreError> {
+    let target = index.write();
+    let needed = target.size() + batch.len();
+    if needed > target.capacity() {
+        target
+            .reserve_capacity_and_threads(needed.next_power_of_two(), threads)
+            .map_err(|e| usearch_error("growing an archival index", e))?;
+    }
+    let add = |chunk: &[(u64, Vec<f32>)]| -> Result<(), StoreError> {
+        for (key, vector) in chunk {
+            if !target.contains(*key) {
+                target
+                    .add(*key, vector)
+                    .map_err(|e| usearch_error("adding to an archival index", e))?;
+            }
+        }
+        Ok(())
+    };
+    if batch.len() < 2_000 || threads < 2 {
+        return add(&batch);
+    }
+    let chunk = batch.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = batch
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || add(part)))
+            .collect();
+        handles.into_iter().try_for_each(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err(usearch_error("indexing thread", "panicked")))
+        })
+    })
+}

@@ -1,0 +1,142 @@
+//! The derived indexes (tantivy recall, usearch archival) repair themselves from SQLite.
+
+use memgpt_backends::StoreConfig;
+use memgpt_core::store::{ArchivalQuery, Page, RecallQuery, SearchMode, Storage};
+
+use crate::fixtures::*;
+
+async fn open(dir: &std::path::Path, params: &str) -> Storage {
+    let config: StoreConfig = format!("sqlite://{}{params}", dir.display())
+        .parse()
+        .expect("store URL");
+    config.open().await.expect("open store")
+}
+
+async fn assert_found(s: &Storage, agent: memgpt_core::ids::AgentId, word: &str, what: &str) {
+    let recall = s
+        .recall
+        .search(agent, &RecallQuery::text(word, Page::first(5)))
+        .await
+        .unwrap();
+    assert_eq!(recall.total, 1, "{what}: recall finds {word}");
+    let text = format!("passage about {word}");
+    let q = ArchivalQuery {
+        text: text.clone(),
+        embedding: Some(embed(&text)),
+        mode: SearchMode::Vector,
+        page: Page::first(1),
+    };
+    let hits = s.archival.search(agent, &q).await.unwrap();
+    assert_eq!(
+        hits.hits[0].item.text, text,
+        "{what}: archival finds {word}"
+    );
+}
+
+#[tokio::test]
+async fn indexes_behind_the_database_catch_up_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = {
+        // Indexes built, then writes they never see (as if the process died between the SQLite
+        // commit and the index commits).
+        let s = open(dir.path(), "").await;
+        let mut a = new_agent(&s, "a").await;
+        s.agents
+            .commit(&commit!(
+                a,
+                vec![user(a.id, "first walrus", t0())],
+                vec![passage(a.id, "passage about walrus", t0())]
+            ))
+            .await
+            .unwrap();
+        drop(s);
+        let s = open(dir.path(), "?recall=fts5&vectors=exact").await;
+        a.version = s.agents.agent_version(a.id).await.unwrap().unwrap();
+        s.agents
+            .commit(&commit!(
+                a,
+                vec![user(a.id, "later narwhal", t0())],
+                vec![passage(a.id, "passage about narwhal", t0())]
+            ))
+            .await
+            .unwrap();
+        a.id
+    };
+    let s = open(dir.path(), "").await;
+    assert_found(&s, agent, "walrus", "old data").await;
+    assert_found(
+        &s,
+        agent,
+        "narwhal",
+        "data written behind the indexes' back",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn missing_or_corrupt_indexes_are_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = {
+        let s = open(dir.path(), "").await;
+        let mut a = new_agent(&s, "a").await;
+        s.agents
+            .commit(&commit!(
+                a,
+                vec![user(a.id, "the puffin", t0())],
+                vec![passage(a.id, "passage about puffin", t0())]
+            ))
+            .await
+            .unwrap();
+        a.id
+    };
+    // Deleted recall index, corrupted archival index.
+    std::fs::remove_dir_all(dir.path().join("recall.tantivy")).unwrap();
+    for entry in std::fs::read_dir(dir.path().join("archival.usearch")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "usearch") {
+            std::fs::write(&path, b"not an index").unwrap();
+        }
+    }
+    let s = open(dir.path(), "").await;
+    assert_found(&s, agent, "puffin", "rebuilt indexes").await;
+
+    // A deleted agent disappears from the indexes, and others survive it.
+    let mut b = new_agent(&s, "b").await;
+    s.agents
+        .commit(&commit!(
+            b,
+            vec![user(b.id, "the puffin and the gannet", t0())],
+            vec![passage(b.id, "passage about gannet", t0())]
+        ))
+        .await
+        .unwrap();
+    assert!(s.agents.delete_agent(agent).await.unwrap());
+    assert_eq!(
+        s.recall
+            .search(agent, &RecallQuery::text("puffin", Page::first(5)))
+            .await
+            .unwrap()
+            .total,
+        0
+    );
+    assert_eq!(
+        s.recall
+            .search(b.id, &RecallQuery::text("puffin", Page::first(5)))
+            .await
+            .unwrap()
+            .total,
+        1
+    );
+    drop(s);
+    let s = open(dir.path(), "").await;
+    assert_eq!(
+        s.recall
+            .search(b.id, &RecallQuery::text("puffin", Page::first(5)))
+            .await
+            .unwrap()
+            .total,
+        1,
+        "after reopen"
+    );
+    assert_found(&s, b.id, "gannet", "the surviving agent").await;
+}
