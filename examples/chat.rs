@@ -5,13 +5,15 @@
 //! MEMGPT_BASE_URL=http://localhost:11434/v1 MEMGPT_MODEL=llama3.1:8b cargo run --example chat
 //! ```
 //!
-//! Type messages; `/help` lists the commands. The agent keeps its memory in process for this
-//! session (persistent storage backends come with the `sqlite`/`postgres` features).
+//! Type messages; `/help` lists the commands. The agent's memory is kept in `MEMGPT_STORE`
+//! (default `sqlite://./memgpt-data`; also `postgres://...` with the `postgres` feature, or
+//! `memory://`), so the next run resumes the same agent.
 
 use std::io::Write;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use memgpt::backends::StoreConfig;
 use memgpt::builtin::DEFAULT_FUNCTIONS;
 use memgpt::message::MessageKind;
 use memgpt::openai::{ConfigError, OpenAiConfig, OpenAiEmbedder, OpenAiProvider};
@@ -60,7 +62,28 @@ async fn main() -> Result<()> {
 
     let mut tools: Vec<&str> = DEFAULT_FUNCTIONS.to_vec();
     tools.extend(["calculate", "current_time"]);
-    let mut builder = Agent::builder().provider(provider).name("sam").tools(tools);
+    // Memory lives in MEMGPT_STORE (default: ./memgpt-data, SQLite), so the agent remembers
+    // across runs; `memory://` forgets on exit.
+    let store_url =
+        std::env::var("MEMGPT_STORE").unwrap_or_else(|_| "sqlite://./memgpt-data".to_owned());
+    let storage = store_url
+        .parse::<StoreConfig>()
+        .context("MEMGPT_STORE")?
+        .open()
+        .await
+        .with_context(|| format!("opening {store_url}"))?;
+    let existing = storage
+        .agents
+        .list_agents()
+        .await?
+        .into_iter()
+        .find(|a| a.name == "sam")
+        .map(|a| a.id);
+    let mut builder = Agent::builder()
+        .provider(provider)
+        .storage(storage)
+        .name("sam")
+        .tools(tools);
     if let Ok(model) = std::env::var("MEMGPT_EMBEDDING_MODEL") {
         let embed_config = OpenAiConfig {
             model,
@@ -71,7 +94,19 @@ async fn main() -> Result<()> {
             .context("probing the embedding model")?;
         builder = builder.embedder(Arc::new(embedder));
     }
-    let mut agent = builder.build().await?;
+    let mut agent = match existing {
+        Some(id) => builder.load(id).await?,
+        None => builder.build().await?,
+    };
+    let resumed = if existing.is_some() {
+        "resumed"
+    } else {
+        "created"
+    };
+    println!(
+        "agent sam {resumed} in {store_url} ({} messages in recall memory)",
+        agent.context().counts().recall
+    );
 
     println!(
         "memgpt chat: model {} at {}. /help for commands.",

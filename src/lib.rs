@@ -59,9 +59,19 @@
 //! that only defines tools, the linker may drop it: add `use my_tools as _;` to your binary.
 //! A missing tool is reported by name when the agent is built, never silently.
 //!
+//! ## Storage
+//!
+//! [`StoreConfig`] opens storage from a URL: `sqlite://./data` (the embedded default: one
+//! directory, with tantivy recall and usearch archival indexes when those features are on),
+//! `postgres://...` for several processes sharing one database, or `memory://`.
+//!
 //! ## Feature flags
 //!
 //! * `openai` (default): the OpenAI-compatible chat provider and embedder ([`openai`]).
+//! * `sqlite` (default): SQLite storage ([`backends::SqliteStore`]).
+//! * `tantivy`: a tantivy recall index next to the SQLite file.
+//! * `usearch`: usearch HNSW archival indexes next to the SQLite file.
+//! * `postgres`: PostgreSQL + pgvector storage.
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -77,8 +87,10 @@ pub use memgpt_core::{
     store, summarizer, testing, time, tokens,
 };
 
-/// Storage backends (the in-memory reference store for now).
+/// Storage backends: SQLite, tantivy, usearch, PostgreSQL, chosen by feature and URL.
 pub use memgpt_backends as backends;
+#[doc(inline)]
+pub use memgpt_backends::StoreConfig;
 
 /// The OpenAI-compatible provider and embedder.
 #[cfg(feature = "openai")]

@@ -2,8 +2,10 @@
 //!
 //! The index stores, per message, its sequence number, agent, kind, time and searchable text.
 //! Its commit payload records a watermark: the highest message sequence number indexed and the
-//! database's generation (bumped when an agent is deleted). After every SQLite commit, and on
-//! open, the index catches up with the rows after its watermark; a generation it does not know
+//! database's generation (bumped when an agent is deleted). Before every search, on open, and
+//! after commits once a few thousand rows have piled up, the index catches up with the rows
+//! after its watermark (so a step's commit normally costs no index commit); a generation it does
+//! not know
 //! (a crash between an agent's deletion and the index's) makes it rebuild from the log. So a
 //! crash between the SQLite commit and the tantivy commit is repaired on the next open, and the
 //! index can be deleted at any time to be rebuilt.

@@ -5,9 +5,9 @@
 //! passage and deletion sequence numbers applied. On first use (and before every search, to see
 //! other processes' commits) an index replays the passages and deletions the database has after
 //! that watermark; a missing, unreadable or mismatched file is rebuilt from the database. Saving
-//! is periodic (every [`UsearchOptions::save_every`] changes, on
-//! [`SqliteStore::checkpoint`](crate::SqliteStore::checkpoint) and on drop), since anything
-//! unsaved is replayed on open.
+//! is periodic (after [`UsearchOptions::save_every`] changes or a quarter of the index size,
+//! whichever is more; on [`SqliteStore::checkpoint`](crate::SqliteStore::checkpoint); and on
+//! drop), since anything unsaved is replayed on open.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -22,7 +22,6 @@ use tracing::{debug, info};
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 
 use crate::codec::{blob_to_vector, corrupt, db};
-use crate::sqlite::embedding_space;
 
 /// How vectors are stored in the index.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -78,7 +77,8 @@ pub struct UsearchOptions {
     pub expansion_add: usize,
     /// Candidate list size while searching (`ef`); raised to the requested depth when larger.
     pub expansion_search: usize,
-    /// Unsaved changes after which an index is saved.
+    /// Unsaved changes after which an index is saved (at least; large indexes wait for a
+    /// quarter of their size).
     pub save_every: usize,
     /// Threads used to add large batches (rebuilds).
     pub threads: usize,
@@ -130,6 +130,9 @@ pub struct UsearchArchival {
     dir: PathBuf,
     options: UsearchOptions,
     agents: Mutex<HashMap<AgentId, Arc<AgentIndex>>>,
+    /// Agents committed to since their loaded index last caught up. A loaded index of an agent
+    /// not in this set is current: one process at a time opens a data directory.
+    dirty: Mutex<std::collections::HashSet<AgentId>>,
     /// Serialises catch-ups (database reads + index writes) across tasks.
     catch_up: tokio::sync::Mutex<()>,
 }
@@ -168,8 +171,17 @@ impl UsearchArchival {
             dir: dir.to_owned(),
             options,
             agents: Mutex::new(HashMap::new()),
+            dirty: Mutex::new(std::collections::HashSet::new()),
             catch_up: tokio::sync::Mutex::new(()),
         })
+    }
+
+    /// Notes that the database changed `agent`'s passages.
+    pub(crate) fn mark_dirty(&self, agent: AgentId) {
+        self.dirty
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(agent);
     }
 
     fn agents(&self) -> MutexGuard<'_, HashMap<AgentId, Arc<AgentIndex>>> {
@@ -260,38 +272,68 @@ impl UsearchArchival {
         Ok(index)
     }
 
-    /// Brings the agent's index up to date with the database.
+    /// Brings the agent's index (of the store's `dimension`) up to date with the database.
     pub(crate) async fn catch_up(
         &self,
         pool: &SqlitePool,
         agent: AgentId,
+        dimension: usize,
     ) -> Result<(), StoreError> {
-        self.caught_up(pool, agent).await.map(|_| ())
+        self.caught_up(pool, agent, dimension).await.map(|_| ())
     }
 
-    /// [`UsearchArchival::catch_up`], returning the index, or `None` when the store holds no
-    /// embeddings yet.
+    /// [`UsearchArchival::catch_up`], returning the index.
     async fn caught_up(
         &self,
         pool: &SqlitePool,
         agent: AgentId,
-    ) -> Result<Option<Arc<AgentIndex>>, StoreError> {
-        let Some((_, dimension)) = embedding_space(pool).await? else {
-            return Ok(None);
-        };
+        dimension: usize,
+    ) -> Result<Arc<AgentIndex>, StoreError> {
         let _serial = self.catch_up.lock().await;
-        let index = self.index_for(agent, dimension)?;
+        let loaded = self
+            .agents()
+            .get(&agent)
+            .filter(|i| i.dimension == dimension)
+            .cloned();
+        let dirty = self
+            .dirty
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&agent);
+        if let (Some(index), false) = (&loaded, dirty) {
+            return Ok(index.clone());
+        }
+        let index = match loaded {
+            Some(index) => index,
+            None => self.index_for(agent, dimension)?,
+        };
+        // One cheap query (both maxima come from indexes) tells whether anything is new.
+        let row = sqlx::query(
+            "SELECT (SELECT max(seq) FROM passages WHERE agent_id = ? AND embedding IS NOT NULL) AS passage, \
+             (SELECT max(seq) FROM passage_deletions WHERE agent_id = ?) AS deletion",
+        )
+        .bind(agent.as_uuid())
+        .bind(agent.as_uuid())
+        .fetch_one(pool)
+        .await
+        .map_err(|e| db("reading the archival watermark", e))?;
+        let newest_passage: i64 = row
+            .try_get::<Option<i64>, _>("passage")
+            .map_err(|e| db("reading the archival watermark", e))?
+            .unwrap_or(0);
+        let newest_deletion: i64 = row
+            .try_get::<Option<i64>, _>("deletion")
+            .map_err(|e| db("reading the archival watermark", e))?
+            .unwrap_or(0);
         let mut watermark = index.state().0;
         let mut changes = 0usize;
-        if watermark.passage_seq == 0 {
+        if watermark.passage_seq == 0 && index.read().size() == 0 {
             // A fresh index: deletions so far concern passages that are already gone.
-            let last: Option<i64> =
-                sqlx::query_scalar("SELECT max(seq) FROM passage_deletions WHERE agent_id = ?")
-                    .bind(agent.as_uuid())
-                    .fetch_one(pool)
-                    .await
-                    .map_err(|e| db("reading passage deletions", e))?;
-            watermark.deletion_seq = watermark.deletion_seq.max(last.unwrap_or(0));
+            watermark.deletion_seq = watermark.deletion_seq.max(newest_deletion);
+        }
+        if newest_passage <= watermark.passage_seq && newest_deletion <= watermark.deletion_seq {
+            index.state().0 = watermark;
+            return Ok(index);
         }
         loop {
             let rows = sqlx::query(
@@ -360,12 +402,15 @@ impl UsearchArchival {
             let mut state = index.state();
             state.0 = watermark;
             state.1 += changes;
-            state.1 >= self.options.save_every
+            // Geometric: saving rewrites the whole index, so wait for a quarter of its size in
+            // changes (at least `save_every`); total writes stay a few times the final size,
+            // and what a crash leaves to replay stays proportionate.
+            state.1 >= self.options.save_every.max(index.read().size() / 4)
         };
         if save {
             self.save(agent, &index)?;
         }
-        Ok(Some(index))
+        Ok(index)
     }
 
     /// The `k` passages of `agent` nearest to `query` as `(cosine similarity, passage seq)`,
@@ -374,12 +419,11 @@ impl UsearchArchival {
         &self,
         pool: &SqlitePool,
         agent: AgentId,
+        dimension: usize,
         query: &[f32],
         k: usize,
     ) -> Result<Vec<(f32, i64)>, StoreError> {
-        let Some(index) = self.caught_up(pool, agent).await? else {
-            return Ok(Vec::new());
-        };
+        let index = self.caught_up(pool, agent, dimension).await?;
         if k == 0 {
             return Ok(Vec::new());
         }
@@ -403,6 +447,16 @@ impl UsearchArchival {
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
         ranked.truncate(k);
         Ok(ranked)
+    }
+
+    /// How many passages of `agent` the (caught-up) index holds: its embedded passages.
+    pub(crate) async fn count(
+        &self,
+        pool: &SqlitePool,
+        agent: AgentId,
+        dimension: usize,
+    ) -> Result<usize, StoreError> {
+        Ok(self.caught_up(pool, agent, dimension).await?.read().size())
     }
 
     fn save(&self, agent: AgentId, index: &AgentIndex) -> Result<(), StoreError> {
@@ -498,4 +552,30 @@ fn add_batch(
                 .unwrap_or_else(|_| Err(usearch_error("indexing thread", "panicked")))
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_counts_live_vectors_only() {
+        let options = IndexOptions {
+            dimensions: 4,
+            metric: MetricKind::Cos,
+            quantization: ScalarKind::F32,
+            connectivity: 8,
+            expansion_add: 16,
+            expansion_search: 16,
+            multi: false,
+        };
+        let index = Index::new(&options).unwrap();
+        index.reserve(8).unwrap();
+        for key in 1..=3u64 {
+            index.add(key, &[key as f32, 1.0, 0.0, 0.5]).unwrap();
+        }
+        index.remove(2).unwrap();
+        assert_eq!(index.size(), 2);
+        assert!(!index.contains(2));
+    }
 }

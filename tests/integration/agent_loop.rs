@@ -403,3 +403,66 @@ fn the_pairing_check_catches_violations() {
         "wrong id"
     );
 }
+
+#[tokio::test]
+async fn an_agent_on_sqlite_survives_a_restart() {
+    let dir = tempfile_dir();
+    let url = format!("sqlite://{}", dir.display());
+    let server = FakeOpenAi::start().await;
+    let (id, queued) = {
+        let storage = url
+            .parse::<memgpt::StoreConfig>()
+            .unwrap()
+            .open()
+            .await
+            .unwrap();
+        let mut agent = Agent::builder()
+            .provider(provider(&server))
+            .storage(storage)
+            .build()
+            .await
+            .unwrap();
+        server.push(Reply::call("core_memory_append", json!({"label": "human", "content": "Has a cat named Mochi", "request_heartbeat": true})));
+        server.push(Reply::call("send_message", json!({"message": "Noted!"})));
+        agent.step("My cat is called Mochi").await.unwrap();
+        (agent.id(), agent.context().queue().len())
+    };
+    // A new process: everything comes back from the data directory.
+    let storage = url
+        .parse::<memgpt::StoreConfig>()
+        .unwrap()
+        .open()
+        .await
+        .unwrap();
+    let mut agent = Agent::builder()
+        .provider(provider(&server))
+        .storage(storage)
+        .load(id)
+        .await
+        .unwrap();
+    assert_eq!(
+        agent.memory().get("human").unwrap().value(),
+        "Has a cat named Mochi"
+    );
+    assert_eq!(agent.context().queue().len(), queued);
+    server.push(Reply::call(
+        "conversation_search",
+        json!({"query": "cat", "request_heartbeat": true}),
+    ));
+    server.push(Reply::call("send_message", json!({"message": "Mochi!"})));
+    let record = agent.step("What is my cat's name?").await.unwrap();
+    assert!(
+        record.tool_calls[0]
+            .output
+            .contains("My cat is called Mochi"),
+        "{}",
+        record.tool_calls[0].output
+    );
+    std::fs::remove_dir_all(dir).ok();
+}
+
+fn tempfile_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("memgpt-it-{}", memgpt::ids::AgentId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

@@ -84,6 +84,7 @@ impl AgentStore for PgStore {
         for sql in [
             "DELETE FROM messages WHERE agent_id = $1",
             "DELETE FROM passages WHERE agent_id = $1",
+            "DELETE FROM agent_embedded_counts WHERE agent_id = $1",
         ] {
             sqlx::query(sql)
                 .bind(uuid)
@@ -125,20 +126,40 @@ impl AgentStore for PgStore {
         insert_messages(&mut tx, &commit.messages).await?;
         // Deletions before insertions, as in the reference store: a passage both added and
         // deleted by one commit stays.
+        let mut embedded_delta = commit
+            .passages
+            .iter()
+            .filter(|p| p.embedding.is_some())
+            .count() as i64;
         if !commit.deleted_passages.is_empty() {
             let ids: Vec<uuid::Uuid> = commit
                 .deleted_passages
                 .iter()
                 .map(|p| *p.as_uuid())
                 .collect();
-            sqlx::query("DELETE FROM passages WHERE agent_id = $1 AND id = ANY($2)")
-                .bind(id.as_uuid())
-                .bind(ids)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| db("deleting passages", e))?;
+            let deleted_embedded: i64 = sqlx::query_scalar(
+                "WITH gone AS (DELETE FROM passages WHERE agent_id = $1 AND id = ANY($2) RETURNING embedding IS NOT NULL AS embedded) \
+                 SELECT count(*) FILTER (WHERE embedded) FROM gone",
+            )
+            .bind(id.as_uuid())
+            .bind(ids)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| db("deleting passages", e))?;
+            embedded_delta -= deleted_embedded;
         }
         insert_passages(&mut tx, &commit.passages, space.as_ref()).await?;
+        if embedded_delta != 0 {
+            sqlx::query(
+                "INSERT INTO agent_embedded_counts (agent_id, embedded) VALUES ($1, $2) \
+                 ON CONFLICT (agent_id) DO UPDATE SET embedded = agent_embedded_counts.embedded + EXCLUDED.embedded",
+            )
+            .bind(id.as_uuid())
+            .bind(embedded_delta)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db("counting embedded passages", e))?;
+        }
         sqlx::query(
             "UPDATE agents SET name = $1, version = $2, state = $3, updated_at = $4 WHERE id = $5",
         )

@@ -130,7 +130,7 @@ impl PgStore {
             .await
             .map_err(|e| db("starting a vector search", e))?;
         let embedded: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM passages WHERE agent_id = $1 AND embedding IS NOT NULL",
+            "SELECT coalesce((SELECT embedded FROM agent_embedded_counts WHERE agent_id = $1), 0)",
         )
         .bind(agent.as_uuid())
         .fetch_one(&mut *tx)

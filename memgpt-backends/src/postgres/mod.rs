@@ -174,11 +174,18 @@ pub struct PgStore {
 }
 
 /// The schema, in order; all pending ones are applied in one transaction.
-const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "init",
-    include_str!("../../migrations/postgres/0001_init.sql"),
-)];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "init",
+        include_str!("../../migrations/postgres/0001_init.sql"),
+    ),
+    (
+        2,
+        "embedded_counts",
+        include_str!("../../migrations/postgres/0002_embedded_counts.sql"),
+    ),
+];
 
 /// The transaction-level advisory lock serialising schema creation and migrations (any store in
 /// the database: creating schemas and extensions races too).
@@ -198,6 +205,9 @@ impl PgStore {
             .map_err(|e| db("reading the PostgreSQL URL", e))?
             .application_name("memgpt");
         let (schema, search_path) = bootstrap(&connect, options.schema.as_deref()).await?;
+        // Custom plans always: every query binds its text-search query, vector and agent, and a
+        // generic plan cannot judge their selectivity (it would scan an agent's whole history
+        // instead of the GIN or HNSW index).
         let set_search_path = format!("SET search_path TO {search_path}");
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections.max(1))
@@ -205,6 +215,8 @@ impl PgStore {
                 let sql = set_search_path.clone();
                 Box::pin(async move {
                     conn.execute(sqlx::AssertSqlSafe(sql)).await?;
+                    conn.execute("SET plan_cache_mode TO force_custom_plan")
+                        .await?;
                     Ok(())
                 })
             })
@@ -234,6 +246,18 @@ impl PgStore {
     /// for inspection and maintenance.
     pub fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    /// Refreshes the planner's statistics of the store's tables. PostgreSQL's autovacuum does
+    /// this within a minute or so of large changes; call it after a bulk load to get index plans
+    /// right away (on an unanalysed table the planner may scan instead of using the GIN and
+    /// HNSW indexes).
+    pub async fn analyze(&self) -> Result<(), StoreError> {
+        sqlx::query("ANALYZE messages, passages")
+            .execute(&self.pool)
+            .await
+            .map_err(|e| db("analyzing the store's tables", e))?;
+        Ok(())
     }
 
     /// The schema holding the store's tables.

@@ -160,7 +160,8 @@ impl AgentStore for SqliteStore {
         .await
         .map_err(|e| db("writing agent state", e))?;
         tx.commit().await.map_err(|e| db("committing a step", e))?;
-        self.after_commit(id).await;
+        let rows = commit.messages.len() + commit.passages.len() + commit.deleted_passages.len();
+        self.after_commit(id, rows).await;
         Ok(())
     }
 }

@@ -11,8 +11,8 @@ use memgpt_core::store::{
 use sqlx::sqlite::SqliteRow;
 use sqlx::{QueryBuilder, Row, Sqlite};
 
+use super::SqliteStore;
 use super::agents::{agent_token, check_space};
-use super::{SqliteStore, embedding_space};
 use crate::codec::{blob_to_vector, blob_to_vector_into, corrupt, db, from_micros, fts5_query};
 use crate::vector::{TopK, cosine_to_unit, normalized};
 use crate::{RRF_K, rank_fusion};
@@ -58,7 +58,7 @@ impl SqliteStore {
         &self,
         seqs: &[i64],
     ) -> Result<Vec<(i64, Passage)>, StoreError> {
-        let space = embedding_space(&self.pool).await?;
+        let space = self.space().await?;
         let mut found: HashMap<i64, Passage> = HashMap::with_capacity(seqs.len());
         for chunk in seqs.chunks(500) {
             let mut sql = QueryBuilder::<Sqlite>::new(format!(
@@ -159,18 +159,6 @@ impl SqliteStore {
             .collect()
     }
 
-    #[cfg(feature = "usearch")]
-    async fn count_embedded(&self, agent: AgentId) -> Result<usize, StoreError> {
-        let n: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM passages WHERE agent_id = ? AND embedding IS NOT NULL",
-        )
-        .bind(agent.as_uuid())
-        .fetch_one(&self.pool)
-        .await
-        .map_err(|e| db("counting passages", e))?;
-        Ok(n as usize)
-    }
-
     /// The vector ranking from the usearch index if there is one, else from an exact scan;
     /// `limit` bounds the length, and the second value is how many embedded passages exist.
     async fn vector_ranking(
@@ -181,9 +169,12 @@ impl SqliteStore {
     ) -> Result<(Vec<(f32, i64)>, usize), StoreError> {
         #[cfg(feature = "usearch")]
         if let Some(usearch) = &self.usearch {
-            let total = self.count_embedded(agent).await?;
+            let Some((_, dimension)) = self.space().await? else {
+                return Ok((Vec::new(), 0));
+            };
+            let total = usearch.count(&self.pool, agent, dimension).await?;
             let ranked = usearch
-                .search(&self.pool, agent, query, limit.min(total))
+                .search(&self.pool, agent, dimension, query, limit.min(total))
                 .await?;
             return Ok((ranked, total));
         }
@@ -219,8 +210,7 @@ impl ArchivalStore for SqliteStore {
         agent: AgentId,
         query: &ArchivalQuery,
     ) -> Result<SearchPage<Passage>, StoreError> {
-        if let (Some(embedding), Some((model, dimension))) =
-            (&query.embedding, embedding_space(&self.pool).await?)
+        if let (Some(embedding), Some((model, dimension))) = (&query.embedding, self.space().await?)
         {
             check_space(&model, dimension, embedding)?;
         }
@@ -263,13 +253,14 @@ impl ArchivalStore for SqliteStore {
         agent: AgentId,
         ids: &[PassageId],
     ) -> Result<Vec<Passage>, StoreError> {
-        let space = embedding_space(&self.pool).await?;
+        let space = self.space().await?;
         let mut found: HashMap<PassageId, Passage> = HashMap::with_capacity(ids.len());
         for chunk in ids.chunks(500) {
             let mut sql = QueryBuilder::<Sqlite>::new(format!(
-                "SELECT {PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = "
+                "SELECT {PASSAGE_COLUMNS} FROM passages p WHERE +p.agent_id = "
             ));
             sql.push_bind(*agent.as_uuid()).push(" AND p.id IN (");
+            // `+agent_id`: look rows up by their unique id, not by walking the agent's index.
             let mut list = sql.separated(", ");
             for id in chunk {
                 list.push_bind(*id.as_uuid());
@@ -293,7 +284,7 @@ impl ArchivalStore for SqliteStore {
         agent: AgentId,
         page: Page,
     ) -> Result<SearchPage<Passage>, StoreError> {
-        let space = embedding_space(&self.pool).await?;
+        let space = self.space().await?;
         let total = self.count_passages(agent).await? as usize;
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = ? ORDER BY p.seq LIMIT ? OFFSET ?"

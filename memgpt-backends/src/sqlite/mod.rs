@@ -2,9 +2,13 @@
 //! `tantivy` and `usearch` features, a full-text recall index and an HNSW archival index.
 //!
 //! SQLite is the source of truth. Agent state, every message and every passage (with its
-//! embedding) are written by one transaction per agent step. The indexes are derived: after each
-//! commit they catch up with the rows they have not seen (tracked by a watermark), which is also
-//! how they repair themselves on open after a crash between the SQLite commit and their own.
+//! embedding) are written by one transaction per agent step. The indexes are derived: before
+//! each search (and after commits, once a few thousand rows have piled up) they catch up with
+//! the rows they have not seen, tracked by a watermark. The same catch-up runs on open, which is
+//! how they repair themselves after a crash between the SQLite commit and their own.
+//!
+//! One process at a time may open a data directory with a tantivy index (tantivy holds a
+//! writer lock); SQLite alone may be shared by several processes.
 
 mod agents;
 mod archival;
@@ -101,14 +105,30 @@ pub struct SqliteStore {
     tantivy: Option<crate::tantivy_recall::TantivyRecall>,
     #[cfg(feature = "usearch")]
     usearch: Option<crate::usearch_archival::UsearchArchival>,
+    /// The store's embedding space, once fixed (it never changes afterwards).
+    space: std::sync::OnceLock<(String, usize)>,
+    /// Rows committed since the derived indexes last caught up.
+    #[cfg_attr(not(any(feature = "tantivy", feature = "usearch")), allow(dead_code))]
+    unindexed: std::sync::atomic::AtomicUsize,
 }
 
 /// The schema, in order. Each is applied once, in its own transaction.
-const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "init",
-    include_str!("../../migrations/sqlite/0001_init.sql"),
-)];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "init",
+        include_str!("../../migrations/sqlite/0001_init.sql"),
+    ),
+    (
+        2,
+        "embedded_passages",
+        include_str!("../../migrations/sqlite/0002_embedded_passages.sql"),
+    ),
+];
+
+/// Committed rows after which the derived indexes catch up at commit time instead of waiting
+/// for the next search (bounds the work a search may find waiting).
+const INDEX_LAG_LIMIT: usize = 2_000;
 
 impl SqliteStore {
     /// Opens (creating if needed) the store in `options.dir`, applies pending migrations, and
@@ -162,6 +182,8 @@ impl SqliteStore {
             },
             pool,
             dir: options.dir,
+            unindexed: std::sync::atomic::AtomicUsize::new(0),
+            space: std::sync::OnceLock::new(),
         };
         Ok(store)
     }
@@ -169,6 +191,18 @@ impl SqliteStore {
     /// Opens `dir` with the recommended stack ([`SqliteOptions::recommended`]).
     pub async fn open_dir(dir: impl AsRef<Path>) -> Result<Self, StoreError> {
         Self::open(SqliteOptions::recommended(dir.as_ref())).await
+    }
+
+    /// The store's embedding (model, dimension), once fixed; cached after the first read.
+    pub(crate) async fn space(&self) -> Result<Option<(String, usize)>, StoreError> {
+        if let Some(space) = self.space.get() {
+            return Ok(Some(space.clone()));
+        }
+        let space = embedding_space(&self.pool).await?;
+        if let Some(space) = &space {
+            let _ = self.space.set(space.clone());
+        }
+        Ok(space)
     }
 
     /// The data directory.
@@ -219,9 +253,21 @@ impl SqliteStore {
         let _ = agent;
     }
 
-    /// Lets the derived indexes catch up with what was committed; failures are logged (the
-    /// database is the truth; the next commit or open retries).
-    async fn after_commit(&self, agent: memgpt_core::ids::AgentId) {
+    /// Counts `rows` just committed and lets the derived indexes catch up once enough have
+    /// piled up. Searches catch up first anyway, so a step's commit stays one SQLite
+    /// transaction (no index commit, no fsync) in the common case. Failures are logged: the
+    /// database is the truth, and the next search or open retries.
+    async fn after_commit(&self, agent: memgpt_core::ids::AgentId, rows: usize) {
+        use std::sync::atomic::Ordering;
+        #[cfg(feature = "usearch")]
+        if let Some(usearch) = &self.usearch {
+            usearch.mark_dirty(agent);
+        }
+        let pending = self.unindexed.fetch_add(rows, Ordering::Relaxed) + rows;
+        if pending < INDEX_LAG_LIMIT {
+            return;
+        }
+        self.unindexed.store(0, Ordering::Relaxed);
         #[cfg(feature = "tantivy")]
         if let Some(tantivy) = &self.tantivy
             && let Err(e) = tantivy.catch_up(&self.pool).await
@@ -230,7 +276,8 @@ impl SqliteStore {
         }
         #[cfg(feature = "usearch")]
         if let Some(usearch) = &self.usearch
-            && let Err(e) = usearch.catch_up(&self.pool, agent).await
+            && let Ok(Some((_, dimension))) = self.space().await
+            && let Err(e) = usearch.catch_up(&self.pool, agent, dimension).await
         {
             warn!(error = %e, "the usearch archival index could not catch up; it will retry");
         }

@@ -98,7 +98,7 @@ impl SqliteStore {
             return Ok(SearchPage::empty(query.page));
         };
         let mut count = QueryBuilder::<Sqlite>::new(
-            "SELECT count(*) FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid WHERE messages_fts MATCH ",
+            "SELECT count(*) FROM messages_fts CROSS JOIN messages m ON m.seq = messages_fts.rowid WHERE messages_fts MATCH ",
         );
         count
             .push_bind(expr.clone())
@@ -113,7 +113,7 @@ impl SqliteStore {
 
         let mut sql = QueryBuilder::<Sqlite>::new(format!(
             "SELECT {MESSAGE_COLUMNS}, -bm25(messages_fts, 0.0, 1.0) AS score FROM messages_fts \
-             JOIN messages m ON m.seq = messages_fts.rowid WHERE messages_fts MATCH "
+             CROSS JOIN messages m ON m.seq = messages_fts.rowid WHERE messages_fts MATCH "
         ));
         sql.push_bind(expr)
             .push(" AND m.agent_id = ")
@@ -204,6 +204,7 @@ impl RecallStore for SqliteStore {
             Some(text) => {
                 #[cfg(feature = "tantivy")]
                 if let Some(tantivy) = &self.tantivy {
+                    tantivy.catch_up(&self.pool).await?;
                     let (total, ranked) = tantivy.search(agent, query, text)?;
                     let seqs: Vec<i64> = ranked.iter().map(|(_, seq)| *seq).collect();
                     let scores: HashMap<i64, f32> = ranked
@@ -239,9 +240,10 @@ impl RecallStore for SqliteStore {
         let mut found: HashMap<MessageId, Message> = HashMap::with_capacity(ids.len());
         for chunk in ids.chunks(500) {
             let mut sql = QueryBuilder::<Sqlite>::new(format!(
-                "SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = "
+                "SELECT {MESSAGE_COLUMNS} FROM messages m WHERE +m.agent_id = "
             ));
             sql.push_bind(*agent.as_uuid()).push(" AND m.id IN (");
+            // `+agent_id`: look rows up by their unique id, not by walking the agent's index.
             let mut list = sql.separated(", ");
             for id in chunk {
                 list.push_bind(*id.as_uuid());
