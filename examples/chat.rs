@@ -1,9 +1,18 @@
-//! An interactive MemGPT agent on any OpenAI-compatible endpoint.
+//! An interactive MemGPT agent on any OpenAI-compatible endpoint, or fully offline on a local
+//! model.
 //!
 //! ```text
 //! OPENAI_API_KEY=sk-... cargo run --example chat
 //! MEMGPT_BASE_URL=http://localhost:11434/v1 MEMGPT_MODEL=llama3.1:8b cargo run --example chat
+//!
+//! # offline: pull the two local models once, then run with the local features
+//! cargo run --release --example models --features models -- pull smollm2-135m-instruct all-minilm-l6-v2
+//! cargo run --release --example chat --features local,local-embed,models
 //! ```
+//!
+//! With no endpoint configured the example uses the local chat model and local embedder when
+//! they have been pulled (and the example was built with their features), and otherwise prints
+//! how to configure one or the other.
 //!
 //! Type messages; `/help` lists the commands. The agent's memory is kept in `MEMGPT_STORE`
 //! (default `sqlite://./memgpt-data`; also `postgres://...` with the `postgres` feature, or
@@ -15,6 +24,8 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use memgpt::backends::StoreConfig;
 use memgpt::builtin::DEFAULT_FUNCTIONS;
+use memgpt::embed::Embedder;
+use memgpt::llm::LlmProvider;
 use memgpt::message::MessageKind;
 use memgpt::openai::{ConfigError, OpenAiConfig, OpenAiEmbedder, OpenAiProvider};
 use memgpt::{Agent, Event, StepRecord, StopReason};
@@ -40,25 +51,10 @@ async fn main() -> Result<()> {
         .with_writer(std::io::stderr)
         .init();
 
-    let config = match OpenAiConfig::from_env() {
-        Ok(config) => config,
-        Err(ConfigError::NotConfigured) => {
-            eprintln!(
-                "No LLM endpoint is configured.\n\n\
-                 OpenAI:        export OPENAI_API_KEY=sk-...            (optional: MEMGPT_MODEL=gpt-4o)\n\
-                 Ollama:        export MEMGPT_BASE_URL=http://localhost:11434/v1 MEMGPT_MODEL=llama3.1:8b\n\
-                 vLLM:          export MEMGPT_BASE_URL=http://localhost:8000/v1 MEMGPT_MODEL=<served model>\n\
-                 llama.cpp:     export MEMGPT_BASE_URL=http://localhost:8080/v1 MEMGPT_MODEL=<any>\n\
-                 LM Studio:     export MEMGPT_BASE_URL=http://localhost:1234/v1 MEMGPT_MODEL=<loaded model>\n\
-                 OpenRouter:    export MEMGPT_BASE_URL=https://openrouter.ai/api/v1 MEMGPT_API_KEY=... MEMGPT_MODEL=openai/gpt-4o\n\n\
-                 Optional: MEMGPT_CONTEXT_WINDOW=<tokens>, MEMGPT_EMBEDDING_MODEL=<model> for vector archival search.\n\
-                 Then run `cargo run --example chat` again."
-            );
-            std::process::exit(2);
-        }
-        Err(e) => return Err(e).context("reading the endpoint configuration"),
+    let Some(llm) = choose_llm().await? else {
+        eprintln!("{}", HOW_TO_CONFIGURE);
+        std::process::exit(2);
     };
-    let provider = Arc::new(OpenAiProvider::new(config.clone())?);
 
     let mut tools: Vec<&str> = DEFAULT_FUNCTIONS.to_vec();
     tools.extend(["calculate", "current_time"]);
@@ -80,19 +76,12 @@ async fn main() -> Result<()> {
         .find(|a| a.name == "sam")
         .map(|a| a.id);
     let mut builder = Agent::builder()
-        .provider(provider)
+        .provider(llm.provider)
         .storage(storage)
         .name("sam")
         .tools(tools);
-    if let Ok(model) = std::env::var("MEMGPT_EMBEDDING_MODEL") {
-        let embed_config = OpenAiConfig {
-            model,
-            ..config.clone()
-        };
-        let embedder = OpenAiEmbedder::detect(embed_config)
-            .await
-            .context("probing the embedding model")?;
-        builder = builder.embedder(Arc::new(embedder));
+    if let Some(embedder) = llm.embedder {
+        builder = builder.embedder(embedder);
     }
     let mut agent = match existing {
         Some(id) => builder.load(id).await?,
@@ -108,10 +97,7 @@ async fn main() -> Result<()> {
         agent.context().counts().recall
     );
 
-    println!(
-        "memgpt chat: model {} at {}. /help for commands.",
-        config.model, config.base_url
-    );
+    println!("memgpt chat: {}. /help for commands.", llm.description);
     println!("{}", agent.stats());
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     loop {
@@ -164,6 +150,116 @@ async fn main() -> Result<()> {
         }
     }
     Ok(())
+}
+
+const HOW_TO_CONFIGURE: &str = "\
+No LLM is configured.
+
+Use an endpoint:
+  OpenAI:        export OPENAI_API_KEY=sk-...            (optional: MEMGPT_MODEL=gpt-4o)
+  Ollama:        export MEMGPT_BASE_URL=http://localhost:11434/v1 MEMGPT_MODEL=llama3.1:8b
+  vLLM:          export MEMGPT_BASE_URL=http://localhost:8000/v1 MEMGPT_MODEL=<served model>
+  llama.cpp:     export MEMGPT_BASE_URL=http://localhost:8080/v1 MEMGPT_MODEL=<any>
+  LM Studio:     export MEMGPT_BASE_URL=http://localhost:1234/v1 MEMGPT_MODEL=<loaded model>
+  OpenRouter:    export MEMGPT_BASE_URL=https://openrouter.ai/api/v1 MEMGPT_API_KEY=... MEMGPT_MODEL=openai/gpt-4o
+  Optional: MEMGPT_CONTEXT_WINDOW=<tokens>, MEMGPT_EMBEDDING_MODEL=<model> for vector archival search.
+  Then run `cargo run --example chat` again.
+
+Or run offline on local models (no key, no network once pulled; building llama.cpp needs
+cmake and libclang-dev):
+  cargo run --release --example models --features models -- pull smollm2-135m-instruct all-minilm-l6-v2
+  cargo run --release --example chat --features local,local-embed,models";
+
+/// The chat model (and embedder) the example talks to.
+struct Llm {
+    provider: Arc<dyn LlmProvider>,
+    embedder: Option<Arc<dyn Embedder>>,
+    description: String,
+}
+
+/// An endpoint from the environment, else the pulled local models, else `None`.
+async fn choose_llm() -> Result<Option<Llm>> {
+    match OpenAiConfig::from_env() {
+        Ok(config) => {
+            let provider = Arc::new(OpenAiProvider::new(config.clone())?);
+            let embedder: Option<Arc<dyn Embedder>> = match std::env::var("MEMGPT_EMBEDDING_MODEL")
+            {
+                Ok(model) => {
+                    let embed_config = OpenAiConfig {
+                        model,
+                        ..config.clone()
+                    };
+                    let embedder = OpenAiEmbedder::detect(embed_config)
+                        .await
+                        .context("probing the embedding model")?;
+                    Some(Arc::new(embedder))
+                }
+                Err(_) => None,
+            };
+            Ok(Some(Llm {
+                provider,
+                embedder,
+                description: format!("model {} at {}", config.model, config.base_url),
+            }))
+        }
+        Err(ConfigError::NotConfigured) => local_llm(),
+        Err(e) => Err(e).context("reading the endpoint configuration"),
+    }
+}
+
+#[cfg(all(feature = "local", feature = "models"))]
+fn local_llm() -> Result<Option<Llm>> {
+    use memgpt::local::{LlamaConfig, LlamaProvider};
+    use memgpt::models::{ModelCache, SMOLLM2_135M_INSTRUCT};
+
+    let cache = ModelCache::from_env();
+    let Some(dir) = cache.find(&SMOLLM2_135M_INSTRUCT) else {
+        return Ok(None);
+    };
+    let threads = std::env::var("MEMGPT_THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(1);
+    let provider =
+        LlamaProvider::new(LlamaConfig::new(dir.join("model.gguf")).with_threads(threads))
+            .context("loading the local chat model")?;
+    let embedder = local_embedder(&cache)?;
+    let description = format!(
+        "local model {} on {threads} thread(s){}, offline",
+        SMOLLM2_135M_INSTRUCT.name,
+        if embedder.is_some() {
+            " with the local embedder"
+        } else {
+            ""
+        }
+    );
+    Ok(Some(Llm {
+        provider: Arc::new(provider),
+        embedder,
+        description,
+    }))
+}
+
+#[cfg(not(all(feature = "local", feature = "models")))]
+fn local_llm() -> Result<Option<Llm>> {
+    Ok(None)
+}
+
+#[cfg(all(feature = "local", feature = "models", feature = "local-embed"))]
+fn local_embedder(cache: &memgpt::models::ModelCache) -> Result<Option<Arc<dyn Embedder>>> {
+    use memgpt::local_embed::LocalEmbedder;
+    use memgpt::models::ALL_MINILM_L6_V2;
+    match cache.find(&ALL_MINILM_L6_V2) {
+        Some(dir) => Ok(Some(Arc::new(
+            LocalEmbedder::from_dir(dir).context("loading the local embedder")?,
+        ))),
+        None => Ok(None),
+    }
+}
+
+#[cfg(all(feature = "local", feature = "models", not(feature = "local-embed")))]
+fn local_embedder(_: &memgpt::models::ModelCache) -> Result<Option<Arc<dyn Embedder>>> {
+    Ok(None)
 }
 
 fn print_step(record: &StepRecord) {

@@ -16,7 +16,8 @@
 //!   `request_heartbeat` flag.
 //! * **The agent loop** ([`agent`]): events in, function calls run, heartbeats followed, one
 //!   atomic commit per step, a [`StepRecord`] out.
-//! * **Providers** ([`openai`], feature `openai`): any OpenAI-compatible server.
+//! * **Providers** ([`openai`], feature `openai`): any OpenAI-compatible server;
+//!   ([`anthropic`], feature `anthropic`): Anthropic's Messages API (Claude), with streaming.
 //!
 //! ## A custom tool and an agent
 //!
@@ -68,10 +69,15 @@
 //! ## Feature flags
 //!
 //! * `openai` (default): the OpenAI-compatible chat provider and embedder ([`openai`]).
+//! * `anthropic`: the Anthropic (Claude) chat provider ([`anthropic`]).
 //! * `sqlite` (default): SQLite storage ([`backends::SqliteStore`]).
 //! * `tantivy`: a tantivy recall index next to the SQLite file.
 //! * `usearch`: usearch HNSW archival indexes next to the SQLite file.
 //! * `postgres`: PostgreSQL + pgvector storage.
+//! * `models`: fetching the offline models into `$MEMGPT_HOME/models` ([`models`]).
+//! * `local-embed`: a local sentence embedder on the CPU ([`local_embed`]).
+//! * `local`: a local GGUF chat model through llama.cpp, every function call valid by
+//!   construction ([`local`]); building it needs `cmake` and `libclang`.
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -97,10 +103,34 @@ pub use memgpt_backends::StoreConfig;
 #[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
 pub use memgpt_providers::openai;
 
+/// The Anthropic (Claude) chat provider.
+#[cfg(feature = "anthropic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "anthropic")))]
+pub use memgpt_providers::anthropic;
+
 /// The shared HTTP layer of the providers: timeouts and retry policy.
-#[cfg(feature = "openai")]
-#[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "openai", feature = "anthropic"))))]
 pub use memgpt_providers::http;
+
+/// Guaranteed-valid function calls: the union schema of an agent's functions, its GBNF
+/// grammar, and a tolerant parser for servers with neither tools nor constrained output.
+pub use memgpt_providers::structured;
+
+/// Fetching the offline models (catalog, cache folder, SHA-256 verification).
+#[cfg(feature = "models")]
+#[cfg_attr(docsrs, doc(cfg(feature = "models")))]
+pub use memgpt_providers::models;
+
+/// A local sentence embedder (candle, all-MiniLM-L6-v2).
+#[cfg(feature = "local-embed")]
+#[cfg_attr(docsrs, doc(cfg(feature = "local-embed")))]
+pub use memgpt_providers::local_embed;
+
+/// A local GGUF chat model (llama.cpp) with grammar-constrained function calls.
+#[cfg(feature = "local")]
+#[cfg_attr(docsrs, doc(cfg(feature = "local")))]
+pub use memgpt_providers::local;
 
 #[doc(hidden)]
 pub use memgpt_core::__private;

@@ -5,7 +5,12 @@
 //! MEMGPT_TEST_POSTGRES_URL=postgres://... \
 //!   cargo bench -p memgpt-backends --all-features --bench storage -- --passages 100000,1000000 --messages 1000000
 //! cargo bench -p memgpt-backends --all-features --bench storage -- --quick
+//! cargo bench -p memgpt-backends --all-features --bench storage -- --only archival --backends usearch --passages 1000000
 //! ```
+//!
+//! `--only steps|archival|recall` runs one part; `--backends WORD,...` keeps the backends whose
+//! name contains one of the words; `--ef-sweep N,...` also searches each usearch index with
+//! those candidate-list sizes (reopened with `ef_search=N`).
 //!
 //! Data is synthetic and deterministic: 384-d vectors drawn around 1,000 cluster centres (real
 //! embeddings cluster by topic; uniformly random vectors are HNSW's worst case and no real
@@ -122,7 +127,16 @@ struct Backend {
 
 fn backends(kinds: &[(&'static str, &'static str)]) -> Vec<Backend> {
     let mut out = Vec::new();
+    // `--backends a,b`: only the backends whose name contains one of the words.
+    let only: Option<Vec<String>> =
+        arg("--backends").map(|s| s.split(',').map(str::to_owned).collect());
     for (name, params) in kinds {
+        if only
+            .as_ref()
+            .is_some_and(|words| !words.iter().any(|w| name.contains(w.as_str())))
+        {
+            continue;
+        }
         if *name == "postgres" {
             match std::env::var("MEMGPT_TEST_POSTGRES_URL") {
                 Ok(base) => {
@@ -215,7 +229,7 @@ async fn archival(sizes: &[usize], queries: usize) {
                 );
                 continue;
             }
-            let s = open(&backend.url).await;
+            let mut s = open(&backend.url).await;
             let mut a = state(AgentId::new());
             s.agents.create_agent(&a).await.expect("create");
             let started = Instant::now();
@@ -258,47 +272,75 @@ async fn archival(sizes: &[usize], queries: usize) {
             } else {
                 queries
             };
-            let mut latencies = Vec::with_capacity(budget);
-            let mut fetches = Vec::with_capacity(budget);
-            let mut found = 0usize;
-            for (q, expected) in probes.iter().zip(&truth).take(budget) {
-                let query = ArchivalQuery {
-                    text: String::new(),
-                    embedding: Some(Embedding {
-                        model: MODEL.into(),
-                        vector: q.clone(),
-                    }),
-                    mode: SearchMode::Vector,
-                    page: Page::first(10),
-                };
-                let t = Instant::now();
-                let page = s.archival.search(a.id, &query).await.expect("search");
-                latencies.push(t.elapsed());
-                // The storage part of that: reading the same passages back by id.
-                let ids: Vec<_> = page.hits.iter().map(|h| h.item.id).collect();
-                let t = Instant::now();
-                s.archival.get_passages(a.id, &ids).await.expect("fetch");
-                fetches.push(t.elapsed());
-                let got: Vec<usize> = page
-                    .hits
-                    .iter()
-                    .filter_map(|h| h.item.text.strip_prefix("passage ")?.parse().ok())
-                    .collect();
-                found += expected.iter().filter(|i| got.contains(i)).count();
+            let row = measure(&s, a.id, &probes, &truth, budget).await;
+            println!("| {n} | {} | {:.0} | {} |", backend.name, insert_rate, row);
+            // The same index searched with other candidate-list sizes: the recall/latency
+            // trade-off, without building it again.
+            if backend.name.contains("usearch") {
+                for ef in ef_sweep() {
+                    drop(s);
+                    s = open(&format!("{}&ef_search={ef}", backend.url)).await;
+                    s.archival.search(a.id, &warm).await.expect("search");
+                    let row = measure(&s, a.id, &probes, &truth, budget).await;
+                    println!("| {n} | {} (ef {ef}) | | {row} |", backend.name);
+                }
             }
-            let recall = found as f64 / (budget * 10) as f64;
-            println!(
-                "| {n} | {} | {:.0} | {} | {} | {} | {:.3} | {budget} |",
-                backend.name,
-                insert_rate,
-                ms(percentile(&mut latencies.clone(), 0.5)),
-                ms(percentile(&mut latencies, 0.99)),
-                ms(percentile(&mut fetches, 0.5)),
-                recall
-            );
             drop(texts);
         }
     }
+}
+
+/// Searches `probes`, returning the table cells `p50 | p99 | fetch p50 | recall@10 | queries`.
+async fn measure(
+    s: &Storage,
+    agent: AgentId,
+    probes: &[Vec<f32>],
+    truth: &[Vec<usize>],
+    budget: usize,
+) -> String {
+    let mut latencies = Vec::with_capacity(budget);
+    let mut fetches = Vec::with_capacity(budget);
+    let mut found = 0usize;
+    for (q, expected) in probes.iter().zip(truth).take(budget) {
+        let query = ArchivalQuery {
+            text: String::new(),
+            embedding: Some(Embedding {
+                model: MODEL.into(),
+                vector: q.clone(),
+            }),
+            mode: SearchMode::Vector,
+            page: Page::first(10),
+        };
+        let t = Instant::now();
+        let page = s.archival.search(agent, &query).await.expect("search");
+        latencies.push(t.elapsed());
+        // The storage part of that: reading the same passages back by id.
+        let ids: Vec<_> = page.hits.iter().map(|h| h.item.id).collect();
+        let t = Instant::now();
+        s.archival.get_passages(agent, &ids).await.expect("fetch");
+        fetches.push(t.elapsed());
+        let got: Vec<usize> = page
+            .hits
+            .iter()
+            .filter_map(|h| h.item.text.strip_prefix("passage ")?.parse().ok())
+            .collect();
+        found += expected.iter().filter(|i| got.contains(i)).count();
+    }
+    let recall = found as f64 / (budget * 10) as f64;
+    format!(
+        "{} | {} | {} | {:.3} | {budget}",
+        ms(percentile(&mut latencies.clone(), 0.5)),
+        ms(percentile(&mut latencies, 0.99)),
+        ms(percentile(&mut fetches, 0.5)),
+        recall
+    )
+}
+
+/// `--ef-sweep 192,384`: extra search candidate-list sizes measured on each usearch index.
+fn ef_sweep() -> Vec<usize> {
+    arg("--ef-sweep")
+        .map(|s| s.split(',').filter_map(|n| n.parse().ok()).collect())
+        .unwrap_or_default()
 }
 
 const VOCABULARY: usize = 20_000;

@@ -43,7 +43,8 @@ pub enum ConfigError {
 /// * `sqlite://PATH`: the embedded stack in the data directory `PATH` (`./data`, or
 ///   `/abs/path` as `sqlite:///abs/path`), with tantivy recall and usearch archival when those
 ///   features are compiled in. Parameters: `recall=fts5|tantivy`, `vectors=exact|usearch`,
-///   `quantization=f32|f16|i8` (usearch), `sync=normal|full`.
+///   `quantization=f32|f16|i8`, `ef_search=N`, `ef_construction=N`, `connectivity=N` (usearch
+///   HNSW parameters), `sync=normal|full`.
 /// * `postgres://...` (or `postgresql://`): PostgreSQL + pgvector (feature `postgres`).
 ///
 /// ```
@@ -132,10 +133,33 @@ impl StoreConfig {
                     usearch.quantization = quantization;
                     options.vectors = crate::VectorIndex::Usearch(usearch);
                 }
+                #[cfg(feature = "usearch")]
+                ("ef_search" | "ef_construction" | "connectivity", n) => {
+                    let n: usize = n
+                        .parse()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| invalid("a positive integer"))?;
+                    let mut usearch = match &options.vectors {
+                        crate::VectorIndex::Usearch(u) => u.clone(),
+                        _ => crate::UsearchOptions::default(),
+                    };
+                    match name {
+                        "ef_search" => usearch.expansion_search = n,
+                        "ef_construction" => usearch.expansion_add = n,
+                        _ => usearch.connectivity = n,
+                    }
+                    options.vectors = crate::VectorIndex::Usearch(usearch);
+                }
                 ("sync", "normal") => options.full_sync = false,
                 ("sync", "full") => options.full_sync = true,
                 ("sync", _) => return Err(invalid("normal or full")),
-                _ => return Err(invalid("one of recall, vectors, quantization, sync")),
+                _ => {
+                    return Err(invalid(
+                        "one of recall, vectors, quantization, ef_search, ef_construction, \
+                         connectivity, sync",
+                    ));
+                }
             }
         }
         Ok(StoreConfig::Sqlite(options))
@@ -217,6 +241,33 @@ mod tests {
         ));
         assert!(matches!(
             StoreConfig::from_url("sqlite://x?colour=blue"),
+            Err(ConfigError::InvalidParameter { .. })
+        ));
+    }
+
+    #[cfg(feature = "usearch")]
+    #[test]
+    fn hnsw_parameters() {
+        let StoreConfig::Sqlite(options) = StoreConfig::from_url(
+            "sqlite://x?vectors=usearch&ef_search=256&quantization=i8&connectivity=32&ef_construction=200",
+        )
+        .unwrap() else {
+            panic!("not sqlite")
+        };
+        let crate::VectorIndex::Usearch(usearch) = options.vectors else {
+            panic!("not usearch")
+        };
+        assert_eq!(
+            (
+                usearch.expansion_search,
+                usearch.connectivity,
+                usearch.expansion_add,
+                usearch.quantization
+            ),
+            (256, 32, 200, crate::Quantization::I8)
+        );
+        assert!(matches!(
+            StoreConfig::from_url("sqlite://x?ef_search=0"),
             Err(ConfigError::InvalidParameter { .. })
         ));
     }

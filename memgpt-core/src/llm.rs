@@ -261,6 +261,67 @@ pub trait LlmProvider: Send + Sync + fmt::Debug {
 
     /// Runs one chat completion.
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError>;
+
+    /// Runs one chat completion, reporting text and function-call pieces to `sink` as they are
+    /// generated, and returns the same complete response as [`LlmProvider::complete`].
+    ///
+    /// The default implementation calls [`LlmProvider::complete`] and reports the whole
+    /// response at once, so every provider can be used where streaming is wanted; providers
+    /// with a streaming wire protocol override it.
+    async fn complete_streaming(
+        &self,
+        request: &ChatRequest,
+        sink: &StreamSink<'_>,
+    ) -> Result<ChatResponse, LlmError> {
+        let response = self.complete(request).await?;
+        replay(&response, sink);
+        Ok(response)
+    }
+}
+
+/// Where a streaming provider reports the pieces of a response as they arrive.
+pub type StreamSink<'a> = dyn Fn(StreamDelta<'_>) + Send + Sync + 'a;
+
+/// A piece of a response being generated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StreamDelta<'a> {
+    /// More text content (inner monologue for MemGPT agents).
+    Text(&'a str),
+    /// A function call started: its position in the response, id and name.
+    ToolCallStart {
+        /// The call's position among the response's calls.
+        index: usize,
+        /// The provider-assigned call id.
+        id: &'a str,
+        /// The function name.
+        name: &'a str,
+    },
+    /// More of a function call's JSON arguments.
+    ToolArguments {
+        /// The call's position among the response's calls.
+        index: usize,
+        /// The next piece of the arguments text.
+        json: &'a str,
+    },
+}
+
+/// Reports a complete response to `sink` as if it had been streamed in one piece per part.
+pub fn replay(response: &ChatResponse, sink: &StreamSink<'_>) {
+    if !response.content.is_empty() {
+        sink(StreamDelta::Text(&response.content));
+    }
+    for (index, call) in response.tool_calls.iter().enumerate() {
+        sink(StreamDelta::ToolCallStart {
+            index,
+            id: &call.id,
+            name: &call.name,
+        });
+        sink(StreamDelta::ToolArguments {
+            index,
+            json: &call.arguments,
+        });
+    }
 }
 
 #[async_trait]
@@ -275,6 +336,14 @@ impl<P: LlmProvider + ?Sized> LlmProvider for Arc<P> {
 
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         (**self).complete(request).await
+    }
+
+    async fn complete_streaming(
+        &self,
+        request: &ChatRequest,
+        sink: &StreamSink<'_>,
+    ) -> Result<ChatResponse, LlmError> {
+        (**self).complete_streaming(request, sink).await
     }
 }
 

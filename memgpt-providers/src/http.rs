@@ -151,26 +151,71 @@ pub async fn send_with_retry(
     build: impl Fn() -> RequestBuilder,
     give_up: impl Fn(&HttpResponse) -> bool,
 ) -> Result<HttpResponse, HttpFailure> {
+    match retry_loop(policy, build, give_up, false).await? {
+        Attempt::Read(response) => Ok(response),
+        // Not produced when `stream_success` is false; read it all the same.
+        Attempt::Unread(response) => read(response).await.map_err(HttpFailure::Transport),
+    }
+}
+
+/// Like [`send_with_retry`], but returns a successful response with its body unread, so the
+/// caller can consume it as a stream ([`reqwest::Response::chunk`]).
+///
+/// Only what happens before a success status arrives is retried: connection errors, timeouts
+/// and retryable statuses (whose bodies are read, to classify them and to feed `give_up`).
+/// Once the successful response is returned nothing is retried: a failure while reading its
+/// body is the caller's to report, since part of it may already have been used.
+pub async fn send_with_retry_streaming(
+    policy: &RetryPolicy,
+    build: impl Fn() -> RequestBuilder,
+    give_up: impl Fn(&HttpResponse) -> bool,
+) -> Result<reqwest::Response, HttpFailure> {
+    match retry_loop(policy, build, give_up, true).await? {
+        Attempt::Unread(response) => Ok(response),
+        // Not produced when `stream_success` is true.
+        Attempt::Read(response) => Err(HttpFailure::Status(response)),
+    }
+}
+
+/// The outcome of one attempt that got a response.
+enum Attempt {
+    /// A response read in full.
+    Read(HttpResponse),
+    /// A successful response whose body is left to the caller.
+    Unread(reqwest::Response),
+}
+
+async fn read(response: reqwest::Response) -> Result<HttpResponse, reqwest::Error> {
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = response.text().await?;
+    Ok(HttpResponse {
+        status,
+        headers,
+        body,
+    })
+}
+
+/// The retry loop of [`send_with_retry`] and [`send_with_retry_streaming`]: a successful
+/// response is returned unread when `stream_success` is set, every other response is read.
+async fn retry_loop(
+    policy: &RetryPolicy,
+    build: impl Fn() -> RequestBuilder,
+    give_up: impl Fn(&HttpResponse) -> bool,
+    stream_success: bool,
+) -> Result<Attempt, HttpFailure> {
     let mut attempt = 0;
     loop {
         let outcome = match build().send().await {
-            Ok(response) => {
-                let status = response.status();
-                let headers = response.headers().clone();
-                match response.text().await {
-                    Ok(body) => Ok(HttpResponse {
-                        status,
-                        headers,
-                        body,
-                    }),
-                    Err(e) => Err(e),
-                }
+            Ok(response) if stream_success && response.status().is_success() => {
+                return Ok(Attempt::Unread(response));
             }
+            Ok(response) => read(response).await,
             Err(e) => Err(e),
         };
         let (retry, wait) = match &outcome {
             Ok(response) if response.status.is_success() => {
-                break outcome.map_err(HttpFailure::Transport);
+                break outcome.map(Attempt::Read).map_err(HttpFailure::Transport);
             }
             Ok(response) => (
                 is_retryable(response.status) && !give_up(response),
@@ -197,6 +242,38 @@ pub async fn send_with_retry(
         tokio::time::sleep(delay).await;
         attempt += 1;
         debug!(attempt, "retrying request");
+    }
+}
+
+/// A one-line description of a transport error with its causes ("could not connect: ...: ...").
+#[cfg_attr(not(feature = "anthropic"), allow(dead_code))]
+pub(crate) fn describe_transport_error(e: &reqwest::Error) -> String {
+    let what = if e.is_timeout() {
+        "request timed out"
+    } else if e.is_connect() {
+        "could not connect"
+    } else if e.is_body() || e.is_decode() {
+        "reading the response failed"
+    } else {
+        "request failed"
+    };
+    let mut message = format!("{what}: {e}");
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        message.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    message
+}
+
+/// A response body cut to a length fit for an error message.
+#[cfg_attr(not(feature = "anthropic"), allow(dead_code))]
+pub(crate) fn truncate_body(body: &str) -> String {
+    const MAX: usize = 500;
+    match body.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}...", &body[..cut]),
+        None if body.trim().is_empty() => "(empty response body)".to_owned(),
+        None => body.to_owned(),
     }
 }
 

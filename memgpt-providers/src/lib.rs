@@ -6,12 +6,18 @@
 //!
 //! * [`openai`] (feature `openai`, default): any server speaking OpenAI's chat-completions and
 //!   embeddings API: OpenAI, Ollama, vLLM, the llama.cpp server, LM Studio, OpenRouter...
+//! * [`anthropic`] (feature `anthropic`): Anthropic's Messages API (Claude), with streaming.
+//! * [`structured`] (always compiled, plain `serde_json`): guaranteed-valid function calls for
+//!   local models: the union JSON schema of an agent's functions, its llama.cpp GBNF grammar, and
+//!   a tolerant parser (with a system-prompt addendum) for servers with neither native tools
+//!   nor constrained output. [`openai`] uses it per [`openai::ToolCalling`].
 //! * [`http`]: the shared HTTP client, with timeouts and retries (exponential backoff with
 //!   jitter, `Retry-After` honoured) used by every HTTP provider.
 //!
 //! # Feature flags
 //!
 //! * `openai` (default): the OpenAI-compatible provider and embedder.
+//! * `anthropic`: the Anthropic (Claude) chat provider.
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -21,3 +27,17 @@ pub mod http;
 
 #[cfg(feature = "openai")]
 pub mod openai;
+
+pub mod structured;
+
+#[cfg(feature = "anthropic")]
+pub mod anthropic;
+
+#[cfg(feature = "models")]
+pub mod models;
+
+#[cfg(feature = "local-embed")]
+pub mod local_embed;
+
+#[cfg(feature = "local")]
+pub mod local;

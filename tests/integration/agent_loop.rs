@@ -461,7 +461,7 @@ async fn an_agent_on_sqlite_survives_a_restart() {
     std::fs::remove_dir_all(dir).ok();
 }
 
-fn tempfile_dir() -> std::path::PathBuf {
+pub(crate) fn tempfile_dir() -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("memgpt-it-{}", memgpt::ids::AgentId::new()));
     std::fs::create_dir_all(&dir).unwrap();
     dir

@@ -1,13 +1,23 @@
 //! Cross-crate integration tests: real agents, the real OpenAI-compatible provider over real
-//! HTTP, and a fake LLM server on 127.0.0.1 speaking OpenAI's wire protocol.
+//! HTTP, and a fake LLM server on 127.0.0.1 speaking OpenAI's wire protocol (and, with the
+//! `anthropic` feature, a fake Anthropic Messages API server).
 //!
 //! One test binary (not one per file) keeps the build small.
 
+#[cfg(feature = "anthropic")]
+#[path = "../support/fake_anthropic.rs"]
+mod fake_anthropic;
 #[path = "../support/fake_openai.rs"]
 mod fake_openai;
 
 mod agent_loop;
+#[cfg(feature = "anthropic")]
+mod anthropic;
 mod custom_tools;
+#[cfg(feature = "local-embed")]
+mod local;
+#[cfg(feature = "models")]
+mod models;
 mod providers;
 
 use std::sync::Arc;

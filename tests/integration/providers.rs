@@ -1,12 +1,14 @@
-//! The OpenAI-compatible provider against the fake server: retries, errors, embeddings.
+//! The OpenAI-compatible provider against the fake server: retries, errors, embeddings, and
+//! function calls through a JSON schema or the text protocol.
 
 use std::time::{Duration, Instant};
 
 use memgpt::StopReason;
 use memgpt::embed::Embedder;
 use memgpt::llm::{ChatMessage, ChatRequest, LlmError, LlmProvider};
-use memgpt::openai::{OpenAiEmbedder, OpenAiProvider};
-use serde_json::json;
+use memgpt::openai::{OpenAiEmbedder, OpenAiProvider, ToolCalling};
+use memgpt::structured::{INVALID_REPLY_FUNCTION, PROTOCOL_HEADING};
+use serde_json::{Value, json};
 
 use crate::fake_openai::{FAKE_EMBEDDING_DIMENSION, FakeOpenAi, Reply};
 use crate::{agent, config, provider};
@@ -237,6 +239,190 @@ async fn embeddings_round_trip_in_batches_and_order() {
             .contains("returned a 64-d vector, expected 8"),
         "{err}"
     );
+}
+
+/// An agent whose provider gets function calls through `mode`.
+async fn agent_calling(server: &FakeOpenAi, mode: ToolCalling) -> memgpt::Agent {
+    let provider = OpenAiProvider::new(config(server).with_tool_calling(mode)).unwrap();
+    memgpt::Agent::builder()
+        .provider(std::sync::Arc::new(provider))
+        .build()
+        .await
+        .expect("agent")
+}
+
+/// The content of the last message of `role` in a request.
+fn last_of(request: &crate::fake_openai::Received, role: &str) -> String {
+    request
+        .messages()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == role)
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn json_schema_mode_chains_calls_without_native_tools() {
+    let server = FakeOpenAi::start().await;
+    server.push(Reply::json_call(
+        "Remember the name.",
+        "core_memory_append",
+        json!({"label": "human", "content": "Name: Ada", "request_heartbeat": true}),
+    ));
+    server.push(Reply::json_call(
+        "Now greet her.",
+        "send_message",
+        json!({"message": "Nice to meet you, Ada!"}),
+    ));
+    let mut agent = agent_calling(&server, ToolCalling::JsonSchema).await;
+    let record = agent.step("I'm Ada").await.unwrap();
+    assert_eq!(record.stop_reason, StopReason::EndTurn);
+    assert_eq!(record.replies, ["Nice to meet you, Ada!"]);
+    assert_eq!(record.llm_calls, 2);
+    let calls: Vec<(&str, bool, bool)> = record
+        .tool_calls
+        .iter()
+        .map(|c| (c.name.as_str(), c.ok, c.request_heartbeat))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("core_memory_append", true, true),
+            ("send_message", true, false)
+        ]
+    );
+    assert_eq!(agent.memory().get("human").unwrap().value(), "Name: Ada");
+    let thoughts: Vec<&str> = record
+        .messages
+        .iter()
+        .filter(|m| m.kind == memgpt::message::MessageKind::Assistant)
+        .map(|m| m.text.as_str())
+        .collect();
+    assert_eq!(thoughts, ["Remember the name.", "Now greet her."]);
+
+    let requests = server.agent_requests();
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        assert!(!request.has_tools() && request.body.get("tool_choice").is_none());
+        let format = &request.body["response_format"];
+        assert_eq!(format["type"], "json_schema");
+        assert_eq!(format["json_schema"]["name"], "function_call");
+        assert_eq!(format["json_schema"]["strict"], true);
+        let names: Vec<&str> = format["json_schema"]["schema"]["anyOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["properties"]["function"]["const"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, memgpt::builtin::DEFAULT_FUNCTIONS);
+        assert!(request.system_prompt().contains(PROTOCOL_HEADING));
+        assert!(
+            request
+                .messages()
+                .iter()
+                .all(|m| m["role"] != "tool" && m.get("tool_calls").is_none())
+        );
+    }
+    // The second request shows the first call as JSON and its result as a user message.
+    let call: Value = serde_json::from_str(&last_of(&requests[1], "assistant")).unwrap();
+    assert_eq!(call["thinking"], "Remember the name.");
+    assert_eq!(call["function"], "core_memory_append");
+    assert_eq!(call["arguments"]["request_heartbeat"], true);
+    let result = requests[1].last_content();
+    assert!(
+        result.starts_with("[function result for core_memory_append] {\"status\":\"OK\""),
+        "{result}"
+    );
+    assert!(
+        result.contains("request_heartbeat=true"),
+        "the heartbeat is merged into the same user message: {result}"
+    );
+}
+
+#[tokio::test]
+async fn text_mode_repairs_replies_and_feeds_unreadable_ones_back() {
+    let server = FakeOpenAi::start().await;
+    server.push_all([
+        // Prose, a code fence, single quotes, a string for a boolean, trailing commas.
+        Reply::text(
+            "Sure! Let me save that first.\n```json\n{'function': 'core_memory_append', 'arguments': \
+             {'label': 'human', 'content': 'Name: Ada', 'request_heartbeat': 'true',},}\n```",
+        ),
+        // Nothing to recover.
+        Reply::text("Hmm, I am not sure what to do now."),
+        Reply::text(
+            r#"{"thinking": "Answer her.", "function": "send_message", "arguments": {"message": "Hi Ada!"}}"#,
+        ),
+    ]);
+    let mut agent = agent_calling(&server, ToolCalling::Text).await;
+    let record = agent.step("I'm Ada").await.unwrap();
+    assert_eq!(record.stop_reason, StopReason::EndTurn);
+    assert_eq!(record.replies, ["Hi Ada!"]);
+    assert_eq!(record.llm_calls, 3, "no stall: the error was fed back");
+    let calls: Vec<(&str, bool)> = record
+        .tool_calls
+        .iter()
+        .map(|c| (c.name.as_str(), c.ok))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("core_memory_append", true),
+            (INVALID_REPLY_FUNCTION, false),
+            ("send_message", true)
+        ]
+    );
+    assert_eq!(
+        record.tool_calls[0].arguments,
+        r#"{"label":"human","content":"Name: Ada","request_heartbeat":true}"#
+    );
+    assert_eq!(agent.memory().get("human").unwrap().value(), "Name: Ada");
+
+    let requests = server.agent_requests();
+    assert_eq!(requests.len(), 3);
+    for request in &requests {
+        assert!(!request.has_tools());
+        assert!(request.body.get("response_format").is_none());
+        assert!(request.system_prompt().contains(PROTOCOL_HEADING));
+        assert!(request.system_prompt().contains("- core_memory_append: "));
+    }
+    // The repaired call is shown back to the model as valid JSON, with the prose as thought.
+    let repaired: Value = serde_json::from_str(&last_of(&requests[1], "assistant")).unwrap();
+    assert_eq!(repaired["thinking"], "Sure! Let me save that first.");
+    assert_eq!(repaired["arguments"]["request_heartbeat"], true);
+    // The unreadable reply is shown as written, then the feedback, as a heartbeat.
+    assert_eq!(
+        last_of(&requests[2], "assistant"),
+        "Hmm, I am not sure what to do now."
+    );
+    let feedback = requests[2].last_content();
+    assert!(
+        feedback.starts_with(
+            "[function call error] Your reply was not a valid function call: it contains no JSON object. \
+             Reply with exactly one JSON object and nothing else, like {\"thinking\": \"...\", \"function\": \"send_message\""
+        ),
+        "{feedback}"
+    );
+    assert!(
+        feedback.contains("A function call failed; you have control again."),
+        "{feedback}"
+    );
+}
+
+#[tokio::test]
+async fn summarizer_requests_stay_plain_in_structured_modes() {
+    let server = FakeOpenAi::start().await;
+    server.push_summary("A summary.");
+    let provider =
+        OpenAiProvider::new(config(&server).with_tool_calling(ToolCalling::Text)).unwrap();
+    let response = provider.complete(&hello()).await.unwrap();
+    assert_eq!(response.content, "A summary.");
+    assert!(response.tool_calls.is_empty());
+    let request = server.last_request().unwrap();
+    assert!(!request.is_agent());
+    assert_eq!(request.messages().len(), 1);
 }
 
 trait ForTest {

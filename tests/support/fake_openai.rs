@@ -3,9 +3,13 @@
 //! It speaks the real wire protocol (`POST /v1/chat/completions`, `POST /v1/embeddings`) over
 //! real HTTP, and plays back scripted replies:
 //!
-//! * agent requests (those offering tools) are answered from [`FakeOpenAi::push`]'s queue, or by
-//!   the default responder ([`FakeOpenAi::respond_with`]) when the queue is empty;
-//! * summarizer requests (no tools) from [`FakeOpenAi::push_summary`]'s queue;
+//! * agent requests (those offering tools, or asking for a function call through
+//!   `response_format`, `guided_json`, `grammar` or the text protocol's system prompt, see
+//!   [`is_agent_request`]) are answered from [`FakeOpenAi::push`]'s queue, or by the default
+//!   responder ([`FakeOpenAi::respond_with`]) when the queue is empty;
+//! * summarizer requests (anything else) from [`FakeOpenAi::push_summary`]'s queue;
+//! * replies are native tool calls ([`Reply::call`]) or plain content ([`Reply::text`],
+//!   [`Reply::json_call`] for the structured modes);
 //! * faults are scripted replies too: [`Reply::status`], [`Reply::rate_limited`],
 //!   [`Reply::context_overflow`], [`Reply::delayed`];
 //! * embeddings are computed with `HashingEmbedder` (deterministic, offline).
@@ -79,6 +83,14 @@ impl Reply {
         }
     }
 
+    /// A reply whose content is one call in the structured modes' JSON shape
+    /// (`{"thinking", "function", "arguments"}`), with no native call.
+    pub fn json_call(thinking: &str, name: &str, arguments: Value) -> Self {
+        Self::text(
+            &json!({"thinking": thinking, "function": name, "arguments": arguments}).to_string(),
+        )
+    }
+
     /// A reply with text and no call.
     pub fn text(content: &str) -> Self {
         Reply::Message {
@@ -136,9 +148,24 @@ pub struct Received {
 }
 
 impl Received {
-    /// Whether the request offered tools (an agent call, not a summarizer call).
+    /// Whether the request offered tools natively.
     pub fn has_tools(&self) -> bool {
         self.body["tools"].as_array().is_some_and(|t| !t.is_empty())
+    }
+
+    /// Whether the request wants a function call (an agent call, not a summarizer call).
+    pub fn is_agent(&self) -> bool {
+        is_agent_request(&self.body)
+    }
+
+    /// The system prompt (the first message's content, if it is a system message).
+    pub fn system_prompt(&self) -> String {
+        self.messages()
+            .first()
+            .filter(|m| m["role"] == "system")
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+            .to_owned()
     }
 
     /// The messages sent.
@@ -269,20 +296,25 @@ impl FakeOpenAi {
             .collect()
     }
 
-    /// Agent requests (with tools), in order.
+    /// Agent requests (those wanting a function call), in order.
     pub fn agent_requests(&self) -> Vec<Received> {
         self.requests()
             .into_iter()
-            .filter(Received::has_tools)
+            .filter(Received::is_agent)
             .collect()
     }
 
-    /// Summarizer requests (without tools), in order.
+    /// Summarizer requests (the others), in order.
     pub fn summary_requests(&self) -> Vec<Received> {
         self.requests()
             .into_iter()
-            .filter(|r| !r.has_tools())
+            .filter(|r| !r.is_agent())
             .collect()
+    }
+
+    /// The last chat request received.
+    pub fn last_request(&self) -> Option<Received> {
+        self.requests().pop()
     }
 
     /// Every request received on any path.
@@ -347,8 +379,7 @@ async fn chat(
     let reply = {
         let mut s = script.lock().unwrap_or_else(|p| p.into_inner());
         record(&mut s, "/v1/chat/completions", &headers, &body);
-        let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
-        if has_tools {
+        if is_agent_request(&body) {
             s.replies
                 .pop_front()
                 .or_else(|| s.responder.as_ref().map(|r| r(&body)))
@@ -425,6 +456,24 @@ async fn render(mut reply: Reply, request: &Value) -> Response {
             }
         }
     }
+}
+
+/// Whether a chat request body wants a function call: it offers tools, constrains the reply
+/// with a schema or grammar, or carries the text protocol's system-prompt addendum.
+pub fn is_agent_request(body: &Value) -> bool {
+    let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
+    let constrained = ["response_format", "guided_json", "grammar"]
+        .iter()
+        .any(|field| body.get(*field).is_some_and(|v| !v.is_null()));
+    let text_protocol = body["messages"].as_array().is_some_and(|messages| {
+        messages.iter().any(|m| {
+            m["role"] == "system"
+                && m["content"]
+                    .as_str()
+                    .is_some_and(|c| c.contains(memgpt::structured::PROTOCOL_HEADING))
+        })
+    });
+    has_tools || constrained || text_protocol
 }
 
 /// Unique-enough call ids without a random dependency.

@@ -1,13 +1,18 @@
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use memgpt_core::llm::{
-    ChatRequest, ChatResponse, LlmError, LlmProvider, Usage, known_context_window,
+    ChatRequest, ChatResponse, FinishReason, LlmError, LlmProvider, ToolChoice, Usage,
+    known_context_window,
 };
 use reqwest::Client;
 use tracing::debug;
 
+use super::calling::{Prepared, PreparedCache};
 use super::wire::{ChatBody, ChatCompletion, finish_reason};
-use super::{ConfigError, OpenAiConfig, llm_error, wire};
+use super::{ConfigError, OpenAiConfig, ToolCalling, llm_error, wire};
 use crate::http;
+use crate::structured::INVALID_REPLY_FUNCTION;
 
 /// A chat provider for any OpenAI-compatible server.
 ///
@@ -15,10 +20,14 @@ use crate::http;
 /// [`RetryPolicy`](crate::http::RetryPolicy), honouring `Retry-After`; an exhausted quota is
 /// permanent; "context length exceeded" becomes [`LlmError::ContextOverflow`] so the agent can
 /// flush and retry.
+///
+/// Function calls go natively or through a schema, a grammar or the text protocol, per
+/// [`OpenAiConfig::tool_calling`] (see [`ToolCalling`]).
 #[derive(Clone, Debug)]
 pub struct OpenAiProvider {
     config: OpenAiConfig,
     pub(super) client: Client,
+    prepared: PreparedCache,
 }
 
 impl OpenAiProvider {
@@ -26,7 +35,11 @@ impl OpenAiProvider {
     pub fn new(config: OpenAiConfig) -> Result<Self, ConfigError> {
         let client = http::client(&config.http)
             .map_err(|e| ConfigError::Invalid(format!("HTTP client: {e}")))?;
-        Ok(Self { config, client })
+        Ok(Self {
+            config,
+            client,
+            prepared: PreparedCache::default(),
+        })
     }
 
     /// A provider configured from the environment (see [`OpenAiConfig::from_env`]).
@@ -37,6 +50,20 @@ impl OpenAiProvider {
     /// The configuration.
     pub fn config(&self) -> &OpenAiConfig {
         &self.config
+    }
+
+    /// The schema/grammar/prompt parts of a request whose function calls go through a
+    /// non-native mode; `None` for native calling or when no call is wanted.
+    fn structured(&self, request: &ChatRequest) -> Result<Option<Arc<Prepared>>, LlmError> {
+        if self.config.tool_calling == ToolCalling::Native
+            || request.tools.is_empty()
+            || request.tool_choice == ToolChoice::None
+        {
+            return Ok(None);
+        }
+        self.prepared
+            .get(&request.tools, self.config.tool_calling)
+            .map(Some)
     }
 
     pub(super) fn request(
@@ -72,7 +99,13 @@ impl LlmProvider for OpenAiProvider {
     }
 
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let body = ChatBody::new(request, &self.config.model, &self.config);
+        let structured = self.structured(request)?;
+        let body = ChatBody::new(
+            request,
+            &self.config.model,
+            &self.config,
+            structured.as_deref(),
+        );
         let body = serde_json::to_vec(&body).map_err(|e| LlmError::Permanent {
             status: None,
             message: format!("could not encode the request: {e}"),
@@ -91,11 +124,13 @@ impl LlmProvider for OpenAiProvider {
         )
         .await
         .map_err(llm_error)?;
-        parse_completion(&response.body)
+        parse_completion(&response.body, structured.as_deref())
     }
 }
 
-fn parse_completion(body: &str) -> Result<ChatResponse, LlmError> {
+/// Reads a completion; with `structured`, a reply without native calls is read as one call
+/// (see [`ToolCalling`]).
+fn parse_completion(body: &str, structured: Option<&Prepared>) -> Result<ChatResponse, LlmError> {
     let completion: ChatCompletion =
         serde_json::from_str(body).map_err(|e| LlmError::InvalidResponse {
             message: format!("{e}: {}", super::truncate(body)),
@@ -110,16 +145,44 @@ fn parse_completion(body: &str) -> Result<ChatResponse, LlmError> {
             })?;
     let finish = finish_reason(choice.finish_reason.as_deref());
     let message = choice.message;
+    let usage = completion
+        .usage
+        .as_ref()
+        .map_or(Usage::default(), |u| Usage {
+            prompt_tokens: u.prompt_tokens,
+            completion_tokens: u.completion_tokens,
+        });
+    if let Some(prepared) = structured
+        && message.tool_calls.is_empty()
+        && message.function_call.is_none()
+    {
+        let content = message.content.as_deref().unwrap_or_default();
+        let reasoning = message.reasoning_content.as_deref();
+        // Some reasoning parsers move everything into `reasoning_content`.
+        let text = match reasoning {
+            Some(reasoning) if content.trim().is_empty() => reasoning,
+            _ => content,
+        };
+        let (content, call) = prepared.read_reply(text, reasoning, &finish);
+        let finish = if finish == FinishReason::Stop && call.name != INVALID_REPLY_FUNCTION {
+            FinishReason::ToolCalls
+        } else {
+            finish
+        };
+        return Ok(ChatResponse {
+            content,
+            tool_calls: vec![call],
+            usage,
+            finish_reason: finish,
+            model: completion.model,
+        });
+    }
     let content = message
         .content
         .clone()
         .filter(|c| !c.trim().is_empty())
         .or_else(|| message.reasoning_content.clone())
         .unwrap_or_default();
-    let usage = completion.usage.map_or(Usage::default(), |u| Usage {
-        prompt_tokens: u.prompt_tokens,
-        completion_tokens: u.completion_tokens,
-    });
     Ok(ChatResponse {
         content,
         tool_calls: message.calls(),
@@ -163,7 +226,8 @@ mod tests {
         }]);
         request.tool_choice = ToolChoice::Required;
         let config = OpenAiConfig::new("http://x/v1", "m-default");
-        let body = serde_json::to_value(ChatBody::new(&request, "m-default", &config)).unwrap();
+        let body =
+            serde_json::to_value(ChatBody::new(&request, "m-default", &config, None)).unwrap();
         assert_eq!(body["model"], "m-default");
         assert_eq!(body["tool_choice"], "required");
         assert_eq!(body["tools"][0]["type"], "function");
@@ -178,6 +242,180 @@ mod tests {
         assert!(body.get("temperature").is_none() && body.get("parallel_tool_calls").is_none());
     }
 
+    /// A MemGPT-like request: an earlier call with its result, then a heartbeat.
+    fn memgpt_request() -> ChatRequest {
+        let mut request = ChatRequest::new(
+            "",
+            vec![ChatMessage::system("You are Sam."), ChatMessage::user("hi")],
+        );
+        let mut assistant = ChatMessage::assistant("save the name");
+        assistant.tool_calls.push(ToolCall {
+            id: "c1".into(),
+            name: "core_memory_append".into(),
+            arguments: r#"{"label":"human","content":"Ada","request_heartbeat":true}"#.into(),
+        });
+        request.messages.push(assistant);
+        let mut tool = ChatMessage::new(memgpt_core::llm::Role::Tool, "{\"status\":\"OK\"}");
+        tool.tool_call_id = Some("c1".into());
+        tool.name = Some("core_memory_append".into());
+        request.messages.push(tool);
+        request.messages.push(ChatMessage::user("heartbeat"));
+        request.tools = Arc::from(vec![
+            ToolSchema {
+                name: "send_message".into(),
+                description: "Sends a message.".into(),
+                parameters: json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}),
+            },
+            ToolSchema {
+                name: "core_memory_append".into(),
+                description: "Appends to core memory.".into(),
+                parameters: json!({"type": "object", "properties": {"label": {"type": "string"}, "content": {"type": "string"}, "request_heartbeat": {"type": "boolean"}}, "required": ["label", "content", "request_heartbeat"]}),
+            },
+        ]);
+        request.tool_choice = ToolChoice::Required;
+        request
+    }
+
+    fn body_for(request: &ChatRequest, mode: ToolCalling) -> serde_json::Value {
+        let config = OpenAiConfig::new("http://x/v1", "m").with_tool_calling(mode);
+        let provider = OpenAiProvider::new(config.clone()).unwrap();
+        let structured = provider.structured(request).unwrap();
+        serde_json::to_value(ChatBody::new(request, "m", &config, structured.as_deref())).unwrap()
+    }
+
+    #[test]
+    fn structured_modes_send_no_tools_and_a_text_history() {
+        let request = memgpt_request();
+        for mode in [
+            ToolCalling::JsonSchema,
+            ToolCalling::GuidedJson,
+            ToolCalling::Grammar,
+            ToolCalling::Text,
+        ] {
+            let body = body_for(&request, mode);
+            assert!(
+                body.get("tools").is_none() && body.get("tool_choice").is_none(),
+                "{mode}"
+            );
+            let messages = body["messages"].as_array().unwrap();
+            let roles: Vec<&str> = messages
+                .iter()
+                .map(|m| m["role"].as_str().unwrap())
+                .collect();
+            assert_eq!(roles, ["system", "user", "assistant", "user"], "{mode}");
+            let system = messages[0]["content"].as_str().unwrap();
+            assert!(
+                system.starts_with("You are Sam.\n\n# Function calls"),
+                "{mode}: {system}"
+            );
+            assert!(system.contains("- core_memory_append: Appends to core memory."));
+            assert_eq!(
+                messages[2]["content"],
+                r#"{"thinking":"save the name","function":"core_memory_append","arguments":{"label":"human","content":"Ada","request_heartbeat":true}}"#
+            );
+            assert!(
+                messages
+                    .iter()
+                    .all(|m| m.get("tool_calls").is_none() && m.get("tool_call_id").is_none())
+            );
+            assert_eq!(
+                messages[3]["content"],
+                "[function result for core_memory_append] {\"status\":\"OK\"}\n\nheartbeat"
+            );
+            let has = |field: &str| body.get(field).is_some();
+            match mode {
+                ToolCalling::JsonSchema => {
+                    let format = &body["response_format"];
+                    assert_eq!(format["type"], "json_schema");
+                    assert_eq!(format["json_schema"]["name"], "function_call");
+                    assert_eq!(format["json_schema"]["strict"], true);
+                    let branches = format["json_schema"]["schema"]["anyOf"].as_array().unwrap();
+                    assert_eq!(branches.len(), 2);
+                    assert_eq!(
+                        branches[1]["properties"]["function"]["const"],
+                        "core_memory_append"
+                    );
+                    assert!(!has("guided_json") && !has("grammar"));
+                }
+                ToolCalling::GuidedJson => {
+                    assert_eq!(body["guided_json"]["anyOf"].as_array().unwrap().len(), 2);
+                    assert!(!has("response_format") && !has("grammar"));
+                }
+                ToolCalling::Grammar => {
+                    let grammar = body["grammar"].as_str().unwrap();
+                    assert!(grammar.starts_with("root ::= "), "{grammar}");
+                    assert!(grammar.contains(r#""\"core_memory_append\"""#));
+                    assert!(!has("response_format") && !has("guided_json"));
+                }
+                _ => assert!(!has("response_format") && !has("guided_json") && !has("grammar")),
+            }
+        }
+        // No call wanted (a summarizer request, or tool_choice none): no addendum, no schema,
+        // but still a history the server accepts.
+        let mut plain = memgpt_request();
+        plain.tool_choice = ToolChoice::None;
+        let body = body_for(&plain, ToolCalling::JsonSchema);
+        assert!(body.get("response_format").is_none());
+        assert_eq!(body["messages"][0]["content"], "You are Sam.");
+        assert_eq!(body["messages"][3]["role"], "user");
+        // Native mode is unchanged.
+        let native = body_for(&memgpt_request(), ToolCalling::Native);
+        assert_eq!(native["tools"].as_array().unwrap().len(), 2);
+        assert_eq!(native["messages"][3]["role"], "tool");
+        assert!(native.get("response_format").is_none());
+    }
+
+    fn completion(content: &str, finish: &str) -> String {
+        json!({
+            "model": "m",
+            "choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5}
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn structured_replies_become_calls() {
+        let request = memgpt_request();
+        let provider = OpenAiProvider::new(
+            OpenAiConfig::new("http://x/v1", "m").with_tool_calling(ToolCalling::JsonSchema),
+        )
+        .unwrap();
+        let prepared = provider.structured(&request).unwrap();
+        let prepared = prepared.as_deref();
+        let r = parse_completion(
+            &completion(
+                r#"{"thinking":"greet","function":"send_message","arguments":{"message":"Hi Ada"}}"#,
+                "stop",
+            ),
+            prepared,
+        )
+        .unwrap();
+        assert_eq!(r.content, "greet");
+        assert_eq!(r.tool_calls.len(), 1);
+        assert_eq!(r.tool_calls[0].name, "send_message");
+        assert_eq!(r.tool_calls[0].arguments, r#"{"message":"Hi Ada"}"#);
+        assert_eq!(r.finish_reason, FinishReason::ToolCalls);
+        assert_eq!(r.usage.total(), 15);
+
+        let r = parse_completion(&completion("I will not comply.", "stop"), prepared).unwrap();
+        assert_eq!(r.content, "I will not comply.");
+        assert_eq!(r.tool_calls[0].name, INVALID_REPLY_FUNCTION);
+        assert!(
+            r.tool_calls[0]
+                .arguments
+                .contains("Your reply was not a valid function call: it contains no JSON object")
+        );
+        assert_eq!(r.finish_reason, FinishReason::Stop);
+
+        // A server that answers with native calls anyway is taken at its word.
+        let native = json!({
+            "choices": [{"message": {"content": null, "tool_calls": [{"id": "n1", "type": "function", "function": {"name": "send_message", "arguments": "{}"}}]}, "finish_reason": "tool_calls"}]
+        });
+        let r = parse_completion(&native.to_string(), prepared).unwrap();
+        assert_eq!(r.tool_calls[0].id, "n1");
+    }
+
     #[test]
     fn completions_parse() {
         let body = json!({
@@ -187,17 +425,17 @@ mod tests {
                 "finish_reason": "tool_calls"}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
         });
-        let r = parse_completion(&body.to_string()).unwrap();
+        let r = parse_completion(&body.to_string(), None).unwrap();
         assert_eq!(r.content, "thinking");
         assert_eq!(r.tool_calls[0].name, "send_message");
         assert_eq!(r.usage.total(), 15);
         assert_eq!(r.finish_reason, FinishReason::ToolCalls);
         assert!(matches!(
-            parse_completion("{\"choices\": []}"),
+            parse_completion("{\"choices\": []}", None),
             Err(LlmError::InvalidResponse { .. })
         ));
         assert!(matches!(
-            parse_completion("<html>"),
+            parse_completion("<html>", None),
             Err(LlmError::InvalidResponse { .. })
         ));
     }

@@ -1,4 +1,5 @@
 use std::fmt;
+use std::str::FromStr;
 use std::time::Duration;
 
 use crate::http::{HttpSettings, RetryPolicy};
@@ -16,6 +17,99 @@ pub enum ConfigError {
     /// A value is malformed.
     #[error("invalid configuration: {0}")]
     Invalid(String),
+}
+
+/// How function calls travel between the agent and the server.
+///
+/// MemGPT needs one well-formed function call per turn. OpenAI's native tool calling delivers
+/// that; many local servers and models do not (broken JSON, calls written as text, a forgotten
+/// `request_heartbeat`). The other modes get the call as the reply's text instead, using
+/// [`structured`](crate::structured):
+///
+/// | mode | request | reply |
+/// |---|---|---|
+/// | [`Native`](ToolCalling::Native) | `tools` + `tool_choice` | `tool_calls` |
+/// | [`JsonSchema`](ToolCalling::JsonSchema) | `response_format: json_schema` with the [union schema](crate::structured::union_schema) | one JSON object, valid by construction |
+/// | [`GuidedJson`](ToolCalling::GuidedJson) | vLLM's `guided_json` with the union schema | the same |
+/// | [`Grammar`](ToolCalling::Grammar) | llama.cpp's `grammar` with the [GBNF grammar](crate::structured::tool_call_grammar) | the same |
+/// | [`Text`](ToolCalling::Text) | nothing but a system-prompt addendum | free text, read by [`parse_lenient`](crate::structured::parse_lenient) |
+///
+/// In every mode but `Native`, the system prompt gets the [addendum](crate::structured::protocol_prompt)
+/// describing the functions and the reply shape (the server sees no `tools`), the model's
+/// earlier calls are shown as that JSON in assistant messages, and function results become user
+/// messages starting `[function result for NAME]` (consecutive user messages are merged, for
+/// chat templates that insist on alternating roles), so servers without tool support accept
+/// the history.
+///
+/// A reply that still cannot be read as a call (possible in `Text` mode, or when a server
+/// ignores the schema or cuts the reply off) becomes a call to
+/// [`INVALID_REPLY_FUNCTION`](crate::structured::INVALID_REPLY_FUNCTION) carrying
+/// [feedback](crate::structured::feedback) for the model. The agent treats it as a failed
+/// call: it records it and runs the model again with a heartbeat, and the model reads the
+/// feedback (`[function call error] Your reply was not a valid function call: ...`) in place of
+/// the function result. An [`LlmError::InvalidResponse`](memgpt_core::llm::LlmError) would end
+/// the step instead, and a reply without calls would end the turn silently: both stall the
+/// agent on a model that just needs to be told what went wrong.
+///
+/// The non-native modes always ask for a call when functions are offered
+/// ([`ToolChoice::Auto`](memgpt_core::llm::ToolChoice) is treated as `Required`, as MemGPT
+/// agents call a function every turn); requests without functions or with
+/// [`ToolChoice::None`](memgpt_core::llm::ToolChoice) (the summarizer's) are plain completions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ToolCalling {
+    /// OpenAI's `tools` and `tool_choice`, and `tool_calls` in the reply.
+    #[default]
+    Native,
+    /// `response_format: {"type": "json_schema", ...}` with the union schema of the functions:
+    /// OpenAI-style structured output, which llama.cpp's server, vLLM, Ollama (0.5+) and LM
+    /// Studio enforce by constrained decoding.
+    JsonSchema,
+    /// vLLM's `guided_json` request field with the union schema (older vLLM versions).
+    GuidedJson,
+    /// llama.cpp's `grammar` request field with the GBNF grammar of the calls (llama.cpp servers
+    /// older than `json_schema` support, or to control whitespace).
+    Grammar,
+    /// No constraint: the system prompt describes the JSON reply and a tolerant parser reads it.
+    Text,
+}
+
+impl ToolCalling {
+    /// The name `MEMGPT_TOOL_CALLING` takes: `native`, `json_schema`, `guided_json`, `grammar`
+    /// or `text`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolCalling::Native => "native",
+            ToolCalling::JsonSchema => "json_schema",
+            ToolCalling::GuidedJson => "guided_json",
+            ToolCalling::Grammar => "grammar",
+            ToolCalling::Text => "text",
+        }
+    }
+}
+
+impl fmt::Display for ToolCalling {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ToolCalling {
+    type Err = ConfigError;
+
+    /// Parses [`ToolCalling::as_str`] (case-insensitive, `-` for `_` accepted).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+            "native" | "tools" => Ok(ToolCalling::Native),
+            "json_schema" | "jsonschema" => Ok(ToolCalling::JsonSchema),
+            "guided_json" => Ok(ToolCalling::GuidedJson),
+            "grammar" | "gbnf" => Ok(ToolCalling::Grammar),
+            "text" | "prompt" => Ok(ToolCalling::Text),
+            _ => Err(ConfigError::Invalid(format!(
+                "MEMGPT_TOOL_CALLING must be native, json_schema, guided_json, grammar or text, got `{s}`"
+            ))),
+        }
+    }
 }
 
 /// Where and how to reach an OpenAI-compatible server.
@@ -41,6 +135,8 @@ pub struct OpenAiConfig {
     /// its reasoning models) instead of `max_tokens` (what most other servers read). `None`:
     /// decided by the base URL (`max_completion_tokens` for api.openai.com only).
     pub max_completion_tokens_field: Option<bool>,
+    /// How function calls are requested and read (see [`ToolCalling`]).
+    pub tool_calling: ToolCalling,
 }
 
 impl fmt::Debug for OpenAiConfig {
@@ -53,6 +149,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("http", &self.http)
             .field("parallel_tool_calls", &self.parallel_tool_calls)
             .field("supports_tool_choice", &self.supports_tool_choice)
+            .field("tool_calling", &self.tool_calling)
             .finish_non_exhaustive()
     }
 }
@@ -73,6 +170,7 @@ impl OpenAiConfig {
             parallel_tool_calls: None,
             supports_tool_choice: true,
             max_completion_tokens_field: None,
+            tool_calling: ToolCalling::Native,
         }
     }
 
@@ -82,14 +180,42 @@ impl OpenAiConfig {
             .unwrap_or_else(|| self.base_url.starts_with(Self::OPENAI_BASE_URL))
     }
 
-    /// OpenAI itself.
+    /// OpenAI itself, with native tool calling.
     pub fn openai(api_key: impl Into<String>, model: impl Into<String>) -> Self {
         Self::new(Self::OPENAI_BASE_URL, model).with_api_key(api_key)
     }
 
-    /// A local Ollama server.
+    /// A local Ollama server (`http://localhost:11434/v1`), with
+    /// [`ToolCalling::JsonSchema`].
+    ///
+    /// Ollama's native tools work only for models whose template declares them, ignore
+    /// `tool_choice`, and turn a malformed call into plain text (which ends the agent's turn);
+    /// a JSON schema (Ollama 0.5+) is enforced by llama.cpp's constrained decoder for every
+    /// model. Set [`OpenAiConfig::tool_calling`] to [`ToolCalling::Native`] for older Ollama.
     pub fn ollama(model: impl Into<String>) -> Self {
-        Self::new("http://localhost:11434/v1", model)
+        Self::new("http://localhost:11434/v1", model).with_tool_calling(ToolCalling::JsonSchema)
+    }
+
+    /// A local llama.cpp server (`llama-server`, `http://localhost:8080/v1`), with
+    /// [`ToolCalling::JsonSchema`] (which it turns into a grammar). Native tools need
+    /// `--jinja` and a model whose template supports them; [`ToolCalling::Grammar`] suits
+    /// servers too old for `json_schema`.
+    pub fn llama_cpp_server(model: impl Into<String>) -> Self {
+        Self::new("http://localhost:8080/v1", model).with_tool_calling(ToolCalling::JsonSchema)
+    }
+
+    /// A local vLLM server (`http://localhost:8000/v1`), with [`ToolCalling::JsonSchema`]
+    /// (guided decoding; native tools need a tool parser chosen at server start). Use
+    /// [`ToolCalling::GuidedJson`] for versions that predate `response_format`.
+    pub fn vllm(model: impl Into<String>) -> Self {
+        Self::new("http://localhost:8000/v1", model).with_tool_calling(ToolCalling::JsonSchema)
+    }
+
+    /// A local LM Studio server (`http://localhost:1234/v1`), with
+    /// [`ToolCalling::JsonSchema`] (enforced for every model; native tools depend on the
+    /// model).
+    pub fn lm_studio(model: impl Into<String>) -> Self {
+        Self::new("http://localhost:1234/v1", model).with_tool_calling(ToolCalling::JsonSchema)
     }
 
     /// Reads the environment:
@@ -97,7 +223,9 @@ impl OpenAiConfig {
     /// * `MEMGPT_BASE_URL` or `OPENAI_BASE_URL`: the server (default: OpenAI's);
     /// * `MEMGPT_API_KEY` or `OPENAI_API_KEY`: the key;
     /// * `MEMGPT_MODEL` or `OPENAI_MODEL`: the model (default `gpt-4o-mini`);
-    /// * `MEMGPT_CONTEXT_WINDOW`: the context window in tokens.
+    /// * `MEMGPT_CONTEXT_WINDOW`: the context window in tokens;
+    /// * `MEMGPT_TOOL_CALLING`: `native` (default), `json_schema`, `guided_json`, `grammar` or
+    ///   `text` (see [`ToolCalling`]).
     ///
     /// Fails with [`ConfigError::NotConfigured`] when neither a key nor a base URL is set.
     pub fn from_env() -> Result<Self, ConfigError> {
@@ -136,7 +264,16 @@ impl OpenAiConfig {
                 ))
             })?);
         }
+        if let Some(mode) = var(&["MEMGPT_TOOL_CALLING"]) {
+            config.tool_calling = mode.parse()?;
+        }
         Ok(config)
+    }
+
+    /// Sets how function calls are requested and read.
+    pub fn with_tool_calling(mut self, mode: ToolCalling) -> Self {
+        self.tool_calling = mode;
+        self
     }
 
     /// Sets the key.
@@ -231,6 +368,53 @@ mod tests {
         let mut vllm = OpenAiConfig::new("http://localhost:8000/v1", "m");
         vllm.max_completion_tokens_field = Some(true);
         assert!(vllm.uses_max_completion_tokens());
+    }
+
+    #[test]
+    fn tool_calling_comes_from_the_server_kind_or_the_environment() {
+        assert_eq!(
+            OpenAiConfig::openai("k", "m").tool_calling,
+            ToolCalling::Native
+        );
+        for local in [
+            OpenAiConfig::ollama("m"),
+            OpenAiConfig::llama_cpp_server("m"),
+            OpenAiConfig::vllm("m"),
+            OpenAiConfig::lm_studio("m"),
+        ] {
+            assert_eq!(
+                local.tool_calling,
+                ToolCalling::JsonSchema,
+                "{}",
+                local.base_url
+            );
+        }
+        assert_eq!(
+            OpenAiConfig::lm_studio("m").base_url,
+            "http://localhost:1234/v1"
+        );
+        let base = [("MEMGPT_BASE_URL", "http://localhost:8080/v1")];
+        let c = OpenAiConfig::from_lookup(lookup(&base)).unwrap();
+        assert_eq!(c.tool_calling, ToolCalling::Native);
+        for (text, mode) in [
+            ("native", ToolCalling::Native),
+            ("json_schema", ToolCalling::JsonSchema),
+            ("JSON-SCHEMA", ToolCalling::JsonSchema),
+            ("guided_json", ToolCalling::GuidedJson),
+            ("grammar", ToolCalling::Grammar),
+            (" text ", ToolCalling::Text),
+        ] {
+            let c = OpenAiConfig::from_lookup(lookup(&[base[0], ("MEMGPT_TOOL_CALLING", text)]))
+                .unwrap();
+            assert_eq!(c.tool_calling, mode, "{text}");
+            assert_eq!(mode.as_str().parse::<ToolCalling>(), Ok(mode));
+        }
+        let err = OpenAiConfig::from_lookup(lookup(&[base[0], ("MEMGPT_TOOL_CALLING", "xml")]))
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("MEMGPT_TOOL_CALLING must be"),
+            "{err}"
+        );
     }
 
     #[test]

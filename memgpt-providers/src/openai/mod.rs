@@ -3,14 +3,19 @@
 //! Works with anything that speaks OpenAI's `/chat/completions` and `/embeddings` API. Point
 //! [`OpenAiConfig::base_url`] at it:
 //!
-//! | server | base URL | key |
-//! |---|---|---|
-//! | OpenAI | `https://api.openai.com/v1` | required |
-//! | Ollama | `http://localhost:11434/v1` | none |
-//! | vLLM | `http://localhost:8000/v1` | optional |
-//! | llama.cpp server | `http://localhost:8080/v1` | optional |
-//! | LM Studio | `http://localhost:1234/v1` | none |
-//! | OpenRouter | `https://openrouter.ai/api/v1` | required |
+//! | server | base URL | key | constructor | function calls |
+//! |---|---|---|---|---|
+//! | OpenAI | `https://api.openai.com/v1` | required | [`OpenAiConfig::openai`] | native |
+//! | Ollama | `http://localhost:11434/v1` | none | [`OpenAiConfig::ollama`] | JSON schema |
+//! | vLLM | `http://localhost:8000/v1` | optional | [`OpenAiConfig::vllm`] | JSON schema |
+//! | llama.cpp server | `http://localhost:8080/v1` | optional | [`OpenAiConfig::llama_cpp_server`] | JSON schema |
+//! | LM Studio | `http://localhost:1234/v1` | none | [`OpenAiConfig::lm_studio`] | JSON schema |
+//! | OpenRouter | `https://openrouter.ai/api/v1` | required | [`OpenAiConfig::new`] | native |
+//!
+//! How function calls are requested and read is [`ToolCalling`]: natively, under a JSON schema
+//! or grammar that makes every reply a valid call, or as text read by a tolerant parser (for
+//! servers that have neither). See its docs for how the history is shown to the server and
+//! what happens to a reply that is not a call.
 //!
 //! ```no_run
 //! use memgpt_providers::openai::{OpenAiConfig, OpenAiProvider};
@@ -19,13 +24,14 @@
 //! # let _ = provider;
 //! ```
 
+mod calling;
 mod chat;
 mod config;
 mod embed;
 mod wire;
 
 pub use chat::OpenAiProvider;
-pub use config::{ConfigError, OpenAiConfig};
+pub use config::{ConfigError, OpenAiConfig, ToolCalling};
 pub use embed::OpenAiEmbedder;
 
 use crate::http::HttpFailure;

