@@ -157,6 +157,7 @@ No LLM is configured.
 
 Use an endpoint:
   OpenAI:        export OPENAI_API_KEY=sk-...            (optional: MEMGPT_MODEL=gpt-4o)
+  Anthropic:     export ANTHROPIC_API_KEY=sk-ant-...     (build with --features anthropic; optional: MEMGPT_MODEL)
   Ollama:        export MEMGPT_BASE_URL=http://localhost:11434/v1 MEMGPT_MODEL=llama3.1:8b
   vLLM:          export MEMGPT_BASE_URL=http://localhost:8000/v1 MEMGPT_MODEL=<served model>
   llama.cpp:     export MEMGPT_BASE_URL=http://localhost:8080/v1 MEMGPT_MODEL=<any>
@@ -177,8 +178,30 @@ struct Llm {
     description: String,
 }
 
-/// An endpoint from the environment, else the pulled local models, else `None`.
+/// An endpoint from the environment (Anthropic, with the `anthropic` feature, when
+/// `ANTHROPIC_API_KEY` is set; else OpenAI-compatible), else the pulled local models, else
+/// `None`.
 async fn choose_llm() -> Result<Option<Llm>> {
+    #[cfg(feature = "anthropic")]
+    {
+        use memgpt::anthropic::{AnthropicProvider, ConfigError as AnthropicConfigError};
+        match AnthropicProvider::from_env() {
+            Ok(provider) => {
+                let description = format!(
+                    "model {} at {}",
+                    provider.config().model,
+                    provider.config().base_url
+                );
+                return Ok(Some(Llm {
+                    provider: Arc::new(provider),
+                    embedder: None,
+                    description,
+                }));
+            }
+            Err(AnthropicConfigError::NotConfigured) => {}
+            Err(e) => return Err(e).context("reading the Anthropic configuration"),
+        }
+    }
     match OpenAiConfig::from_env() {
         Ok(config) => {
             let provider = Arc::new(OpenAiProvider::new(config.clone())?);
