@@ -249,4 +249,64 @@ mod chat {
             );
         }
     }
+
+    #[tokio::test]
+    async fn a_local_function_call_streams_monologue_then_call_then_arguments() {
+        use std::sync::Mutex;
+
+        use memgpt::function::FunctionRegistry;
+        use memgpt::llm::{ChatMessage, ChatRequest, LlmProvider, StreamDelta, ToolChoice};
+
+        let Some(provider) = provider() else { return };
+        let tools = FunctionRegistry::linked()
+            .and_then(|r| r.toolset(&["send_message", "core_memory_append"]))
+            .unwrap();
+        let mut request = ChatRequest::new(
+            "",
+            vec![
+                ChatMessage::system("You are a friendly assistant. Always think first."),
+                ChatMessage::user("Say hello to me."),
+            ],
+        );
+        request.tools = tools.schemas().clone();
+        request.tool_choice = ToolChoice::Required;
+        let seen = Mutex::new((String::new(), Vec::new(), String::new()));
+        let sink = |d: StreamDelta<'_>| {
+            let mut seen = seen.lock().unwrap();
+            match d {
+                StreamDelta::Text(t) => seen.0.push_str(t),
+                StreamDelta::ToolCallStart { id, name, .. } => {
+                    seen.1.push((id.to_owned(), name.to_owned()))
+                }
+                StreamDelta::ToolArguments { json, .. } => seen.2.push_str(json),
+                _ => {}
+            }
+        };
+        let response = provider.complete_streaming(&request, &sink).await.unwrap();
+        let (text, starts, arguments) = seen.into_inner().unwrap();
+        let call = &response.tool_calls[0];
+        assert_eq!(text, response.content);
+        assert_eq!(starts, [(call.id.clone(), call.name.clone())]);
+        assert_eq!(arguments, call.arguments);
+        assert!(
+            serde_json::from_str::<Value>(&arguments)
+                .unwrap()
+                .is_object()
+        );
+
+        // The same prompt again is served from the KV cache: only the last prompt token is
+        // processed. (Its logits come from a batch of one instead of the whole prompt, so the
+        // floating-point results may differ in the last bits and greedy decoding may take
+        // another path at a near-tie: the reply is checked for validity, not equality.)
+        let again = provider.complete(&request).await.unwrap();
+        let generation = provider.last_generation().unwrap();
+        assert_eq!(generation.prompt_tokens_processed, 1, "{generation:?}");
+        let call = &again.tool_calls[0];
+        assert!(["send_message", "core_memory_append"].contains(&call.name.as_str()));
+        assert!(
+            serde_json::from_str::<Value>(&call.arguments)
+                .unwrap()
+                .is_object()
+        );
+    }
 }

@@ -23,6 +23,7 @@
 mod config;
 mod engine;
 mod prompt;
+mod stream;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
@@ -30,7 +31,6 @@ use std::sync::{Arc, Mutex, mpsc};
 use async_trait::async_trait;
 use memgpt_core::llm::{
     ChatRequest, ChatResponse, FinishReason, LlmError, LlmProvider, StreamDelta, StreamSink, Usage,
-    replay,
 };
 use tokio::sync::mpsc as tokio_mpsc;
 
@@ -147,12 +147,19 @@ impl LlamaProvider {
         Err(worker_gone())
     }
 
-    fn response(&self, generation: Generation, with_tools: bool) -> ChatResponse {
+    fn next_call_id(&self) -> String {
+        format!(
+            "call_{}",
+            self.inner.calls.fetch_add(1, Ordering::Relaxed) + 1
+        )
+    }
+
+    fn response(&self, generation: Generation, call_id: Option<String>) -> ChatResponse {
         let usage = Usage {
             prompt_tokens: generation.prompt_tokens as u64,
             completion_tokens: generation.completion_tokens as u64,
         };
-        if !with_tools {
+        let Some(id) = call_id else {
             return ChatResponse {
                 content: generation.text,
                 tool_calls: Vec::new(),
@@ -160,11 +167,7 @@ impl LlamaProvider {
                 finish_reason: generation.finish,
                 model: self.inner.model_id.clone(),
             };
-        }
-        let id = format!(
-            "call_{}",
-            self.inner.calls.fetch_add(1, Ordering::Relaxed) + 1
-        );
+        };
         let (thinking, call) = prompt::parse_call(&generation.text, id);
         let finish_reason = match generation.finish {
             FinishReason::Stop => FinishReason::ToolCalls,
@@ -199,11 +202,12 @@ impl LlmProvider for LlamaProvider {
 
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let (generation, tools) = self.generate(request, &|_| {}).await?;
-        Ok(self.response(generation, tools.is_some()))
+        let id = tools.map(|_| self.next_call_id());
+        Ok(self.response(generation, id))
     }
 
-    /// Plain completions stream their text token by token. A function call is reported when
-    /// it is complete (its pieces are JSON of the grammar's shape, not yet a call).
+    /// Streams as the model writes: plain completions token by token; a function call's inner
+    /// monologue as text, then the call's start once its name is complete, then its arguments.
     async fn complete_streaming(
         &self,
         request: &ChatRequest,
@@ -213,10 +217,17 @@ impl LlmProvider for LlamaProvider {
             let (generation, _) = self
                 .generate(request, &|piece| sink(StreamDelta::Text(piece)))
                 .await?;
-            return Ok(self.response(generation, false));
+            return Ok(self.response(generation, None));
         }
-        let response = self.complete(request).await?;
-        replay(&response, sink);
-        Ok(response)
+        let id = self.next_call_id();
+        let streamer = Mutex::new(stream::CallStreamer::new(id.clone()));
+        let (generation, _) = self
+            .generate(request, &|piece| {
+                if let Ok(mut streamer) = streamer.lock() {
+                    streamer.push(piece, sink);
+                }
+            })
+            .await?;
+        Ok(self.response(generation, Some(id)))
     }
 }

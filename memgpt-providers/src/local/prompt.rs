@@ -141,15 +141,20 @@ pub(crate) fn parse_call(text: &str, call_id: String) -> (String, ToolCall) {
             _ => String::new(),
         };
         if let Some(Value::String(name)) = object.remove("function") {
-            let arguments = object
-                .remove("arguments")
-                .unwrap_or_else(|| Value::Object(Map::new()));
+            // The model's own text of the arguments (what was streamed), when it is complete.
+            let arguments = match super::stream::scan(text).arguments {
+                Some((raw, true)) => raw.to_owned(),
+                _ => object
+                    .remove("arguments")
+                    .unwrap_or_else(|| Value::Object(Map::new()))
+                    .to_string(),
+            };
             return (
                 thinking,
                 ToolCall {
                     id: call_id,
                     name,
-                    arguments: arguments.to_string(),
+                    arguments,
                 },
             );
         }
@@ -232,7 +237,10 @@ mod tests {
         );
         assert_eq!(thinking, "say hi");
         assert_eq!(call.name, "send_message");
-        assert_eq!(call.arguments, r#"{"message":"hi"}"#);
+        assert_eq!(
+            call.arguments, r#"{"message": "hi"}"#,
+            "the model's own text"
+        );
 
         let (_, cut) = parse_call(
             r#"{"thinking": "say hi", "function": "send_message", "arguments": {"mess"#,
