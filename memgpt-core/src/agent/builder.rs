@@ -9,7 +9,7 @@ use crate::ids::AgentId;
 use crate::llm::{LlmProvider, known_context_window};
 use crate::memory::{MemoryBlock, WorkingContext};
 use crate::queue::{EvictionPolicy, PaperPolicy, QueueManager};
-use crate::store::{AgentState, Storage};
+use crate::store::{AgentState, SearchMode, Storage};
 use crate::summarizer::{LlmSummarizer, Summarizer};
 use crate::time::{Clock, SystemClock};
 use crate::tokens::{TiktokenCounter, TokenCounter};
@@ -130,6 +130,13 @@ impl AgentBuilder {
     /// Results per page of the search functions (default 5).
     pub fn page_size(self, size: usize) -> Self {
         self.edit(move |c| c.page_size = size.max(1))
+    }
+
+    /// How `archival_memory_search` ranks passages (default [`SearchMode::Hybrid`]; it falls
+    /// back to text when the agent has no embedder). [`SearchMode::Text`] suits exact
+    /// identifiers such as UUIDs, which embeddings do not tell apart.
+    pub fn archival_search(self, mode: SearchMode) -> Self {
+        self.edit(move |c| c.archival_search = mode)
     }
 
     /// The functions offered, replacing the current list.

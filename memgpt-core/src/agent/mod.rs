@@ -288,6 +288,31 @@ impl Agent {
         Ok(ids)
     }
 
+    /// Imports earlier conversation (from another system, or a replayed dataset) into recall
+    /// storage and commits it: at once searchable with `conversation_search`, but not in the
+    /// FIFO queue, as if it had been evicted long ago. Messages keep their own timestamps and
+    /// must belong to this agent.
+    pub async fn import_history(&mut self, messages: Vec<Message>) -> Result<()> {
+        self.sync_with_store().await?;
+        if let Some(m) = messages.iter().find(|m| m.agent_id != self.id()) {
+            return Err(Error::Config(format!(
+                "message {} belongs to agent {}, not {}",
+                m.id,
+                m.agent_id,
+                self.id()
+            )));
+        }
+        let imported = messages.len() as u64;
+        let now = self.rt.clock.now();
+        let guard = Rollback::new(self);
+        guard.agent.commit(now, messages, Vec::new()).await?;
+        let mut counts = guard.agent.context.counts();
+        counts.recall += imported;
+        guard.agent.context.set_counts(counts);
+        guard.keep();
+        Ok(())
+    }
+
     /// Pins a queued message so no flush evicts it (or unpins it), and commits. Returns whether
     /// the message is in the queue.
     pub async fn pin(&mut self, id: MessageId, pinned: bool) -> Result<bool> {

@@ -63,13 +63,18 @@ impl Bm25Index {
     const K1: f32 = 1.2;
     const B: f32 = 0.75;
 
-    /// Indexes `docs`; scores come back in the same order.
+    /// Indexes `docs` with [`tokenize`]; scores come back in the same order.
     pub fn new<'a>(docs: impl IntoIterator<Item = &'a str>) -> Self {
+        Self::from_tokens(docs.into_iter().map(tokenize))
+    }
+
+    /// Indexes documents already split into terms by the caller's own analyzer (a stemmer,
+    /// say); query them with [`Bm25Index::scores_for_terms`] using the same analyzer.
+    pub fn from_tokens(docs: impl IntoIterator<Item = Vec<String>>) -> Self {
         let mut index = Self::default();
         let mut total = 0u64;
-        for doc in docs {
+        for tokens in docs {
             let mut tf: HashMap<String, u32> = HashMap::new();
-            let tokens = tokenize(doc);
             total += tokens.len() as u64;
             index.lengths.push(tokens.len() as u32);
             for token in tokens {
@@ -88,9 +93,27 @@ impl Bm25Index {
         index
     }
 
+    /// The number of documents indexed.
+    pub fn len(&self) -> usize {
+        self.docs.len()
+    }
+
+    /// Whether no document is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.docs.is_empty()
+    }
+
     /// The BM25 score of every document for `query` (0 where no term matches).
     pub fn scores(&self, query: &str) -> Vec<f32> {
-        let terms = query_terms(query);
+        self.scores_for_terms(&query_terms(query))
+    }
+
+    /// The BM25 score of every document for the given query terms (each distinct term
+    /// counts once).
+    pub fn scores_for_terms(&self, terms: &[String]) -> Vec<f32> {
+        let mut terms = terms.to_vec();
+        terms.sort();
+        terms.dedup();
         let n = self.docs.len() as f32;
         let idf: Vec<(String, f32)> = terms
             .into_iter()
