@@ -8,7 +8,7 @@ use crate::function::{Extensions, FunctionRegistry, ToolSettings};
 use crate::ids::AgentId;
 use crate::llm::{LlmProvider, known_context_window};
 use crate::memory::{MemoryBlock, WorkingContext};
-use crate::queue::{EvictionPolicy, PaperPolicy, QueueManager};
+use crate::queue::{EvictionPolicy, QueueManager, policy_by_name};
 use crate::store::{AgentState, SearchMode, Storage};
 use crate::summarizer::{LlmSummarizer, Summarizer};
 use crate::time::{Clock, SystemClock};
@@ -130,6 +130,13 @@ impl AgentBuilder {
     /// Results per page of the search functions (default 5).
     pub fn page_size(self, size: usize) -> Self {
         self.edit(move |c| c.page_size = size.max(1))
+    }
+
+    /// Selects a built-in eviction policy by name (`paper` or `lru`; see
+    /// [`policy_by_name`]). [`AgentBuilder::policy`] takes any policy object instead.
+    pub fn policy_named(self, name: impl Into<String>) -> Self {
+        let name = name.into();
+        self.edit(move |c| c.policy = name)
     }
 
     /// How `archival_memory_search` ranks passages (default [`SearchMode::Hybrid`]; it falls
@@ -362,10 +369,16 @@ impl AgentBuilder {
                     .with_max_input_tokens(summarizer_input_budget(state.config.context_window)),
             )
         });
-        let policy = self
-            .policy
-            .take()
-            .unwrap_or_else(|| Arc::new(PaperPolicy::default()));
+        let policy = match self.policy.take() {
+            Some(policy) => policy,
+            None => policy_by_name(&state.config.policy).ok_or_else(|| {
+                Error::Config(format!(
+                    "unknown eviction policy `{}`: the built-in ones are `paper` and `lru`; \
+                     give any other with AgentBuilder::policy",
+                    state.config.policy
+                ))
+            })?,
+        };
         state.config.policy = policy.name().to_owned();
         let registry = match self.registry.take() {
             Some(registry) => registry,

@@ -30,7 +30,9 @@ pub struct AgentConfig {
     pub passage_tokens: usize,
     /// The largest document a document-upload event accepts, in bytes.
     pub max_document_bytes: usize,
-    /// The eviction policy's name (informational; the policy object is given at build time).
+    /// The eviction policy: a built-in one by name (`paper`, the default, or `lru`; see
+    /// [`policy_by_name`](crate::queue::policy_by_name)) when the builder is given no policy
+    /// object; otherwise the given policy's name.
     pub policy: String,
     /// Longest function result the model sees, in characters; longer results are cut with a
     /// note saying how much was left out (Letta's limit, 6,000 by default).

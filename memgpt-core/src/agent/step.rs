@@ -484,6 +484,9 @@ impl Agent {
         };
         self.context.memory_changed(now);
         self.sync_archival_count(run);
+        for id in std::mem::take(&mut run.writes.used) {
+            self.context.queue_mut().touch(id);
+        }
         let duration = started.elapsed();
         run.timings.functions += duration;
         debug!(function = %call.name, ok = !result.is_failure(), heartbeat = result.request_heartbeat, "function call");

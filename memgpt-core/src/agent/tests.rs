@@ -1318,3 +1318,59 @@ async fn imported_history_is_searchable_but_not_queued() {
         record.tool_calls
     );
 }
+
+#[tokio::test]
+async fn policies_are_chosen_by_name_and_searches_refresh_recency() {
+    let llm = llm();
+    let err = Agent::builder()
+        .provider(llm.clone())
+        .policy_named("clock")
+        .build()
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("unknown eviction policy `clock`"),
+        "{err}"
+    );
+
+    let mut agent = Agent::builder()
+        .provider(llm.clone())
+        .policy_named("lru")
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(agent.config().policy, "lru");
+    llm.push_call("send_message", json!({"message": "Noted: Mochi."}));
+    agent
+        .step(Event::user("My cat is called Mochi."))
+        .await
+        .unwrap();
+    llm.push_call("send_message", json!({"message": "Sunny."}));
+    agent
+        .step(Event::user("The weather is sunny."))
+        .await
+        .unwrap();
+    let recency = |agent: &Agent, text: &str| {
+        let q = agent.context().queue();
+        (0..q.len())
+            .filter_map(|i| q.get(i))
+            .find(|e| e.message().text.contains(text))
+            .map(|e| e.last_used())
+            .unwrap()
+    };
+    assert!(recency(&agent, "Mochi") < recency(&agent, "sunny"));
+    // A search that returns the older message makes it the most recently used.
+    llm.push_calls(
+        "",
+        &[(
+            "conversation_search",
+            json!({"query": "Mochi cat", "request_heartbeat": true}),
+        )],
+    );
+    llm.push_call("send_message", json!({"message": "Mochi!"}));
+    agent
+        .step(Event::user("What is my cat called?"))
+        .await
+        .unwrap();
+    assert!(recency(&agent, "My cat is called Mochi") > recency(&agent, "sunny"));
+}

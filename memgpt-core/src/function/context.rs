@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use super::ToolError;
 use crate::chunk::chunk_text;
 use crate::embed::{EmbedError, Embedder, Embedding};
-use crate::ids::{AgentId, PassageId};
+use crate::ids::{AgentId, MessageId, PassageId};
 use crate::memory::WorkingContext;
 use crate::message::Message;
 use crate::store::{
@@ -86,6 +86,9 @@ pub(crate) struct StepWrites {
     pub(crate) replies: Vec<String>,
     /// A new pause for timer events: `Some(until)` set, `Some(None)` cleared.
     pub(crate) pause_until: Option<Option<DateTime<Utc>>>,
+    /// Messages the functions used (returned by a search, or marked): the queue records the
+    /// use for recency-based eviction.
+    pub(crate) used: Vec<MessageId>,
 }
 
 /// What a function call can see and change: working context, recall and archival storage, the
@@ -170,12 +173,22 @@ impl<'a> ToolContext<'a> {
     }
 
     /// Searches recall storage. Messages of the step in progress are in the FIFO queue and
-    /// become searchable when the step commits.
+    /// become searchable when the step commits. Every hit counts as a *use* of that message
+    /// (see [`ToolContext::mark_used`]).
     pub async fn search_recall(
-        &self,
+        &mut self,
         query: &RecallQuery,
     ) -> Result<SearchPage<Message>, ToolError> {
-        Ok(self.storage.recall.search(self.agent_id, query).await?)
+        let page = self.storage.recall.search(self.agent_id, query).await?;
+        self.writes.used.extend(page.hits.iter().map(|h| h.item.id));
+        Ok(page)
+    }
+
+    /// Records that the function used (referenced, re-read) a message: if it is still in the
+    /// FIFO queue, its recency is refreshed, which recency-based eviction
+    /// ([`LruPolicy`](crate::queue::LruPolicy)) takes into account.
+    pub fn mark_used(&mut self, id: MessageId) {
+        self.writes.used.push(id);
     }
 
     /// Stores `text` in archival storage, split into passages of at most

@@ -117,43 +117,157 @@ impl Default for PaperPolicy {
     }
 }
 
+/// The pressure thresholds every built-in policy shares.
+fn threshold_pressure(usage: &ContextUsage, warn_at: f64, flush_at: f64) -> Pressure {
+    let fraction = usage.fraction();
+    if fraction >= flush_at {
+        Pressure::Flush
+    } else if fraction >= warn_at {
+        Pressure::Warn
+    } else {
+        Pressure::Normal
+    }
+}
+
+/// Takes entries in `order` (skipping pinned ones) until `fraction` of the queue's tokens
+/// is freed.
+fn take_until_freed(
+    view: &QueueView<'_>,
+    order: impl IntoIterator<Item = usize>,
+    fraction: f64,
+) -> Vec<usize> {
+    let target = (view.usage.queue_tokens as f64 * fraction).ceil() as usize;
+    let mut freed = 0;
+    let mut chosen = Vec::new();
+    for i in order {
+        if freed >= target {
+            break;
+        }
+        let entry = &view.entries[i];
+        if entry.pinned {
+            continue;
+        }
+        freed += entry.tokens;
+        chosen.push(i);
+    }
+    chosen
+}
+
 impl EvictionPolicy for PaperPolicy {
     fn name(&self) -> &str {
         "paper"
     }
 
     fn pressure(&self, usage: &ContextUsage) -> Pressure {
-        let fraction = usage.fraction();
-        if fraction >= self.flush_at {
-            Pressure::Flush
-        } else if fraction >= self.warn_at {
-            Pressure::Warn
-        } else {
-            Pressure::Normal
-        }
+        threshold_pressure(usage, self.warn_at, self.flush_at)
     }
 
     fn select(&self, view: &QueueView<'_>) -> Vec<usize> {
-        let target = (view.usage.queue_tokens as f64 * self.evict_fraction).ceil() as usize;
-        let mut freed = 0;
-        let mut chosen = Vec::new();
-        for (i, entry) in view.entries.iter().enumerate() {
-            if freed >= target {
-                break;
-            }
-            if entry.pinned {
-                continue;
-            }
-            freed += entry.tokens;
-            chosen.push(i);
+        take_until_freed(view, 0..view.entries.len(), self.evict_fraction)
+    }
+}
+
+/// Least recently *used* first: the paper's thresholds, but a flush evicts the messages whose
+/// last use is oldest.
+///
+/// A message is *used* when it is appended, and again each time a search
+/// (`conversation_search`, `conversation_search_date`) returns it while it is still in the
+/// queue, or a function marks it used ([`ToolContext::mark_used`](crate::function::ToolContext::mark_used)).
+/// [`EntryView::last_used`] is that logical time. Use counts start afresh when an agent is
+/// loaded (they are not stored); then the order is the queue's, as for [`PaperPolicy`].
+///
+/// ```
+/// use memgpt_core::queue::{EvictionPolicy, LruPolicy};
+///
+/// let policy = LruPolicy::default();
+/// assert_eq!((policy.warn_at, policy.flush_at, policy.evict_fraction), (0.7, 1.0, 0.5));
+/// assert_eq!(policy.name(), "lru");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LruPolicy {
+    /// Fraction of the window at which to warn.
+    pub warn_at: f64,
+    /// Fraction of the window at which to flush.
+    pub flush_at: f64,
+    /// Fraction of the queue's tokens to evict in a flush.
+    pub evict_fraction: f64,
+}
+
+impl Default for LruPolicy {
+    fn default() -> Self {
+        let paper = PaperPolicy::default();
+        Self {
+            warn_at: paper.warn_at,
+            flush_at: paper.flush_at,
+            evict_fraction: paper.evict_fraction,
         }
-        chosen
+    }
+}
+
+impl EvictionPolicy for LruPolicy {
+    fn name(&self) -> &str {
+        "lru"
+    }
+
+    fn pressure(&self, usage: &ContextUsage) -> Pressure {
+        threshold_pressure(usage, self.warn_at, self.flush_at)
+    }
+
+    fn select(&self, view: &QueueView<'_>) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..view.entries.len()).collect();
+        // Stable: equal recency keeps queue order (oldest first).
+        order.sort_by_key(|&i| view.entries[i].last_used);
+        take_until_freed(view, order, self.evict_fraction)
+    }
+}
+
+/// The built-in policy called `name` (`"paper"` or `"lru"`) with its default settings: what
+/// [`AgentConfig::policy`](crate::AgentConfig::policy) selects when no policy object is given.
+///
+/// ```
+/// assert_eq!(memgpt_core::queue::policy_by_name("lru").unwrap().name(), "lru");
+/// assert!(memgpt_core::queue::policy_by_name("clock").is_none());
+/// ```
+pub fn policy_by_name(name: &str) -> Option<std::sync::Arc<dyn EvictionPolicy>> {
+    match name {
+        "paper" => Some(std::sync::Arc::new(PaperPolicy::default())),
+        "lru" => Some(std::sync::Arc::new(LruPolicy::default())),
+        _ => None,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lru_evicts_least_recently_used_first_skipping_pinned() {
+        let policy = LruPolicy::default();
+        // Queue order 0..6; entries 0 and 2 were used recently (retrieved by a search).
+        let mut e = entries(&[10, 10, 10, 10, 10, 10]);
+        e[0].last_used = 100;
+        e[2].last_used = 90;
+        e[3].pinned = true;
+        let usage = ContextUsage {
+            window: 100,
+            fixed_tokens: 40,
+            queue_tokens: 60,
+            queue_messages: 6,
+        };
+        let view = QueueView { entries: &e, usage };
+        // Half of 60 tokens: three entries, least recently used first: 1, 4, 5 (3 is pinned).
+        assert_eq!(policy.select(&view), vec![1, 4, 5]);
+        // The paper's policy takes the oldest instead.
+        assert_eq!(PaperPolicy::default().select(&view), vec![0, 1, 2]);
+        assert_eq!(policy.pressure(&usage), Pressure::Flush);
+    }
+
+    #[test]
+    fn policies_by_name() {
+        assert_eq!(policy_by_name("paper").unwrap().name(), "paper");
+        assert_eq!(policy_by_name("lru").unwrap().name(), "lru");
+        assert!(policy_by_name("").is_none());
+    }
 
     fn entries(tokens: &[usize]) -> Vec<EntryView> {
         tokens
