@@ -277,6 +277,17 @@ pub trait LlmProvider: Send + Sync + fmt::Debug {
         replay(&response, sink);
         Ok(response)
     }
+
+    /// Completes `request` and, if the provider can tell (a local model can; hosted APIs
+    /// cannot), reports the attention the model paid to each of the request's messages: one
+    /// non-negative weight per message, in order. The default reports none. Attention-weighted
+    /// eviction ([`AttentionPolicy`](crate::queue::AttentionPolicy)) accumulates these.
+    async fn complete_with_attention(
+        &self,
+        request: &ChatRequest,
+    ) -> Result<(ChatResponse, Option<Vec<f32>>), LlmError> {
+        Ok((self.complete(request).await?, None))
+    }
 }
 
 /// Where a streaming provider reports the pieces of a response as they arrive.

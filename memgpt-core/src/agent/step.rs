@@ -134,7 +134,23 @@ impl Agent {
             self.relieve_pressure(&mut run, &protected).await;
             let request = self.request();
             let started = Instant::now();
-            let result = self.rt.provider.complete(&request).await;
+            let result = if self.rt.manager.policy().wants_attention() {
+                match self.rt.provider.complete_with_attention(&request).await {
+                    Ok((response, weights)) => {
+                        if let Some(weights) = weights
+                            && weights.len() == request.messages.len()
+                        {
+                            let queued = self.context.queue().len();
+                            let tail = &weights[weights.len().saturating_sub(queued)..];
+                            self.context.queue_mut().add_attention(tail);
+                        }
+                        Ok(response)
+                    }
+                    Err(e) => Err(e),
+                }
+            } else {
+                self.rt.provider.complete(&request).await
+            };
             run.timings.llm += started.elapsed();
             run.llm_calls += 1;
             let response = match result {
@@ -362,9 +378,51 @@ impl Agent {
         }
     }
 
+    /// For a policy that asks for it (and an agent with an embedder): each queued message's
+    /// cosine similarity to the observation window (the latest messages), into the queue.
+    /// Embedding failures leave relevance unmeasured; the flush goes on.
+    async fn measure_relevance(&mut self) {
+        let (Some(window), Some(embedder)) = (
+            self.rt.manager.policy().relevance_window(),
+            self.rt.embedder.clone(),
+        ) else {
+            return;
+        };
+        let queue = self.context.queue();
+        let n = queue.len();
+        if n <= window {
+            return;
+        }
+        let text = |i: usize| {
+            queue
+                .get(i)
+                .map(|e| e.message().text.clone())
+                .unwrap_or_default()
+        };
+        let observation = (n - window..n).map(text).collect::<Vec<_>>().join("\n");
+        let mut texts = vec![observation];
+        texts.extend((0..n - window).map(text));
+        match embedder.embed(&texts).await {
+            Ok(vectors) if vectors.len() == texts.len() => {
+                let similarities: Vec<f32> = vectors[1..]
+                    .iter()
+                    .map(|v| crate::embed::cosine(&vectors[0], v))
+                    .collect();
+                for (i, similarity) in similarities.into_iter().enumerate() {
+                    self.context.queue_mut().set_relevance(i, similarity);
+                }
+            }
+            Ok(_) => {
+                warn!("the embedder returned the wrong number of vectors; relevance not measured")
+            }
+            Err(e) => warn!(error = %e, "embedding for relevance failed; relevance not measured"),
+        }
+    }
+
     /// Evicts what the policy (and the manager's invariants) choose and folds it into the
     /// recursive summary. A failed or empty summary keeps the previous one.
     async fn flush(&mut self, run: &mut StepRun, protected: &[MessageId], forced: bool) {
+        self.measure_relevance().await;
         let before = self.context.stats();
         let fixed = before.total_tokens - before.queue_tokens;
         let plan = self

@@ -1374,3 +1374,89 @@ async fn policies_are_chosen_by_name_and_searches_refresh_recency() {
         .unwrap();
     assert!(recency(&agent, "My cat is called Mochi") > recency(&agent, "sunny"));
 }
+
+/// Reports attention like a local model could: most of it on messages about giraffes.
+#[derive(Debug)]
+struct Attentive(Arc<ScriptedProvider>);
+
+#[async_trait]
+impl LlmProvider for Attentive {
+    fn model(&self) -> &str {
+        "attentive"
+    }
+
+    async fn complete(
+        &self,
+        request: &crate::llm::ChatRequest,
+    ) -> Result<crate::llm::ChatResponse, LlmError> {
+        self.0.complete(request).await
+    }
+
+    async fn complete_with_attention(
+        &self,
+        request: &crate::llm::ChatRequest,
+    ) -> Result<(crate::llm::ChatResponse, Option<Vec<f32>>), LlmError> {
+        let weights = request
+            .messages
+            .iter()
+            .map(|m| {
+                if m.content.contains("giraffe") {
+                    1.0
+                } else {
+                    0.01
+                }
+            })
+            .collect();
+        Ok((self.0.complete(request).await?, Some(weights)))
+    }
+}
+
+/// Runs steps until the first flush under `policy`; returns the giraffe message if it is
+/// still queued, with the agent.
+async fn giraffe_after_a_flush(policy: &str) -> (Agent, Option<crate::queue::QueueEntry>) {
+    let scripted = llm();
+    let mut agent = Agent::builder()
+        .provider(Arc::new(Attentive(scripted.clone())))
+        .embedder(Arc::new(HashingEmbedder::new(64)))
+        .policy_named(policy)
+        .system_prompt("You are a test agent.")
+        .persona("I am T.")
+        .block_limit(200)
+        .tools(["send_message"])
+        .context_window(900)
+        .build()
+        .await
+        .unwrap();
+    for i in 0..40 {
+        scripted.push_call("send_message", json!({"message": format!("reply {i} with padding")}));
+        scripted.push_summary(Ok(format!("Summary after step {i}.")));
+        let text = if i == 0 {
+            "My favourite animal is the giraffe.".to_owned()
+        } else {
+            format!("message {i}: filler words about nothing in particular, word{i}")
+        };
+        let record = agent.step(text).await.unwrap();
+        if !record.flushes.is_empty() {
+            let queue = agent.context().queue();
+            let giraffe = (0..queue.len())
+                .filter_map(|i| queue.get(i))
+                .find(|e| e.message().text.contains("giraffe"))
+                .cloned();
+            return (agent, giraffe);
+        }
+    }
+    panic!("no flush in 40 steps");
+}
+
+#[tokio::test]
+async fn attention_eviction_keeps_the_old_message_the_model_attends_to() {
+    let (agent, giraffe) = giraffe_after_a_flush("attention").await;
+    let giraffe = giraffe.expect("the attended message survived the flush");
+    assert!(giraffe.attention() > 1.0, "{}", giraffe.attention());
+    assert!(agent.summary().evicted_messages > 0);
+    // Relevance was measured for the messages outside the observation window.
+    assert!(giraffe.relevance().is_some());
+    // The paper's policy evicts it: it is the oldest.
+    let (_, giraffe) = giraffe_after_a_flush("paper").await;
+    assert!(giraffe.is_none());
+}

@@ -18,6 +18,10 @@ pub struct QueueEntry {
     /// How often it was used.
     uses: u32,
     pinned: bool,
+    /// Attention the model paid to it, summed over the LLM calls that reported any.
+    attention: f32,
+    /// Its similarity to the latest turns, when last measured.
+    relevance: Option<f32>,
 }
 
 impl QueueEntry {
@@ -49,6 +53,18 @@ impl QueueEntry {
     /// Whether it is pinned (never evicted).
     pub fn is_pinned(&self) -> bool {
         self.pinned
+    }
+
+    /// Attention the model paid to it, summed over the calls whose provider reported it
+    /// (see [`LlmProvider::complete_with_attention`](crate::llm::LlmProvider::complete_with_attention)).
+    pub fn attention(&self) -> f32 {
+        self.attention
+    }
+
+    /// Its similarity to the latest turns, when last measured (before a flush, for policies
+    /// that ask for it).
+    pub fn relevance(&self) -> Option<f32> {
+        self.relevance
     }
 
     fn is_function_result(&self) -> bool {
@@ -90,6 +106,8 @@ impl FifoQueue {
             last_used: self.clock,
             uses: 1,
             pinned: false,
+            attention: 0.0,
+            relevance: None,
         });
     }
 
@@ -126,6 +144,26 @@ impl FifoQueue {
     /// The message ids, oldest first (what the agent store persists).
     pub fn ids(&self) -> Vec<MessageId> {
         self.entries.iter().map(|e| e.message.id).collect()
+    }
+
+    /// Adds attention weights, one per entry in queue order (what a provider reported for the
+    /// queue's part of the prompt). Ignored unless there is exactly one weight per entry.
+    pub fn add_attention(&mut self, weights: &[f32]) {
+        if weights.len() != self.entries.len() {
+            return;
+        }
+        for (entry, w) in self.entries.iter_mut().zip(weights) {
+            if w.is_finite() {
+                entry.attention += w.max(0.0);
+            }
+        }
+    }
+
+    /// Records the relevance of the entry at `index` to the latest turns.
+    pub fn set_relevance(&mut self, index: usize, relevance: f32) {
+        if let Some(entry) = self.entries.get_mut(index) {
+            entry.relevance = Some(relevance);
+        }
     }
 
     /// Pins or unpins the message `id`; returns whether it is in the queue.

@@ -61,6 +61,8 @@ impl QueueManager {
                     created_at: m.created_at,
                     last_used: e.last_used(),
                     uses: e.uses(),
+                    attention: e.attention(),
+                    relevance: e.relevance(),
                     pinned: e.is_pinned() || protected.contains(&m.id),
                 }
             })

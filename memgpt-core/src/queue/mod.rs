@@ -5,7 +5,8 @@
 //! * [`EvictionPolicy`]: decides *when* to warn or flush and *what* to evict, from a read-only
 //!   [`QueueView`]. [`PaperPolicy`] is MemGPT's: warn at 70% of the window, flush at 100%, evict
 //!   about 50% of the queue, oldest first; [`LruPolicy`] evicts the least recently used
-//!   messages instead. [`policy_by_name`] maps a config name to a built-in policy.
+//!   messages instead; [`AttentionPolicy`] keeps what the latest turns attend to (relevance,
+//!   heavy hitters, recency). [`policy_by_name`] maps a config name to a built-in policy.
 //! * [`QueueManager`]: carries a policy's decisions out and enforces the invariants whatever the
 //!   policy returns: a function call is never separated from its results, pinned and protected
 //!   messages stay, and a flush always frees enough to leave the flush zone when that is
@@ -18,6 +19,6 @@ mod policy;
 pub use fifo::{FifoQueue, QueueEntry};
 pub use manager::{EvictionPlan, QueueManager};
 pub use policy::{
-    ContextUsage, EntryView, EvictionPolicy, LruPolicy, PaperPolicy, Pressure, QueueView,
-    policy_by_name,
+    AttentionPolicy, ContextUsage, EntryView, EvictionPolicy, LruPolicy, PaperPolicy, Pressure,
+    QueueView, policy_by_name,
 };

@@ -31,6 +31,13 @@ pub struct EntryView {
     pub last_used: u64,
     /// How many times it was used.
     pub uses: u32,
+    /// Attention the model paid to it, summed over the LLM calls whose provider reported any
+    /// (0 when none did).
+    pub attention: f32,
+    /// Its similarity (cosine) to the latest turns, when measured: before a flush, for a
+    /// policy whose [`EvictionPolicy::relevance_window`] asks for it and an agent with an
+    /// embedder.
+    pub relevance: Option<f32>,
     /// Whether it may not be evicted (pinned by the user, or protected for the step in
     /// progress). The manager drops such entries from any selection.
     pub pinned: bool,
@@ -85,6 +92,19 @@ pub trait EvictionPolicy: Send + Sync + fmt::Debug {
     /// Indices into `view.entries` to evict in a flush. Called at [`Pressure::Flush`], or when
     /// the provider reported a context overflow.
     fn select(&self, view: &QueueView<'_>) -> Vec<usize>;
+
+    /// How many of the latest messages form the *observation window* whose similarity to
+    /// every other queued message the agent measures (with its embedder) before a flush, into
+    /// [`EntryView::relevance`]. `None` (the default): the policy does not use relevance.
+    fn relevance_window(&self) -> Option<usize> {
+        None
+    }
+
+    /// Whether the policy uses the attention weights a provider can report
+    /// ([`EntryView::attention`]); the agent asks the provider for them only then.
+    fn wants_attention(&self) -> bool {
+        false
+    }
 }
 
 /// MemGPT's policy: warn at 70% of the window, flush at 100%, and evict the oldest messages
@@ -221,7 +241,132 @@ impl EvictionPolicy for LruPolicy {
     }
 }
 
-/// The built-in policy called `name` (`"paper"` or `"lru"`) with its default settings: what
+/// Attention-weighted eviction: keeps what the recent conversation attends to.
+///
+/// Each queued message outside the *observation window* (the latest
+/// [`observation`](Self::observation) messages, always kept, as in SnapKV) gets a score, and a
+/// flush evicts the lowest scores first until [`evict_fraction`](Self::evict_fraction) of the
+/// queue's tokens is freed:
+///
+/// * **relevance** (weight [`relevance_weight`](Self::relevance_weight)): cosine similarity to
+///   the observation window ([`EntryView::relevance`], measured with the agent's embedder);
+/// * **heavy hitters** ([`heavy_hitter_weight`](Self::heavy_hitter_weight)): accumulated
+///   importance, as in H2O/Scissorhands: attention the model paid to the message when its
+///   provider reports it ([`EntryView::attention`]) plus how often it was used (retrieved by a
+///   search or marked), normalised by the queue's maximum;
+/// * **recency** ([`recency_weight`](Self::recency_weight)): rank of its last use.
+///
+/// The attention sinks of main context (system instructions, working context, the recursive
+/// summary) are outside the queue and never evicted; pinned messages stay as always. Without an
+/// embedder and without reported attention the score reduces to use counts and recency, an
+/// LRU with frequency.
+///
+/// ```
+/// use memgpt_core::queue::{AttentionPolicy, EvictionPolicy};
+///
+/// let policy = AttentionPolicy::default();
+/// assert_eq!(policy.name(), "attention");
+/// assert_eq!(policy.relevance_window(), Some(4));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AttentionPolicy {
+    /// Fraction of the window at which to warn.
+    pub warn_at: f64,
+    /// Fraction of the window at which to flush.
+    pub flush_at: f64,
+    /// Fraction of the queue's tokens to evict in a flush.
+    pub evict_fraction: f64,
+    /// The latest messages that form the observation window (never evicted by the policy).
+    pub observation: usize,
+    /// Weight of relevance to the observation window.
+    pub relevance_weight: f32,
+    /// Weight of accumulated importance (attention and uses).
+    pub heavy_hitter_weight: f32,
+    /// Weight of recency.
+    pub recency_weight: f32,
+}
+
+impl Default for AttentionPolicy {
+    fn default() -> Self {
+        let paper = PaperPolicy::default();
+        Self {
+            warn_at: paper.warn_at,
+            flush_at: paper.flush_at,
+            evict_fraction: paper.evict_fraction,
+            observation: 4,
+            relevance_weight: 0.5,
+            heavy_hitter_weight: 0.3,
+            recency_weight: 0.2,
+        }
+    }
+}
+
+impl AttentionPolicy {
+    /// Every entry's score (higher is kept longer); the observation window scores infinity.
+    pub fn scores(&self, entries: &[EntryView]) -> Vec<f32> {
+        let n = entries.len();
+        let observed_from = n.saturating_sub(self.observation);
+        let importance = |e: &EntryView| e.attention + e.uses.saturating_sub(1) as f32;
+        let max_importance = entries
+            .iter()
+            .map(importance)
+            .fold(0.0f32, f32::max)
+            .max(f32::EPSILON);
+        let mut by_recency: Vec<usize> = (0..n).collect();
+        by_recency.sort_by_key(|&i| entries[i].last_used);
+        let mut recency = vec![0.0f32; n];
+        for (rank, &i) in by_recency.iter().enumerate() {
+            recency[i] = if n > 1 {
+                rank as f32 / (n - 1) as f32
+            } else {
+                1.0
+            };
+        }
+        entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                if i >= observed_from {
+                    return f32::INFINITY;
+                }
+                let relevance = e.relevance.unwrap_or(0.0).clamp(0.0, 1.0);
+                self.relevance_weight * relevance
+                    + self.heavy_hitter_weight * importance(e) / max_importance
+                    + self.recency_weight * recency[i]
+            })
+            .collect()
+    }
+}
+
+impl EvictionPolicy for AttentionPolicy {
+    fn name(&self) -> &str {
+        "attention"
+    }
+
+    fn pressure(&self, usage: &ContextUsage) -> Pressure {
+        threshold_pressure(usage, self.warn_at, self.flush_at)
+    }
+
+    fn select(&self, view: &QueueView<'_>) -> Vec<usize> {
+        let scores = self.scores(view.entries);
+        let mut order: Vec<usize> = (0..view.entries.len())
+            .filter(|&i| scores[i].is_finite())
+            .collect();
+        // Lowest score first; ties go to the older message.
+        order.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(a.cmp(&b)));
+        take_until_freed(view, order, self.evict_fraction)
+    }
+
+    fn relevance_window(&self) -> Option<usize> {
+        Some(self.observation.max(1))
+    }
+
+    fn wants_attention(&self) -> bool {
+        true
+    }
+}
+
+/// The built-in policy called `name` (`"paper"`, `"lru"` or `"attention"`) with its default settings: what
 /// [`AgentConfig::policy`](crate::AgentConfig::policy) selects when no policy object is given.
 ///
 /// ```
@@ -232,6 +377,7 @@ pub fn policy_by_name(name: &str) -> Option<std::sync::Arc<dyn EvictionPolicy>> 
     match name {
         "paper" => Some(std::sync::Arc::new(PaperPolicy::default())),
         "lru" => Some(std::sync::Arc::new(LruPolicy::default())),
+        "attention" => Some(std::sync::Arc::new(AttentionPolicy::default())),
         _ => None,
     }
 }
@@ -263,7 +409,74 @@ mod tests {
     }
 
     #[test]
+    fn attention_keeps_what_the_latest_turns_attend_to() {
+        let policy = AttentionPolicy {
+            observation: 2,
+            ..AttentionPolicy::default()
+        };
+        // Eight messages of 10 tokens; the last two are the observation window.
+        let mut e = entries(&[10; 8]);
+        e[0].relevance = Some(0.9); // old but on topic
+        e[1].relevance = Some(0.1);
+        e[2].relevance = Some(0.2);
+        e[3].uses = 5; // a heavy hitter: retrieved again and again
+        e[3].relevance = Some(0.1);
+        e[4].relevance = Some(0.1);
+        e[5].relevance = Some(0.15);
+        e[6].relevance = Some(0.0);
+        e[7].relevance = Some(0.0);
+        let usage = ContextUsage {
+            window: 100,
+            fixed_tokens: 20,
+            queue_tokens: 80,
+            queue_messages: 8,
+        };
+        let view = QueueView { entries: &e, usage };
+        let chosen = policy.select(&view);
+        // Half of 80 tokens: four messages, the least relevant, least used and oldest.
+        assert_eq!(chosen, vec![1, 2, 4, 5]);
+        let scores = policy.scores(&e);
+        assert!(
+            scores[6].is_infinite() && scores[7].is_infinite(),
+            "observation window"
+        );
+        assert!(scores[0] > scores[1], "relevance beats age");
+        assert!(scores[3] > scores[4], "a heavy hitter stays");
+
+        // Reported attention counts like uses.
+        let mut e2 = entries(&[10; 4]);
+        e2[1].attention = 3.0;
+        let policy = AttentionPolicy {
+            observation: 1,
+            ..AttentionPolicy::default()
+        };
+        let s = policy.scores(&e2);
+        assert!(s[1] > s[0] && s[1] > s[2], "{s:?}");
+        assert!(policy.wants_attention());
+    }
+
+    #[test]
+    fn attention_without_signals_is_recency_and_frequency() {
+        let policy = AttentionPolicy {
+            observation: 1,
+            ..AttentionPolicy::default()
+        };
+        let mut e = entries(&[10, 10, 10, 10, 10]);
+        e[0].last_used = 50;
+        e[0].uses = 2;
+        let usage = ContextUsage {
+            window: 60,
+            fixed_tokens: 10,
+            queue_tokens: 50,
+            queue_messages: 5,
+        };
+        let view = QueueView { entries: &e, usage };
+        assert_eq!(policy.select(&view), vec![1, 2, 3]);
+    }
+
+    #[test]
     fn policies_by_name() {
+        assert_eq!(policy_by_name("attention").unwrap().name(), "attention");
         assert_eq!(policy_by_name("paper").unwrap().name(), "paper");
         assert_eq!(policy_by_name("lru").unwrap().name(), "lru");
         assert!(policy_by_name("").is_none());
@@ -280,6 +493,8 @@ mod tests {
                 created_at: Utc::now(),
                 last_used: i as u64,
                 uses: 1,
+                attention: 0.0,
+                relevance: None,
                 pinned: false,
             })
             .collect()
