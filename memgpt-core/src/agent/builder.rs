@@ -177,7 +177,8 @@ impl AgentBuilder {
         self
     }
 
-    /// The page-replacement policy (default: [`PaperPolicy`]).
+    /// The page-replacement policy object (default: the one named in the config, see
+    /// [`AgentBuilder::policy_named`]; [`PaperPolicy`](crate::queue::PaperPolicy) unless changed).
     pub fn policy(mut self, policy: Arc<dyn EvictionPolicy>) -> Self {
         self.policy = Some(policy);
         self

@@ -1428,7 +1428,10 @@ async fn giraffe_after_a_flush(policy: &str) -> (Agent, Option<crate::queue::Que
         .await
         .unwrap();
     for i in 0..40 {
-        scripted.push_call("send_message", json!({"message": format!("reply {i} with padding")}));
+        scripted.push_call(
+            "send_message",
+            json!({"message": format!("reply {i} with padding")}),
+        );
         scripted.push_summary(Ok(format!("Summary after step {i}.")));
         let text = if i == 0 {
             "My favourite animal is the giraffe.".to_owned()
