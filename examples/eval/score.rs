@@ -32,70 +32,77 @@ pub fn contains_answer(prediction: &str, golds: &[String]) -> bool {
     })
 }
 
-/// The best token-level F1 of the prediction against any gold answer.
-pub fn f1(prediction: &str, golds: &[String]) -> f64 {
-    let p = normalize(prediction);
-    let p: Vec<&str> = p.split_whitespace().collect();
+/// Normalised words.
+fn words(text: &str) -> Vec<String> {
+    normalize(text)
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The best of `score(prediction words, gold words)` over the gold answers.
+fn best_over_golds(
+    prediction: &str,
+    golds: &[String],
+    score: impl Fn(&[String], &[String]) -> f64,
+) -> f64 {
+    let p = words(prediction);
     golds
         .iter()
-        .map(|g| {
-            let g = normalize(g);
-            let g: Vec<&str> = g.split_whitespace().collect();
-            if p.is_empty() || g.is_empty() {
-                return f64::from(u8::from(p == g));
-            }
-            let mut counts: HashMap<&str, i32> = HashMap::new();
-            for w in &g {
-                *counts.entry(w).or_default() += 1;
-            }
-            let mut common = 0;
-            for w in &p {
-                if let Some(c) = counts.get_mut(w)
-                    && *c > 0
-                {
-                    *c -= 1;
-                    common += 1;
-                }
-            }
-            if common == 0 {
-                return 0.0;
-            }
-            let precision = common as f64 / p.len() as f64;
-            let recall = common as f64 / g.len() as f64;
-            2.0 * precision * recall / (precision + recall)
-        })
+        .map(|g| score(&p, &words(g)))
         .fold(0.0, f64::max)
+}
+
+/// The best token-level F1 of the prediction against any gold answer.
+pub fn f1(prediction: &str, golds: &[String]) -> f64 {
+    best_over_golds(prediction, golds, |p, g| {
+        if p.is_empty() || g.is_empty() {
+            return f64::from(u8::from(p == g));
+        }
+        let mut counts: HashMap<&str, i32> = HashMap::new();
+        for w in g {
+            *counts.entry(w).or_default() += 1;
+        }
+        let mut common = 0;
+        for w in p {
+            if let Some(c) = counts.get_mut(w.as_str())
+                && *c > 0
+            {
+                *c -= 1;
+                common += 1;
+            }
+        }
+        if common == 0 {
+            return 0.0;
+        }
+        let precision = common as f64 / p.len() as f64;
+        let recall = common as f64 / g.len() as f64;
+        2.0 * precision * recall / (precision + recall)
+    })
 }
 
 /// ROUGE-L recall: the longest common subsequence of normalised words, over the gold
 /// answer's length (the paper's DMR metric), best over the gold answers.
 pub fn rouge_l_recall(prediction: &str, golds: &[String]) -> f64 {
-    let p = normalize(prediction);
-    let p: Vec<&str> = p.split_whitespace().collect();
-    golds
-        .iter()
-        .map(|g| {
-            let g = normalize(g);
-            let g: Vec<&str> = g.split_whitespace().collect();
-            if g.is_empty() {
-                return 0.0;
+    best_over_golds(prediction, golds, |p, g| {
+        if g.is_empty() {
+            return 0.0;
+        }
+        let mut row = vec![0usize; p.len() + 1];
+        for gw in g {
+            let mut diagonal = 0;
+            for (j, pw) in p.iter().enumerate() {
+                let above = row[j + 1];
+                row[j + 1] = if gw == pw {
+                    diagonal + 1
+                } else {
+                    row[j + 1].max(row[j])
+                };
+                diagonal = above;
             }
-            let mut row = vec![0usize; p.len() + 1];
-            for gw in &g {
-                let mut diagonal = 0;
-                for (j, pw) in p.iter().enumerate() {
-                    let above = row[j + 1];
-                    row[j + 1] = if gw == pw {
-                        diagonal + 1
-                    } else {
-                        row[j + 1].max(row[j])
-                    };
-                    diagonal = above;
-                }
-            }
-            row[p.len()] as f64 / g.len() as f64
-        })
-        .fold(0.0, f64::max)
+        }
+        row[p.len()] as f64 / g.len() as f64
+    })
 }
 
 /// The judge prompt for an LLM-as-judge score (the reply must start with CORRECT or WRONG).
