@@ -143,19 +143,16 @@ fn prepare(conversation: &Conversation, seed: u64) -> Replay {
     let mut questions = Vec::new();
     let mut posed_after: BTreeMap<usize, Vec<usize>> = BTreeMap::new(); // session -> questions
     for q in &conversation.questions {
-        let evidence: Vec<usize> = q
-            .evidence
+        let mut evidence: Vec<usize> = q
+            .evidence_ids()
             .iter()
-            .flat_map(|e| e.split([';', ',', ' ']))
-            .filter_map(|e| by_id.get(e.trim()).copied())
-            .collect::<HashSet<_>>()
-            .into_iter()
+            .filter_map(|e| by_id.get(e.as_str()).copied())
             .collect();
+        evidence.sort_unstable();
+        evidence.dedup();
         let Some(last) = evidence.iter().map(|&i| turns[i].2).max() else {
             continue;
         };
-        let mut evidence = evidence;
-        evidence.sort_unstable();
         let session = rng.usize(last..sessions);
         posed_after
             .entry(session)

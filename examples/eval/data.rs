@@ -89,6 +89,23 @@ pub struct Question {
     pub category: u8,
 }
 
+impl Question {
+    /// The evidence dialog ids, cleaned and sorted (`"D8:6; D9:17"` happens in the data).
+    pub fn evidence_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .evidence
+            .iter()
+            .flat_map(|e| e.split([';', ',', ' ']))
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .map(str::to_owned)
+            .collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+}
+
 /// LoCoMo category names (the numbering of the released data).
 pub fn category_name(category: u8) -> &'static str {
     match category {
@@ -273,6 +290,21 @@ mod tests {
         let d = parse_locomo_date("10:37 am on 27 June, 2023").unwrap();
         assert_eq!(d.to_rfc3339(), "2023-06-27T10:37:00+00:00");
         assert!(parse_locomo_date("someday").is_none());
+    }
+
+    #[test]
+    fn evidence_ids_are_cleaned() {
+        let q = Question {
+            question: String::new(),
+            answer: String::new(),
+            evidence: vec![
+                "D8:6; D9:17".to_owned(),
+                "D1:3".to_owned(),
+                "D1:3 ".to_owned(),
+            ],
+            category: 1,
+        };
+        assert_eq!(q.evidence_ids(), ["D1:3", "D8:6", "D9:17"]);
     }
 
     #[test]

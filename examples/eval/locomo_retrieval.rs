@@ -28,20 +28,6 @@ pub struct RecallResult {
     pub recall: BTreeMap<String, Vec<f64>>,
 }
 
-/// The evidence ids of a question, cleaned (`"D8:6; D9:17"` happens in the data).
-pub fn evidence_ids(raw: &[String]) -> Vec<String> {
-    let mut ids: Vec<String> = raw
-        .iter()
-        .flat_map(|e| e.split([';', ',', ' ']))
-        .map(str::trim)
-        .filter(|e| !e.is_empty())
-        .map(str::to_owned)
-        .collect();
-    ids.sort();
-    ids.dedup();
-    ids
-}
-
 /// The fraction of `evidence` among the dialog ids of the `retrieved` turns.
 pub fn recall(evidence: &[String], retrieved: &[&str]) -> f64 {
     if evidence.is_empty() {
@@ -98,7 +84,8 @@ pub async fn run(args: &Args) -> Result<String> {
                 break;
             }
             remaining -= 1;
-            let evidence: Vec<String> = evidence_ids(&q.evidence)
+            let evidence: Vec<String> = q
+                .evidence_ids()
                 .into_iter()
                 .filter(|e| known.contains_key(e.as_str()))
                 .collect();
@@ -230,16 +217,6 @@ pub fn conversations(args: &Args) -> Result<Vec<Conversation>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn evidence_ids_are_cleaned() {
-        let raw = vec![
-            "D8:6; D9:17".to_owned(),
-            "D1:3".to_owned(),
-            "D1:3 ".to_owned(),
-        ];
-        assert_eq!(evidence_ids(&raw), ["D1:3", "D8:6", "D9:17"]);
-    }
 
     #[test]
     fn recall_counts_the_fraction_found() {
