@@ -7,6 +7,7 @@
 //! cargo run --release --example eval -- locomo-retrieval
 //! cargo run --release --example eval -- nested-kv --offline
 //! cargo run --release --example eval -- doc-qa-retrieval
+//! cargo run --release --example eval -- embeddings   # real vectors for the storage benchmark
 //!
 //! # against any OpenAI-compatible endpoint (flags, or MEMGPT_BASE_URL / MEMGPT_MODEL / OPENAI_API_KEY)
 //! cargo run --release --example eval -- nested-kv --base-url http://localhost:11434/v1 --model qwen2.5:7b
@@ -35,6 +36,7 @@ mod oracle;
 mod report;
 mod retrieval;
 mod score;
+mod vectors;
 
 #[cfg(test)]
 #[path = "../../tests/support/fake_openai.rs"]
@@ -56,6 +58,7 @@ harnesses:
   locomo             deep memory retrieval on LoCoMo: recursive summary vs MemGPT
   locomo-retrieval   offline: evidence recall@5/@10 of conversation search (BM25, vector, hybrid)
   opener             conversation opener, scored by persona similarity (CSIM)
+  embeddings         writes real MiniLM embeddings of the data as .fvecs (storage benchmark)
 
 options:
   --data PATH        input file (default: ../shared/data/...)
@@ -96,6 +99,7 @@ async fn main() -> Result<()> {
         "locomo" => locomo::run(&args).await?,
         "locomo-retrieval" => locomo_retrieval::run(&args).await?,
         "opener" => opener::run(&args).await?,
+        "embeddings" => vectors::run(&args).await?,
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             return Ok(());

@@ -413,3 +413,47 @@ async fn opener_scores_similarity_to_earlier_facts_and_the_human_opener() {
             .any(|m| m["content"].to_string().contains("login"))
     );
 }
+
+#[tokio::test]
+async fn embeddings_writes_every_text_as_fvecs() {
+    use std::io::Write;
+    let server = FakeOpenAi::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    // The data folder layout the command reads: NQ gzipped, LoCoMo as JSON.
+    std::fs::create_dir_all(data.path().join("nq_open")).unwrap();
+    std::fs::create_dir_all(data.path().join("locomo")).unwrap();
+    let nq = std::fs::read(nq_data(data.path())).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(data.path().join("nq_open/nq-open-oracle.jsonl.gz")).unwrap(),
+        flate2::Compression::fast(),
+    );
+    gz.write_all(&nq).unwrap();
+    gz.finish().unwrap();
+    std::fs::rename(
+        locomo_data(data.path()),
+        data.path().join("locomo/locomo5_dev.json"),
+    )
+    .unwrap();
+    let a = args(
+        "embeddings",
+        out.path(),
+        Some(&server),
+        &["--data", data.path().to_str().unwrap()],
+    );
+    let report = crate::vectors::run(&a).await.unwrap();
+    let count = |name: &str| {
+        let bytes = std::fs::read(out.path().join(name)).unwrap();
+        let record = 4 + 4 * FAKE_EMBEDDING_DIMENSION;
+        assert_eq!(bytes.len() % record, 0, "{name}: whole records");
+        assert_eq!(
+            &bytes[..4],
+            &(FAKE_EMBEDDING_DIMENSION as i32).to_le_bytes()
+        );
+        bytes.len() / record
+    };
+    // Base: 3 NQ documents + their 3 sentences, 6 LoCoMo turns, 3 observations.
+    assert_eq!(count("real-base.fvecs"), 15, "{report}");
+    // Queries: 3 NQ questions + 4 LoCoMo questions.
+    assert_eq!(count("real-query.fvecs"), 7, "{report}");
+}

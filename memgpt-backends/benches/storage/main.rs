@@ -12,16 +12,25 @@
 //! name contains one of the words; `--ef-sweep N,...` also searches each usearch index with
 //! those candidate-list sizes (reopened with `ef_search=N`).
 //!
-//! Data is synthetic and deterministic: 384-d vectors drawn around 1,000 cluster centres (real
-//! embeddings cluster by topic; uniformly random vectors are HNSW's worst case and no real
-//! workload), and messages of 8-20 words from a 20,000-word vocabulary with Zipf frequencies.
-//! Recall@10 is measured against an exact brute-force search of the same vectors.
+//! Vectors are 384-d and deterministic (see `vectors.rs`): by default a clustered worst case;
+//! with `--vectors DIR`, a dataset grown from real all-MiniLM-L6-v2 embeddings of the shared
+//! data, searched with real question embeddings:
+//!
+//! ```text
+//! cargo run --release --example eval -- embeddings --out target/vectors
+//! cargo bench -p memgpt-backends --all-features --bench storage -- --vectors target/vectors --calibrate
+//! cargo bench -p memgpt-backends --all-features --bench storage -- --vectors target/vectors \
+//!   --only archival --backends usearch --passages 1000000 --ef-sweep 32,64
+//! ```
+//!
+//! `--calibrate` compares the grown data with held-out real embeddings at the same size.
+//! Messages are 8-20 words from a 20,000-word vocabulary with Zipf frequencies. Recall@10 is
+//! measured against an exact brute-force search of the same vectors.
 
 use std::time::{Duration, Instant};
 
 use chrono::{TimeZone, Utc};
 use memgpt_backends::StoreConfig;
-use memgpt_backends::vector::{TopK, cosine_to_unit, normalized};
 use memgpt_core::AgentConfig;
 use memgpt_core::embed::Embedding;
 use memgpt_core::ids::AgentId;
@@ -30,52 +39,11 @@ use memgpt_core::store::{
     AgentState, ArchivalQuery, Commit, Page, Passage, RecallQuery, SearchMode, Storage, Summary,
 };
 
-const DIM: usize = 384;
-const MODEL: &str = "bench-clustered-384";
+mod vectors;
 
-/// xorshift64*: deterministic, dependency-free.
-struct Rng(u64);
+use vectors::{DIM, Dataset, Rng};
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32
-    }
-    fn normal(&mut self) -> f32 {
-        let (u1, u2) = (self.unit().max(1e-7), self.unit());
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f32::consts::PI * u2).cos()
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
-struct Clusters {
-    centres: Vec<Vec<f32>>,
-}
-
-impl Clusters {
-    fn new(rng: &mut Rng, n: usize) -> Self {
-        Self {
-            centres: (0..n)
-                .map(|_| normalized(&(0..DIM).map(|_| rng.normal()).collect::<Vec<_>>()))
-                .collect(),
-        }
-    }
-    fn sample(&self, rng: &mut Rng) -> Vec<f32> {
-        let c = &self.centres[rng.below(self.centres.len())];
-        normalized(
-            &c.iter()
-                .map(|x| x + 0.06 * rng.normal())
-                .collect::<Vec<_>>(),
-        )
-    }
-}
+const MODEL: &str = "bench-384";
 
 fn t0() -> chrono::DateTime<Utc> {
     Utc.with_ymd_and_hms(2024, 1, 1, 0, 0, 0).unwrap()
@@ -187,37 +155,58 @@ async fn settle(url: &str) {
     let _ = url;
 }
 
+/// The dataset of `n` base vectors: grown from real embeddings with `--vectors DIR`, else the
+/// clustered worst case.
+fn dataset(n: usize, queries: usize) -> Dataset {
+    let seed = 0x5eed_0000 + n as u64;
+    match real_vectors() {
+        Some((anchors, real_queries)) => vectors::grown(seed, &anchors, &real_queries, n, queries),
+        None => vectors::clustered(seed, n, queries),
+    }
+}
+
+/// Real base vectors and real query vectors.
+type RealVectors = (Vec<Vec<f32>>, Vec<Vec<f32>>);
+
+/// `--vectors DIR`: the real embeddings `DIR/real-base.fvecs` and `DIR/real-query.fvecs`; a
+/// relative `DIR` is taken from the workspace root (cargo runs benchmarks in the package).
+fn real_vectors() -> Option<RealVectors> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(arg("--vectors")?);
+    let read = |name: &str| {
+        vectors::read_fvecs(&dir.join(name)).unwrap_or_else(|e| {
+            panic!(
+                "reading {}: {e} (write it with `cargo run --release --example eval -- embeddings --out DIR`)",
+                dir.join(name).display()
+            )
+        })
+    };
+    Some((read("real-base.fvecs"), read("real-query.fvecs")))
+}
+
 async fn archival(sizes: &[usize], queries: usize) {
-    println!("\n## Archival vector search (384-d, clustered)\n");
-    println!(
-        "| passages | backend | insert passages/s | p50 ms | p99 ms | of which fetch p50 ms | recall@10 | queries |"
-    );
-    println!("|---|---|---|---|---|---|---|---|");
     for &n in sizes {
-        let mut rng = Rng(0x5eed_0000 + n as u64);
-        let clusters = Clusters::new(&mut rng, 1_000);
-        let vectors: Vec<Vec<f32>> = (0..n).map(|_| clusters.sample(&mut rng)).collect();
-        let probes: Vec<Vec<f32>> = (0..queries).map(|_| clusters.sample(&mut rng)).collect();
-        // Ground truth by brute force (keys are insertion positions).
-        let truth: Vec<Vec<usize>> = probes
-            .iter()
-            .map(|q| {
-                let mut top = TopK::new(10);
-                for (i, v) in vectors.iter().enumerate() {
-                    top.push(cosine_to_unit(q, v), i as i64);
-                }
-                top.into_sorted()
-                    .into_iter()
-                    .map(|(_, i)| i as usize)
-                    .collect()
-            })
-            .collect();
+        let data = dataset(n, queries);
+        println!(
+            "\n## Archival vector search ({DIM}-d, {}, {n} passages)\n",
+            data.name
+        );
+        println!(
+            "| passages | backend | insert passages/s | p50 ms | p99 ms | of which fetch p50 ms | recall@10 | queries |"
+        );
+        println!("|---|---|---|---|---|---|---|---|");
+        let truth = vectors::ground_truth(&data, 10);
         let kinds: &[(&str, &str)] = &[
             ("sqlite exact scan", "?recall=fts5&vectors=exact"),
             ("sqlite + usearch f32", "?recall=fts5&vectors=usearch"),
             (
                 "sqlite + usearch f16",
                 "?recall=fts5&vectors=usearch&quantization=f16",
+            ),
+            (
+                "sqlite + usearch i8",
+                "?recall=fts5&vectors=usearch&quantization=i8",
             ),
             ("postgres", ""),
         ];
@@ -229,64 +218,118 @@ async fn archival(sizes: &[usize], queries: usize) {
                 );
                 continue;
             }
-            let mut s = open(&backend.url).await;
-            let mut a = state(AgentId::new());
-            s.agents.create_agent(&a).await.expect("create");
-            let started = Instant::now();
-            let mut texts = Vec::with_capacity(n);
-            for (chunk_no, chunk) in vectors.chunks(5_000).enumerate() {
-                let passages: Vec<Passage> = chunk
-                    .iter()
-                    .enumerate()
-                    .map(|(j, v)| {
-                        let i = chunk_no * 5_000 + j;
-                        let mut p = Passage::new(a.id, format!("passage {i}"), t0());
-                        p.embedding = Some(Embedding {
-                            model: MODEL.into(),
-                            vector: v.clone(),
-                        });
-                        p
-                    })
-                    .collect();
-                texts.extend(passages.iter().map(|p| p.text.clone()));
-                s.agents
-                    .commit(&commit(&mut a, vec![], passages))
-                    .await
-                    .expect("commit");
-            }
-            settle(&backend.url).await;
-            // The first search also waits for any index still catching up.
-            let warm = ArchivalQuery {
-                text: String::new(),
-                embedding: Some(Embedding {
-                    model: MODEL.into(),
-                    vector: probes[0].clone(),
-                }),
-                mode: SearchMode::Vector,
-                page: Page::first(10),
-            };
-            s.archival.search(a.id, &warm).await.expect("search");
-            let insert_rate = n as f64 / started.elapsed().as_secs_f64();
+            let (s, agent, insert_rate) = load(&backend.url, &data).await;
             let budget = if backend.name.contains("exact") && n > 200_000 {
                 queries.min(20)
             } else {
                 queries
             };
-            let row = measure(&s, a.id, &probes, &truth, budget).await;
+            let row = measure(&s, agent, &data.queries, &truth, budget).await;
             println!("| {n} | {} | {:.0} | {} |", backend.name, insert_rate, row);
             // The same index searched with other candidate-list sizes: the recall/latency
             // trade-off, without building it again.
             if backend.name.contains("usearch") {
+                let mut s = s;
                 for ef in ef_sweep() {
                     drop(s);
                     s = open(&format!("{}&ef_search={ef}", backend.url)).await;
-                    s.archival.search(a.id, &warm).await.expect("search");
-                    let row = measure(&s, a.id, &probes, &truth, budget).await;
+                    warm_up(&s, agent, &data.queries[0]).await;
+                    let row = measure(&s, agent, &data.queries, &truth, budget).await;
                     println!("| {n} | {} (ef {ef}) | | {row} |", backend.name);
                 }
             }
-            drop(texts);
         }
+    }
+}
+
+/// A store at `url` holding `data`'s base vectors as one agent's passages (`passage {i}`),
+/// with the insert rate (passages/s, until the indexes have caught up).
+async fn load(url: &str, data: &Dataset) -> (Storage, AgentId, f64) {
+    let s = open(url).await;
+    let mut a = state(AgentId::new());
+    s.agents.create_agent(&a).await.expect("create");
+    let started = Instant::now();
+    for (chunk_no, chunk) in data.base.chunks(5_000).enumerate() {
+        let passages: Vec<Passage> = chunk
+            .iter()
+            .enumerate()
+            .map(|(j, v)| {
+                let i = chunk_no * 5_000 + j;
+                let mut p = Passage::new(a.id, format!("passage {i}"), t0());
+                p.embedding = Some(Embedding {
+                    model: MODEL.into(),
+                    vector: v.clone(),
+                });
+                p
+            })
+            .collect();
+        s.agents
+            .commit(&commit(&mut a, vec![], passages))
+            .await
+            .expect("commit");
+    }
+    settle(url).await;
+    // The first search also waits for any index still catching up.
+    warm_up(&s, a.id, &data.queries[0]).await;
+    let rate = data.base.len() as f64 / started.elapsed().as_secs_f64();
+    (s, a.id, rate)
+}
+
+async fn warm_up(s: &Storage, agent: AgentId, probe: &[f32]) {
+    let warm = ArchivalQuery {
+        text: String::new(),
+        embedding: Some(Embedding {
+            model: MODEL.into(),
+            vector: probe.to_vec(),
+        }),
+        mode: SearchMode::Vector,
+        page: Page::first(10),
+    };
+    s.archival.search(agent, &warm).await.expect("search");
+}
+
+/// `--calibrate`: the grown dataset against real embeddings at the same size. The real base is
+/// split in halves: one half is the real dataset (with the real queries), the other half
+/// anchors a grown dataset of the same size. Printed per dataset: neighbourhood shape and what
+/// a deliberately small HNSW search (`ef_search` 16) finds, so "harder or easier than real
+/// data" is measured rather than assumed.
+async fn calibrate(queries: usize) {
+    let (base, real_queries) =
+        real_vectors().unwrap_or_else(|| panic!("--calibrate needs --vectors DIR"));
+    let mut rng = Rng(0xca1);
+    let shuffled = vectors::pick(&mut rng, &base, base.len());
+    let (held_out, anchors) = shuffled.split_at(base.len() / 2);
+    let n = held_out.len();
+    let queries_used = vectors::pick(&mut rng, &real_queries, queries);
+    let datasets = [
+        Dataset {
+            name: "real (held-out half)",
+            base: held_out.to_vec(),
+            queries: queries_used.clone(),
+        },
+        vectors::grown(0xca2, anchors, &real_queries, n, queries),
+        vectors::clustered(0xca3, n, queries),
+    ];
+    println!("\n## Calibration: {n} base vectors, {queries} queries\n");
+    println!(
+        "| dataset | LID (MLE, k=20) | top-1 cosine | top-10 cosine | recall@10 at ef 16 | p50 ms |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for data in &datasets {
+        let shape = vectors::shape(data);
+        let truth = vectors::ground_truth(data, 10);
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let url = format!(
+            "sqlite://{}?recall=fts5&vectors=usearch&ef_search=16",
+            dir.path().display()
+        );
+        let (s, agent, _) = load(&url, data).await;
+        let row = measure(&s, agent, &data.queries, &truth, data.queries.len()).await;
+        let cells: Vec<&str> = row.split(" | ").collect();
+        println!(
+            "| {} | {:.1} | {:.3} | {:.3} | {} | {} |",
+            data.name, shape.lid, shape.top1, shape.top10, cells[3], cells[0]
+        );
     }
 }
 
@@ -478,11 +521,10 @@ async fn steps(commits: usize) {
         let s = open(&backend.url).await;
         let mut a = state(AgentId::new());
         s.agents.create_agent(&a).await.expect("create");
-        let mut rng = Rng(0xabc);
-        let clusters = Clusters::new(&mut rng, 50);
+        let vectors = vectors::clustered(0xabc, commits, 0).base;
         let mut latencies = Vec::with_capacity(commits);
         let started = Instant::now();
-        for i in 0..commits {
+        for (i, vector) in vectors.into_iter().enumerate() {
             let messages = (0..3)
                 .map(|j| {
                     Message::new(
@@ -496,7 +538,7 @@ async fn steps(commits: usize) {
             let mut p = Passage::new(a.id, format!("fact {i}"), t0());
             p.embedding = Some(Embedding {
                 model: MODEL.into(),
-                vector: clusters.sample(&mut rng),
+                vector,
             });
             let c = commit(&mut a, messages, vec![p]);
             let t = Instant::now();
@@ -550,6 +592,10 @@ fn main() {
         .build()
         .expect("runtime");
     runtime.block_on(async {
+        if std::env::args().any(|a| a == "--calibrate") {
+            calibrate(queries).await;
+            return;
+        }
         if only.as_deref().is_none_or(|o| o == "steps") {
             steps(commits).await;
         }
