@@ -155,12 +155,12 @@ async fn settle(url: &str) {
     let _ = url;
 }
 
-/// The dataset of `n` base vectors: grown from real embeddings with `--vectors DIR`, else the
-/// clustered worst case.
-fn dataset(n: usize, queries: usize) -> Dataset {
+/// The dataset of `n` base vectors: grown from the `real` embeddings if given (`--vectors
+/// DIR`), else the clustered worst case.
+fn dataset(real: Option<&RealVectors>, n: usize, queries: usize) -> Dataset {
     let seed = 0x5eed_0000 + n as u64;
-    match real_vectors() {
-        Some((anchors, real_queries)) => vectors::grown(seed, &anchors, &real_queries, n, queries),
+    match real {
+        Some((anchors, real_queries)) => vectors::grown(seed, anchors, real_queries, n, queries),
         None => vectors::clustered(seed, n, queries),
     }
 }
@@ -186,8 +186,9 @@ fn real_vectors() -> Option<RealVectors> {
 }
 
 async fn archival(sizes: &[usize], queries: usize) {
+    let real = real_vectors();
     for &n in sizes {
-        let data = dataset(n, queries);
+        let data = dataset(real.as_ref(), n, queries);
         println!(
             "\n## Archival vector search ({DIM}-d, {}, {n} passages)\n",
             data.name
@@ -275,8 +276,9 @@ async fn load(url: &str, data: &Dataset) -> (Storage, AgentId, f64) {
     (s, a.id, rate)
 }
 
-async fn warm_up(s: &Storage, agent: AgentId, probe: &[f32]) {
-    let warm = ArchivalQuery {
+/// A top-10 vector search for `probe`.
+fn vector_query(probe: &[f32]) -> ArchivalQuery {
+    ArchivalQuery {
         text: String::new(),
         embedding: Some(Embedding {
             model: MODEL.into(),
@@ -284,8 +286,14 @@ async fn warm_up(s: &Storage, agent: AgentId, probe: &[f32]) {
         }),
         mode: SearchMode::Vector,
         page: Page::first(10),
-    };
-    s.archival.search(agent, &warm).await.expect("search");
+    }
+}
+
+async fn warm_up(s: &Storage, agent: AgentId, probe: &[f32]) {
+    s.archival
+        .search(agent, &vector_query(probe))
+        .await
+        .expect("search");
 }
 
 /// `--calibrate`: the grown dataset against real embeddings at the same size. The real base is
@@ -325,35 +333,55 @@ async fn calibrate(queries: usize) {
         );
         let (s, agent, _) = load(&url, data).await;
         let row = measure(&s, agent, &data.queries, &truth, data.queries.len()).await;
-        let cells: Vec<&str> = row.split(" | ").collect();
         println!(
-            "| {} | {:.1} | {:.3} | {:.3} | {} | {} |",
-            data.name, shape.lid, shape.top1, shape.top10, cells[3], cells[0]
+            "| {} | {:.1} | {:.3} | {:.3} | {:.3} | {} |",
+            data.name,
+            shape.lid,
+            shape.top1,
+            shape.top10,
+            row.recall,
+            ms(row.p50)
         );
     }
 }
 
-/// Searches `probes`, returning the table cells `p50 | p99 | fetch p50 | recall@10 | queries`.
+/// What [`measure`] found; displayed as the table cells
+/// `p50 | p99 | fetch p50 | recall@10 | queries`.
+struct Measured {
+    p50: Duration,
+    p99: Duration,
+    fetch_p50: Duration,
+    recall: f64,
+    queries: usize,
+}
+
+impl std::fmt::Display for Measured {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} | {} | {} | {:.3} | {}",
+            ms(self.p50),
+            ms(self.p99),
+            ms(self.fetch_p50),
+            self.recall,
+            self.queries
+        )
+    }
+}
+
+/// Searches the first `budget` of `probes`, timing each search and a separate read of its hits.
 async fn measure(
     s: &Storage,
     agent: AgentId,
     probes: &[Vec<f32>],
     truth: &[Vec<usize>],
     budget: usize,
-) -> String {
+) -> Measured {
     let mut latencies = Vec::with_capacity(budget);
     let mut fetches = Vec::with_capacity(budget);
     let mut found = 0usize;
     for (q, expected) in probes.iter().zip(truth).take(budget) {
-        let query = ArchivalQuery {
-            text: String::new(),
-            embedding: Some(Embedding {
-                model: MODEL.into(),
-                vector: q.clone(),
-            }),
-            mode: SearchMode::Vector,
-            page: Page::first(10),
-        };
+        let query = vector_query(q);
         let t = Instant::now();
         let page = s.archival.search(agent, &query).await.expect("search");
         latencies.push(t.elapsed());
@@ -369,14 +397,13 @@ async fn measure(
             .collect();
         found += expected.iter().filter(|i| got.contains(i)).count();
     }
-    let recall = found as f64 / (budget * 10) as f64;
-    format!(
-        "{} | {} | {} | {:.3} | {budget}",
-        ms(percentile(&mut latencies.clone(), 0.5)),
-        ms(percentile(&mut latencies, 0.99)),
-        ms(percentile(&mut fetches, 0.5)),
-        recall
-    )
+    Measured {
+        p50: percentile(&mut latencies, 0.5),
+        p99: percentile(&mut latencies, 0.99),
+        fetch_p50: percentile(&mut fetches, 0.5),
+        recall: found as f64 / (budget * 10) as f64,
+        queries: budget,
+    }
 }
 
 /// `--ef-sweep 192,384`: extra search candidate-list sizes measured on each usearch index.

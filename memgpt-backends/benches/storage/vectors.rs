@@ -125,19 +125,28 @@ pub fn pick(rng: &mut Rng, from: &[Vec<f32>], count: usize) -> Vec<Vec<f32>> {
         .collect()
 }
 
-/// For each vector, the indexes of its `k` nearest others (brute force).
+/// The `k` vectors of `base` most similar to `query`, as (cosine, position), best first
+/// (brute force; ties: later position first).
+fn nearest(query: &[f32], base: &[Vec<f32>], k: usize) -> Vec<(f32, usize)> {
+    let mut top = TopK::new(k);
+    for (i, v) in base.iter().enumerate() {
+        top.push(dot(query, v), i);
+    }
+    top.into_sorted()
+}
+
+/// For each vector, the indexes of its `k` nearest others.
 fn nearest_among(vectors: &[Vec<f32>], k: usize) -> Vec<Vec<usize>> {
     vectors
         .iter()
         .enumerate()
         .map(|(i, v)| {
-            let mut top = TopK::new(k);
-            for (j, w) in vectors.iter().enumerate() {
-                if j != i {
-                    top.push(dot(v, w), j);
-                }
-            }
-            top.into_sorted().into_iter().map(|(_, j)| j).collect()
+            nearest(v, vectors, k + 1)
+                .into_iter()
+                .map(|(_, j)| j)
+                .filter(|j| *j != i)
+                .take(k)
+                .collect()
         })
         .collect()
 }
@@ -148,11 +157,10 @@ pub fn ground_truth(dataset: &Dataset, k: usize) -> Vec<Vec<usize>> {
         .queries
         .iter()
         .map(|q| {
-            let mut top = TopK::new(k);
-            for (i, v) in dataset.base.iter().enumerate() {
-                top.push(dot(q, v), i);
-            }
-            top.into_sorted().into_iter().map(|(_, i)| i).collect()
+            nearest(q, &dataset.base, k)
+                .into_iter()
+                .map(|(_, i)| i)
+                .collect()
         })
         .collect()
 }
@@ -173,14 +181,9 @@ pub fn shape(dataset: &Dataset) -> Shape {
     let mut lids = Vec::with_capacity(dataset.queries.len());
     let (mut top1, mut top10) = (0.0, 0.0);
     for q in &dataset.queries {
-        let mut top = TopK::new(K);
-        for v in &dataset.base {
-            top.push(dot(q, v), ());
-        }
-        let sims: Vec<f64> = top
-            .into_sorted()
+        let sims: Vec<f64> = nearest(q, &dataset.base, K)
             .into_iter()
-            .map(|(s, ())| s as f64)
+            .map(|(s, _)| s as f64)
             .collect();
         top1 += sims[0];
         top10 += sims[9];
