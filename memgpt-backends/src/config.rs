@@ -43,9 +43,11 @@ pub enum ConfigError {
 /// * `sqlite://PATH`: the embedded stack in the data directory `PATH` (`./data`, or
 ///   `/abs/path` as `sqlite:///abs/path`), with tantivy recall and usearch archival when those
 ///   features are compiled in. Parameters: `recall=fts5|tantivy`, `vectors=exact|usearch`,
-///   `quantization=f32|f16|i8`, `ef_search=N`, `ef_construction=N`, `connectivity=N` (usearch
+///   `quantization=f32|f16|bf16|i8`, `ef_search=N`, `ef_construction=N`, `connectivity=N` (usearch
 ///   HNSW parameters), `sync=normal|full`.
 /// * `postgres://...` (or `postgresql://`): PostgreSQL + pgvector (feature `postgres`).
+///   Parameters of ours (the rest go to sqlx): `schema=NAME`, `ef_search=N` (1-1000, the
+///   smallest HNSW candidate list of a vector search; default 100).
 ///
 /// ```
 /// use memgpt_backends::StoreConfig;
@@ -125,7 +127,7 @@ impl StoreConfig {
                 #[cfg(feature = "usearch")]
                 ("quantization", q) => {
                     let quantization: crate::Quantization =
-                        q.parse().map_err(|_| invalid("f32, f16 or i8"))?;
+                        q.parse().map_err(|_| invalid("f32, f16, bf16 or i8"))?;
                     let mut usearch = match &options.vectors {
                         crate::VectorIndex::Usearch(u) => u.clone(),
                         _ => crate::UsearchOptions::default(),
@@ -175,6 +177,18 @@ impl StoreConfig {
 
     #[cfg(feature = "postgres")]
     fn postgres(url: &str) -> Result<Self, ConfigError> {
+        let query = url.split_once('?').map_or("", |(_, q)| q);
+        for pair in query.split('&') {
+            if let Some(("ef_search", value)) = pair.split_once('=')
+                && crate::postgres::parse_ef_search(value).is_none()
+            {
+                return Err(ConfigError::InvalidParameter {
+                    name: "ef_search".into(),
+                    value: value.into(),
+                    expected: "an integer from 1 to 1000",
+                });
+            }
+        }
         Ok(StoreConfig::Postgres(crate::postgres::PgOptions::new(url)))
     }
 
@@ -245,6 +259,29 @@ mod tests {
         ));
     }
 
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn postgres_ef_search() {
+        let StoreConfig::Postgres(options) =
+            StoreConfig::from_url("postgres://h/db?schema=s&ef_search=300").unwrap()
+        else {
+            panic!("not postgres")
+        };
+        assert_eq!(
+            (options.ef_search, options.schema.as_deref()),
+            (300, Some("s"))
+        );
+        for bad in ["0", "1001", "x", ""] {
+            assert!(
+                matches!(
+                    StoreConfig::from_url(&format!("postgres://h/db?ef_search={bad}")),
+                    Err(ConfigError::InvalidParameter { .. })
+                ),
+                "ef_search={bad}"
+            );
+        }
+    }
+
     #[cfg(feature = "usearch")]
     #[test]
     fn hnsw_parameters() {
@@ -266,6 +303,22 @@ mod tests {
             ),
             (256, 32, 200, crate::Quantization::I8)
         );
+        let StoreConfig::Sqlite(options) =
+            StoreConfig::from_url("sqlite://x?quantization=bf16").unwrap()
+        else {
+            panic!("not sqlite")
+        };
+        assert!(matches!(
+            options.vectors,
+            crate::VectorIndex::Usearch(crate::UsearchOptions {
+                quantization: crate::Quantization::BF16,
+                ..
+            })
+        ));
+        assert!(matches!(
+            StoreConfig::from_url("sqlite://x?quantization=f8"),
+            Err(ConfigError::InvalidParameter { .. })
+        ));
         assert!(matches!(
             StoreConfig::from_url("sqlite://x?ef_search=0"),
             Err(ConfigError::InvalidParameter { .. })

@@ -20,9 +20,7 @@ use crate::{RRF_K, rank_fusion};
 const PASSAGE_COLUMNS: &str =
     "p.seq, p.id, p.agent_id, p.text, p.embedding::real[] AS embedding, p.metadata, p.created_at";
 
-/// The smallest `hnsw.ef_search` used; deeper pages raise it (pgvector's maximum is 1000, and
-/// iterative scans go on past it).
-const MIN_EF_SEARCH: usize = 100;
+/// pgvector's largest `hnsw.ef_search` (iterative scans go on past it).
 const MAX_EF_SEARCH: usize = 1_000;
 
 fn passage_from_row(row: &PgRow, space: Option<&Space>) -> Result<Passage, StoreError> {
@@ -156,7 +154,7 @@ impl PgStore {
                 .map_err(|e| db("finishing a vector search", e))?;
             return Ok((ranking(&rows, "searching embeddings")?, embedded as usize));
         }
-        set_search_depth(&mut tx, limit).await?;
+        set_search_depth(&mut tx, limit, self.ef_search).await?;
         let d = space.dimension;
         let distance = format!("p.embedding::vector({d}) <=> $1::real[]::vector({d})");
         // One more than asked, to see whether equal distances straddle the cut.
@@ -294,10 +292,15 @@ impl PgStore {
     }
 }
 
-/// Sets the HNSW search depth for this transaction: enough candidates for `depth` results, and
-/// pgvector 0.8's iterative scans, which keep scanning when the agent filter removes candidates.
-async fn set_search_depth(tx: &mut PgConnection, depth: usize) -> Result<(), StoreError> {
-    let ef_search = depth.saturating_mul(2).clamp(MIN_EF_SEARCH, MAX_EF_SEARCH);
+/// Sets the HNSW search depth for this transaction: at least `min_ef` candidates and enough for
+/// `depth` results, and pgvector 0.8's iterative scans, which keep scanning when the agent
+/// filter removes candidates.
+async fn set_search_depth(
+    tx: &mut PgConnection,
+    depth: usize,
+    min_ef: usize,
+) -> Result<(), StoreError> {
+    let ef_search = depth.saturating_mul(2).max(min_ef).min(MAX_EF_SEARCH);
     sqlx::query(
         "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
     )

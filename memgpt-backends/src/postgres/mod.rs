@@ -55,11 +55,17 @@ pub struct PgOptions {
     /// [`lock_agent`](memgpt_core::store::AgentStore::lock_agent) lease holds one for the length
     /// of a step, so this is how many agents' steps one process can run at once (more wait).
     pub max_leases: u32,
+    /// The smallest `hnsw.ef_search` of a vector search (the `ef_search=N` URL parameter;
+    /// default 100): larger finds more of the true nearest neighbours, slower. Deep pages raise
+    /// it to twice their depth, up to pgvector's maximum of 1,000.
+    pub ef_search: usize,
 }
 
 impl PgOptions {
-    /// Options for a store URL: its `schema=NAME` query parameter (if any) becomes
-    /// [`PgOptions::schema`], and the rest of the URL goes to sqlx.
+    /// Options for a store URL: its `schema=NAME` and `ef_search=N` query parameters (if any)
+    /// become [`PgOptions::schema`] and [`PgOptions::ef_search`] (an `ef_search` outside 1-1000
+    /// is ignored here; [`StoreConfig`](crate::StoreConfig) rejects it), and the rest of the URL
+    /// goes to sqlx.
     pub fn new(url: &str) -> Self {
         let url = url.trim();
         let (base, query) = match url.split_once('?') {
@@ -67,11 +73,17 @@ impl PgOptions {
             None => (url, ""),
         };
         let mut schema = None;
+        let mut ef_search = DEFAULT_EF_SEARCH;
         let mut kept = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             match pair.split_once('=') {
                 Some(("schema", value)) => {
                     schema = Some(percent_decode(value)).filter(|s| !s.is_empty())
+                }
+                Some(("ef_search", value)) => {
+                    if let Some(n) = parse_ef_search(value) {
+                        ef_search = n;
+                    }
                 }
                 _ => kept.push(pair),
             }
@@ -86,6 +98,7 @@ impl PgOptions {
             schema,
             max_connections: 10,
             max_leases: 16,
+            ef_search,
         }
     }
 
@@ -160,6 +173,14 @@ pub(crate) struct Space {
     pub(crate) dimension: usize,
 }
 
+/// [`PgOptions::ef_search`] unless the URL says otherwise.
+const DEFAULT_EF_SEARCH: usize = 100;
+
+/// An `ef_search` URL value pgvector accepts (1-1000).
+pub(crate) fn parse_ef_search(value: &str) -> Option<usize> {
+    value.parse().ok().filter(|n| (1..=1_000).contains(n))
+}
+
 /// Agent state, recall and archival storage in PostgreSQL with pgvector. Implements every
 /// storage seam; cheap to share behind an `Arc`, and safe to open from several processes on the
 /// same database and schema.
@@ -171,6 +192,8 @@ pub struct PgStore {
     schema: String,
     /// Known once the first embedded passage is committed; never changes after.
     space: OnceLock<Space>,
+    /// [`PgOptions::ef_search`].
+    ef_search: usize,
 }
 
 /// The schema, in order; all pending ones are applied in one transaction.
@@ -232,6 +255,7 @@ impl PgStore {
             locks,
             schema,
             space: OnceLock::new(),
+            ef_search: options.ef_search.clamp(1, 1_000),
         };
         store.space().await?;
         Ok(store)
@@ -524,6 +548,26 @@ mod tests {
         let o = PgOptions::new("postgres://h/db");
         assert_eq!((o.url.as_str(), o.schema), ("postgres://h/db", None));
         assert_eq!(PgOptions::new("postgres://h/db?schema=").schema, None);
+    }
+
+    #[test]
+    fn options_take_ef_search_out_of_the_url() {
+        let o = PgOptions::new("postgres://h/db?ef_search=400&sslmode=disable");
+        assert_eq!(
+            (o.url.as_str(), o.ef_search),
+            ("postgres://h/db?sslmode=disable", 400)
+        );
+        assert_eq!(
+            PgOptions::new("postgres://h/db").ef_search,
+            DEFAULT_EF_SEARCH
+        );
+        for bad in ["0", "1001", "many"] {
+            let o = PgOptions::new(&format!("postgres://h/db?ef_search={bad}"));
+            assert_eq!(
+                (o.url.as_str(), o.ef_search),
+                ("postgres://h/db", DEFAULT_EF_SEARCH)
+            );
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The derived indexes (tantivy recall, usearch archival) repair themselves from SQLite.
 
 use memgpt_backends::StoreConfig;
+use memgpt_core::ids::AgentId;
 use memgpt_core::store::{ArchivalQuery, Page, RecallQuery, SearchMode, Storage};
 
 use crate::fixtures::*;
@@ -139,4 +140,61 @@ async fn missing_or_corrupt_indexes_are_rebuilt() {
         "after reopen"
     );
     assert_found(&s, b.id, "gannet", "the surviving agent").await;
+}
+
+/// Searches `agent`'s passages for a few of their own texts; each must come back first.
+async fn assert_each_finds_itself(s: &Storage, agent: AgentId, texts: &[String], what: &str) {
+    for text in texts.iter().step_by(37) {
+        let q = ArchivalQuery {
+            text: text.clone(),
+            embedding: Some(embed(text)),
+            mode: SearchMode::Vector,
+            page: Page::first(3),
+        };
+        let page = s.archival.search(agent, &q).await.unwrap();
+        assert_eq!(page.total, texts.len(), "{what}: every passage indexed");
+        assert_eq!(&page.hits[0].item.text, text, "{what}: {text} finds itself");
+    }
+}
+
+#[tokio::test]
+async fn every_quantization_indexes_persists_and_rebuilds() {
+    for quantization in ["f32", "f16", "bf16", "i8"] {
+        let dir = tempfile::tempdir().unwrap();
+        let params = format!("?recall=fts5&vectors=usearch&quantization={quantization}");
+        let texts: Vec<String> = (0..300)
+            .map(|i| format!("passage about creature{i} number{}", i * 7))
+            .collect();
+        let agent = {
+            let s = open(dir.path(), &params).await;
+            let mut a = new_agent(&s, "a").await;
+            let passages = texts.iter().map(|t| passage(a.id, t, t0())).collect();
+            s.agents
+                .commit(&commit!(a, vec![], passages))
+                .await
+                .unwrap();
+            assert_each_finds_itself(&s, a.id, &texts, quantization).await;
+            a.id
+        };
+        // Closing saved the index with its quantization recorded beside it.
+        let sidecar = std::fs::read_dir(dir.path().join("archival.usearch"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|e| e == "json"))
+            .expect("a saved index");
+        let sidecar: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(sidecar).unwrap()).unwrap();
+        assert_eq!(sidecar["quantization"], quantization);
+        let s = open(dir.path(), &params).await;
+        assert_each_finds_itself(&s, agent, &texts, &format!("{quantization} reopened")).await;
+        drop(s);
+        // Another quantization cannot use the saved file: it rebuilds from SQLite.
+        let other = if quantization == "f32" { "i8" } else { "f32" };
+        let s = open(
+            dir.path(),
+            &format!("?recall=fts5&vectors=usearch&quantization={other}"),
+        )
+        .await;
+        assert_each_finds_itself(&s, agent, &texts, &format!("{quantization} → {other}")).await;
+    }
 }
