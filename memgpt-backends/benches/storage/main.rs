@@ -10,7 +10,13 @@
 //!
 //! `--only steps|archival|recall` runs one part; `--backends WORD,...` keeps the backends whose
 //! name contains one of the words; `--ef-sweep N,...` also searches each usearch index with
-//! those candidate-list sizes (reopened with `ef_search=N`).
+//! those candidate-list sizes (reopened with `ef_search=N`; an entry may carry more store URL
+//! parameters after a `&`); `--index-only N,...` also searches each usearch
+//! backend's saved index file directly with the usearch crate at those sizes (default 96), the
+//! HNSW part alone. `--store DIR` keeps each SQLite backend's archival data directory in `DIR`
+//! and reuses it when it already holds the same dataset, so a 1M index is built once for
+//! several runs. `--queries N` (default 200) are measured after `--warm N` (default 100) other
+//! queries searched unmeasured; `--repeat N` measures the same queries N times (for profilers).
 //!
 //! Vectors are 384-d and deterministic (see `vectors.rs`): by default a clustered worst case;
 //! with `--vectors DIR`, a dataset grown from real all-MiniLM-L6-v2 embeddings of the shared
@@ -93,6 +99,33 @@ struct Backend {
     _dir: Option<tempfile::TempDir>,
 }
 
+impl Backend {
+    /// `--store DIR`: a kept data directory (SQLite, in `DIR`) or schema (PostgreSQL) per
+    /// backend and dataset size instead of a fresh one, reused when it already holds the same
+    /// dataset (see [`load`]).
+    fn keep(&mut self, root: &str, n: usize) {
+        let slug: String = self
+            .name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        let Some((base, params)) = self.url.split_once('?') else {
+            return;
+        };
+        self.url = if self.url.starts_with("sqlite:") {
+            let dir = workspace_path(root).join(format!("{slug}-{n}"));
+            format!("sqlite://{}?{params}", dir.display())
+        } else {
+            // The schema parameter is the last one `backends` adds.
+            let params = params
+                .split_once("schema=")
+                .map_or("", |(before, _)| before);
+            format!("{base}?{params}schema=memgpt_bench_kept_{slug}_{n}")
+        };
+        self._dir = None;
+    }
+}
+
 fn backends(kinds: &[(&'static str, &'static str)]) -> Vec<Backend> {
     let mut out = Vec::new();
     // `--backends a,b`: only the backends whose name contains one of the words.
@@ -165,15 +198,20 @@ fn dataset(real: Option<&RealVectors>, n: usize, queries: usize) -> Dataset {
     }
 }
 
+/// `path` taken from the workspace root if relative (cargo runs benchmarks in the package).
+fn workspace_path(path: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(path)
+}
+
 /// Real base vectors and real query vectors.
 type RealVectors = (Vec<Vec<f32>>, Vec<Vec<f32>>);
 
 /// `--vectors DIR`: the real embeddings `DIR/real-base.fvecs` and `DIR/real-query.fvecs`; a
 /// relative `DIR` is taken from the workspace root (cargo runs benchmarks in the package).
 fn real_vectors() -> Option<RealVectors> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(arg("--vectors")?);
+    let dir = workspace_path(&arg("--vectors")?);
     let read = |name: &str| {
         vectors::read_fvecs(&dir.join(name)).unwrap_or_else(|e| {
             panic!(
@@ -188,7 +226,11 @@ fn real_vectors() -> Option<RealVectors> {
 async fn archival(sizes: &[usize], queries: usize) {
     let real = real_vectors();
     for &n in sizes {
-        let data = dataset(real.as_ref(), n, queries);
+        // `--warm N` more queries (default 100), searched unmeasured before each measurement, so
+        // the figures are a running store's rather than the first searches after opening it.
+        let warm: usize = arg("--warm").and_then(|s| s.parse().ok()).unwrap_or(100);
+        let mut data = dataset(real.as_ref(), n, queries + warm);
+        let warm_probes = data.queries.split_off(queries.min(data.queries.len()));
         println!(
             "\n## Archival vector search ({DIM}-d, {}, {n} passages)\n",
             data.name
@@ -206,12 +248,19 @@ async fn archival(sizes: &[usize], queries: usize) {
                 "?recall=fts5&vectors=usearch&quantization=f16",
             ),
             (
+                "sqlite + usearch bf16",
+                "?recall=fts5&vectors=usearch&quantization=bf16",
+            ),
+            (
                 "sqlite + usearch i8",
                 "?recall=fts5&vectors=usearch&quantization=i8",
             ),
             ("postgres", ""),
         ];
-        for backend in backends(kinds) {
+        for mut backend in backends(kinds) {
+            if let Some(root) = arg("--store") {
+                backend.keep(&root, n);
+            }
             if backend.name == "postgres" && n > postgres_limit() {
                 println!(
                     "| {n} | postgres | (not run: above --postgres-max-passages {}) | | | | | |",
@@ -225,21 +274,120 @@ async fn archival(sizes: &[usize], queries: usize) {
             } else {
                 queries
             };
+            // An exact scan has no index to warm, and each of its searches reads everything.
+            let warm_up_probes = if backend.name.contains("exact") {
+                &warm_probes[..warm_probes.len().min(1)]
+            } else {
+                &warm_probes[..]
+            };
+            warm_up(&s, agent, warm_up_probes).await;
             let row = measure(&s, agent, &data.queries, &truth, budget).await;
             println!("| {n} | {} | {:.0} | {} |", backend.name, insert_rate, row);
             // The same index searched with other candidate-list sizes: the recall/latency
             // trade-off, without building it again.
-            if backend.name.contains("usearch") {
+            if backend.name.contains("usearch") || backend.name == "postgres" {
                 let mut s = s;
-                for ef in ef_sweep() {
+                for params in ef_sweep() {
                     drop(s);
-                    s = open(&format!("{}&ef_search={ef}", backend.url)).await;
-                    warm_up(&s, agent, &data.queries[0]).await;
+                    s = open(&format!("{}&{params}", backend.url)).await;
+                    warm_up(&s, agent, &warm_probes).await;
                     let row = measure(&s, agent, &data.queries, &truth, budget).await;
-                    println!("| {n} | {} (ef {ef}) | | {row} |", backend.name);
+                    let label = params.replace("ef_search=", "ef ").replace('&', ", ");
+                    println!("| {n} | {} ({label}) | | {row} |", backend.name);
+                }
+                // Closing the store saves its index; search that file on its own.
+                drop(s);
+                #[cfg(feature = "usearch")]
+                for ef in index_only_efs()
+                    .into_iter()
+                    .filter(|_| backend.name.contains("usearch"))
+                {
+                    let row = index_only(&backend.url, &data.queries, &truth, &warm_probes, ef);
+                    println!(
+                        "| {n} | {} index alone (ef {ef}) | | {row} |",
+                        backend.name.trim_start_matches("sqlite + ")
+                    );
                 }
             }
         }
+    }
+}
+
+/// `--index-only 64,96`: candidate-list sizes at which each usearch backend's saved index is
+/// also searched on its own (default 96, the store's default).
+#[cfg(feature = "usearch")]
+fn index_only_efs() -> Vec<usize> {
+    arg("--index-only")
+        .map(|s| s.split(',').filter_map(|n| n.parse().ok()).collect())
+        .unwrap_or_else(|| vec![96])
+}
+
+/// The saved usearch index of the store at `url`, searched directly with the usearch crate:
+/// the HNSW part of a store search, without reading the hits from SQLite. Keys are passage
+/// sequence numbers, which the bulk load assigned in dataset order from 1.
+#[cfg(feature = "usearch")]
+fn index_only(
+    url: &str,
+    probes: &[Vec<f32>],
+    truth: &[Vec<usize>],
+    warm: &[Vec<f32>],
+    ef: usize,
+) -> Measured {
+    use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
+    let (path, params) = url
+        .trim_start_matches("sqlite://")
+        .split_once('?')
+        .unwrap_or((url, ""));
+    let param = |name: &str| {
+        params
+            .split('&')
+            .find_map(|p| p.strip_prefix(name)?.strip_prefix('='))
+    };
+    let quantization = match param("quantization").unwrap_or("f32") {
+        "f16" => ScalarKind::F16,
+        "bf16" => ScalarKind::BF16,
+        "i8" => ScalarKind::I8,
+        _ => ScalarKind::F32,
+    };
+    let file = std::fs::read_dir(std::path::Path::new(path).join("archival.usearch"))
+        .expect("index directory")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "usearch"))
+        .expect("a saved index");
+    let index = Index::new(&IndexOptions {
+        dimensions: DIM,
+        metric: MetricKind::Cos,
+        quantization,
+        connectivity: param("connectivity").map_or(16, |c| c.parse().expect("connectivity")),
+        expansion_add: 128,
+        expansion_search: ef,
+        multi: false,
+    })
+    .expect("index");
+    index.load(&file.to_string_lossy()).expect("load the index");
+    index.change_expansion_search(ef);
+    for probe in warm {
+        index.search(probe, 10).expect("search");
+    }
+    let mut latencies = Vec::with_capacity(probes.len());
+    let mut found = 0usize;
+    for (probe, expected) in probes.iter().zip(truth) {
+        let t = Instant::now();
+        let matches = index.search(probe, 10).expect("search");
+        latencies.push(t.elapsed());
+        found += matches
+            .keys
+            .iter()
+            .filter(|key| expected.contains(&(**key as usize - 1)))
+            .count();
+    }
+    Measured {
+        p50: percentile(&mut latencies, 0.5),
+        p99: percentile(&mut latencies, 0.99),
+        fetch_p50: Duration::ZERO,
+        recall: found as f64 / (probes.len() * 10) as f64,
+        queries: probes.len(),
     }
 }
 
@@ -247,6 +395,20 @@ async fn archival(sizes: &[usize], queries: usize) {
 /// with the insert rate (passages/s, until the indexes have caught up).
 async fn load(url: &str, data: &Dataset) -> (Storage, AgentId, f64) {
     let s = open(url).await;
+    if let [kept] = s
+        .agents
+        .list_agents()
+        .await
+        .expect("list agents")
+        .as_slice()
+    {
+        let count = s.archival.count_passages(kept.id).await.expect("count");
+        if count == data.base.len() as u64 {
+            eprintln!("reusing the {count} passages kept in {url}");
+            warm_up(&s, kept.id, &data.queries[..1]).await;
+            return (s, kept.id, f64::NAN);
+        }
+    }
     let mut a = state(AgentId::new());
     s.agents.create_agent(&a).await.expect("create");
     let started = Instant::now();
@@ -271,7 +433,7 @@ async fn load(url: &str, data: &Dataset) -> (Storage, AgentId, f64) {
     }
     settle(url).await;
     // The first search also waits for any index still catching up.
-    warm_up(&s, a.id, &data.queries[0]).await;
+    warm_up(&s, a.id, &data.queries[..1]).await;
     let rate = data.base.len() as f64 / started.elapsed().as_secs_f64();
     (s, a.id, rate)
 }
@@ -289,11 +451,14 @@ fn vector_query(probe: &[f32]) -> ArchivalQuery {
     }
 }
 
-async fn warm_up(s: &Storage, agent: AgentId, probe: &[f32]) {
-    s.archival
-        .search(agent, &vector_query(probe))
-        .await
-        .expect("search");
+/// Searches each of `probes`, unmeasured.
+async fn warm_up(s: &Storage, agent: AgentId, probes: &[Vec<f32>]) {
+    for probe in probes {
+        s.archival
+            .search(agent, &vector_query(probe))
+            .await
+            .expect("search");
+    }
 }
 
 /// `--calibrate`: the grown dataset against real embeddings at the same size. The real base is
@@ -380,7 +545,15 @@ async fn measure(
     let mut latencies = Vec::with_capacity(budget);
     let mut fetches = Vec::with_capacity(budget);
     let mut found = 0usize;
-    for (q, expected) in probes.iter().zip(truth).take(budget) {
+    // `--repeat N`: the same queries N times (longer runs, for profilers).
+    let repeat: usize = arg("--repeat").and_then(|s| s.parse().ok()).unwrap_or(1);
+    for (q, expected) in probes
+        .iter()
+        .zip(truth)
+        .take(budget)
+        .cycle()
+        .take(budget * repeat)
+    {
         let query = vector_query(q);
         let t = Instant::now();
         let page = s.archival.search(agent, &query).await.expect("search");
@@ -401,15 +574,23 @@ async fn measure(
         p50: percentile(&mut latencies, 0.5),
         p99: percentile(&mut latencies, 0.99),
         fetch_p50: percentile(&mut fetches, 0.5),
-        recall: found as f64 / (budget * 10) as f64,
+        recall: found as f64 / (budget * repeat * 10) as f64,
         queries: budget,
     }
 }
 
 /// `--ef-sweep 192,384`: extra search candidate-list sizes measured on each usearch index.
-fn ef_sweep() -> Vec<usize> {
+/// An entry may carry more store URL parameters to reopen with (`96&sync=full`).
+fn ef_sweep() -> Vec<String> {
     arg("--ef-sweep")
-        .map(|s| s.split(',').filter_map(|n| n.parse().ok()).collect())
+        .map(|s| {
+            s.split(',')
+                .map(|entry| match entry.split_once('&') {
+                    Some((ef, rest)) => format!("ef_search={ef}&{rest}"),
+                    None => format!("ef_search={entry}"),
+                })
+                .collect()
+        })
         .unwrap_or_default()
 }
 
