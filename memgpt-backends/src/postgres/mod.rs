@@ -117,6 +117,7 @@ impl fmt::Debug for PgOptions {
             .field("schema", &self.schema)
             .field("max_connections", &self.max_connections)
             .field("max_leases", &self.max_leases)
+            .field("ef_search", &self.ef_search)
             .finish()
     }
 }
