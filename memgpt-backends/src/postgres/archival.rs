@@ -13,15 +13,12 @@ use sqlx::types::Json;
 use sqlx::{PgConnection, Row};
 
 use super::agents::check_space;
-use super::{PgStore, Space, ts_query};
+use super::{MAX_EF_SEARCH, PgStore, Space, ts_query};
 use crate::codec::{corrupt, db};
 use crate::{RRF_K, rank_fusion};
 
 const PASSAGE_COLUMNS: &str =
     "p.seq, p.id, p.agent_id, p.text, p.embedding::real[] AS embedding, p.metadata, p.created_at";
-
-/// pgvector's largest `hnsw.ef_search` (iterative scans go on past it).
-const MAX_EF_SEARCH: usize = 1_000;
 
 fn passage_from_row(row: &PgRow, space: Option<&Space>) -> Result<Passage, StoreError> {
     let get_err = |e: sqlx::Error| db("reading a passage", e);

@@ -177,9 +177,15 @@ pub(crate) struct Space {
 /// [`PgOptions::ef_search`] unless the URL says otherwise.
 const DEFAULT_EF_SEARCH: usize = 100;
 
-/// An `ef_search` URL value pgvector accepts (1-1000).
+/// pgvector's largest `hnsw.ef_search` (iterative scans go on past it).
+pub(crate) const MAX_EF_SEARCH: usize = 1_000;
+
+/// An `ef_search` URL value pgvector accepts (1 to [`MAX_EF_SEARCH`]).
 pub(crate) fn parse_ef_search(value: &str) -> Option<usize> {
-    value.parse().ok().filter(|n| (1..=1_000).contains(n))
+    value
+        .parse()
+        .ok()
+        .filter(|n| (1..=MAX_EF_SEARCH).contains(n))
 }
 
 /// Agent state, recall and archival storage in PostgreSQL with pgvector. Implements every
@@ -256,7 +262,7 @@ impl PgStore {
             locks,
             schema,
             space: OnceLock::new(),
-            ef_search: options.ef_search.clamp(1, 1_000),
+            ef_search: options.ef_search.clamp(1, MAX_EF_SEARCH),
         };
         store.space().await?;
         Ok(store)
