@@ -45,7 +45,7 @@ use memgpt::queue::{
     AttentionPolicy, ContextUsage, EvictionPolicy, FifoQueue, LruPolicy, PaperPolicy, Pressure,
     QueueManager, QueueView,
 };
-use memgpt::store::Bm25Index;
+use memgpt::retrieval::Bm25Index;
 use memgpt::tokens::{TiktokenCounter, TokenCounter};
 use serde::Serialize;
 use serde_json::json;

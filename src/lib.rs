@@ -8,7 +8,8 @@
 //!   ([`memory`]: labelled blocks with character limits) and the FIFO queue of recent
 //!   messages, headed by a recursive summary of everything evicted.
 //! * **External context** ([`store`]): recall storage (every message ever exchanged, searchable
-//!   by text and date) and archival storage (passages with embeddings).
+//!   by meaning, words, speaker and date) and archival storage (passages with embeddings, tags
+//!   and dates); [`retrieval`] ranks both the same way in every store.
 //! * **Queue manager** ([`queue`]): a memory-pressure warning at 70% of the window, a flush with
 //!   a new recursive summary at 100%, behind a swappable [`EvictionPolicy`].
 //! * **Functions** ([`function`], [`builtin`]): `#[memgpt_fn]` turns an `async fn` into a
@@ -72,7 +73,7 @@
 //! * `anthropic`: the Anthropic (Claude) chat provider ([`anthropic`]).
 //! * `sqlite` (default): SQLite storage ([`backends::SqliteStore`]).
 //! * `tantivy`: a tantivy recall index next to the SQLite file.
-//! * `usearch`: usearch HNSW archival indexes next to the SQLite file.
+//! * `usearch`: usearch HNSW indexes of passage and message embeddings next to the SQLite file.
 //! * `postgres`: PostgreSQL + pgvector storage.
 //! * `models`: fetching the offline models into `$MEMGPT_HOME/models` ([`models`]).
 //! * `local-embed`: a local sentence embedder on the CPU ([`local_embed`]).
@@ -90,7 +91,7 @@ pub use memgpt_core::{
     Agent, AgentBuilder, AgentConfig, ContextStats, Error, Event, EvictionPolicy, MainContext,
     MemoryBlock, PaperPolicy, QueueManager, Result, StepRecord, StopReason, WorkingContext, agent,
     builtin, chrono, chunk, context, embed, function, ids, llm, memgpt_fn, memory, message, queue,
-    store, summarizer, testing, time, tokens,
+    retrieval, store, summarizer, testing, time, tokens,
 };
 
 /// Storage backends: SQLite, tantivy, usearch, PostgreSQL, chosen by feature and URL.

@@ -24,7 +24,7 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Datelike, Utc};
-use memgpt::store::{Bm25Index, query_terms, tokenize};
+use memgpt::retrieval::{Bm25Index, query_terms, tokenize};
 use rust_stemmers::{Algorithm, Stemmer};
 
 /// A turn as the retrievers see it.
@@ -176,7 +176,7 @@ impl TextIndex {
     /// Indexes `texts`; `vectors` are their embeddings (empty: BM25 only).
     pub fn new<'a>(texts: impl IntoIterator<Item = &'a str>, vectors: Vec<Vec<f32>>) -> Self {
         let analyzer = Analyzer::default();
-        let bm25 = Bm25Index::from_tokens(texts.into_iter().map(|t| analyzer.document(t)));
+        let bm25 = Bm25Index::from_terms(texts.into_iter().map(|t| analyzer.document(t)));
         Self {
             analyzer,
             bm25,

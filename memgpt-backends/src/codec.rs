@@ -4,7 +4,19 @@
 #![cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 
 use chrono::{DateTime, Utc};
-use memgpt_core::store::{StoreError, query_terms};
+use memgpt_core::embed::Embedding;
+use memgpt_core::retrieval::query_terms;
+use memgpt_core::store::{Commit, StoreError};
+
+/// Every embedding a commit brings: its passages' and its messages'.
+pub(crate) fn commit_embeddings(commit: &Commit) -> Vec<&Embedding> {
+    commit
+        .passages
+        .iter()
+        .filter_map(|p| p.embedding.as_ref())
+        .chain(commit.message_embeddings.iter().map(|e| &e.embedding))
+        .collect()
+}
 
 /// Microseconds since the Unix epoch.
 pub(crate) fn micros(t: DateTime<Utc>) -> i64 {
@@ -62,14 +74,21 @@ pub(crate) fn db(
 /// the text has no searchable term. Terms come from [`query_terms`] and are quoted, so nothing
 /// the LLM writes (quotes, colons, parentheses, `AND`, `NEAR`...) is read as query syntax.
 pub(crate) fn fts5_query(agent_hex: &str, text: &str) -> Option<String> {
-    let terms = query_terms(text);
-    if terms.is_empty() {
-        return None;
-    }
+    fts5_terms_query(agent_hex, &query_terms(text))
+}
+
+/// An SQLite FTS5 query matching any of these analysed terms within one agent's rows, or `None`
+/// when there are none. Every term is quoted (and holds no quote).
+pub(crate) fn fts5_terms_query(agent_hex: &str, terms: &[String]) -> Option<String> {
     let any: Vec<String> = terms
         .iter()
-        .map(|t| format!("body:\"{}\"", t.replace('"', "")))
+        .map(|t| t.replace('"', ""))
+        .filter(|t| !t.is_empty())
+        .map(|t| format!("body:\"{t}\""))
         .collect();
+    if any.is_empty() {
+        return None;
+    }
     Some(format!("agent:\"{agent_hex}\" AND ({})", any.join(" OR ")))
 }
 
@@ -92,6 +111,7 @@ mod tests {
             q,
             "agent:\"ab12\" AND (body:\"near\" OR body:\"x\" OR body:\"y\" OR body:\"z\")"
         );
+        assert_eq!(fts5_terms_query("ab12", &["\"".into()]), None);
         assert_eq!(fts5_query("ab12", "(( ::: \"\" ))"), None);
     }
 }

@@ -1,8 +1,12 @@
 //! A tantivy (BM25) full-text index of recall storage, derived from the SQLite message log.
 //!
-//! The index stores, per message, its sequence number, agent, kind, time and searchable text.
-//! Its commit payload records a watermark: the highest message sequence number indexed and the
-//! database's generation (bumped when an agent is deleted). Before every search, on open, and
+//! The index stores, per message, its sequence number, agent, kind, time and search document
+//! (the analysed terms memgpt-core's `DocumentBuilder` wrote into the row; a whitespace
+//! tokenizer splits them back apart, so tantivy sees exactly the terms every store sees). It
+//! picks text candidates for hybrid recall search (block-max WAND: the best `k` without ranking
+//! every match) and reports the collection statistics of the query terms; memgpt-core scores
+//! them. Its commit payload records a watermark: the highest message sequence number indexed,
+//! the database's generation (bumped when an agent is deleted) and the analyzer version. Before every search, on open, and
 //! after commits once a few thousand rows have piled up, the index catches up with the rows
 //! after its watermark (so a step's commit normally costs no index commit); a generation it does
 //! not know
@@ -15,13 +19,17 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use memgpt_core::ids::AgentId;
-use memgpt_core::store::{RecallQuery, StoreError, query_terms};
+use memgpt_core::retrieval::{ANALYZER_VERSION, TermStatistics, TextCandidates};
+use memgpt_core::store::{RecallQuery, StoreError};
 use serde_json::json;
 use sqlx::{Row, SqlitePool};
-use tantivy::collector::{Count, TopDocs};
+use tantivy::collector::TopDocs;
 use tantivy::directory::MmapDirectory;
 use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, RangeQuery, TermQuery};
-use tantivy::schema::{FAST, Field, INDEXED, IndexRecordOption, STRING, Schema, TEXT};
+use tantivy::schema::{
+    FAST, Field, INDEXED, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions,
+};
+use tantivy::tokenizer::{TextAnalyzer, WhitespaceTokenizer};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 use tracing::{debug, info};
 
@@ -42,23 +50,33 @@ struct Fields {
     body: Field,
 }
 
+/// The tokenizer of the `terms` field: documents are analysed terms joined by spaces.
+const TERMS_TOKENIZER: &str = "memgpt_terms";
+
 fn schema() -> (Schema, Fields) {
     let mut builder = Schema::builder();
+    let terms = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(TERMS_TOKENIZER)
+            .set_index_option(IndexRecordOption::WithFreqs),
+    );
     let fields = Fields {
         seq: builder.add_u64_field("seq", FAST | INDEXED),
         agent: builder.add_text_field("agent", STRING),
         kind: builder.add_text_field("kind", STRING),
         time: builder.add_i64_field("time", FAST | INDEXED),
-        body: builder.add_text_field("body", TEXT),
+        body: builder.add_text_field("terms", terms),
     };
     (builder.build(), fields)
 }
 
 /// What the index has seen of the database.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Watermark {
     seq: i64,
     generation: i64,
+    /// The analyzer the indexed documents were built with.
+    analyzer: String,
 }
 
 impl Watermark {
@@ -67,16 +85,17 @@ impl Watermark {
         Some(Self {
             seq: value["seq"].as_i64()?,
             generation: value["generation"].as_i64()?,
+            analyzer: value["analyzer"].as_str().unwrap_or_default().to_owned(),
         })
     }
 
     fn payload(&self) -> String {
-        json!({ "seq": self.seq, "generation": self.generation }).to_string()
+        json!({ "seq": self.seq, "generation": self.generation, "analyzer": self.analyzer })
+            .to_string()
     }
 }
 
 struct Inner {
-    index: Index,
     writer: Mutex<IndexWriter>,
     reader: IndexReader,
     fields: Fields,
@@ -110,7 +129,7 @@ impl Inner {
     fn index(
         &self,
         docs: Vec<TantivyDocument>,
-        watermark: Watermark,
+        watermark: &Watermark,
         clear_first: bool,
     ) -> Result<(), StoreError> {
         let mut writer = self.writer();
@@ -167,7 +186,6 @@ impl TantivyRecall {
             .unwrap_or_default();
         let recall = Self {
             inner: Arc::new(Inner {
-                index,
                 writer: Mutex::new(writer),
                 reader,
                 fields,
@@ -187,6 +205,10 @@ impl TantivyRecall {
         if index.schema() != *schema {
             return Err(corrupt("the recall index has another schema"));
         }
+        index.tokenizers().register(
+            TERMS_TOKENIZER,
+            TextAnalyzer::from(WhitespaceTokenizer::default()),
+        );
         Ok(index)
     }
 
@@ -199,18 +221,23 @@ impl TantivyRecall {
             .and_then(|g| g.parse().ok())
             .ok_or_else(|| corrupt("the database generation"))?;
         let mut clear = false;
-        if generation != watermark.generation {
+        if generation != watermark.generation || watermark.analyzer != ANALYZER_VERSION {
             info!(
                 from = watermark.generation,
                 to = generation,
-                "the database generation changed; rebuilding the recall index"
+                analyzer = ANALYZER_VERSION,
+                "the database generation or the analyzer changed; rebuilding the recall index"
             );
-            *watermark = Watermark { seq: 0, generation };
+            *watermark = Watermark {
+                seq: 0,
+                generation,
+                analyzer: ANALYZER_VERSION.to_owned(),
+            };
             clear = true;
         }
         loop {
             let rows = sqlx::query(
-                "SELECT seq, agent_id, kind, text, tool_calls, created_at FROM messages WHERE seq > ? ORDER BY seq LIMIT ?",
+                "SELECT seq, agent_id, kind, document, created_at FROM messages WHERE seq > ? ORDER BY seq LIMIT ?",
             )
             .bind(watermark.seq)
             .bind(BATCH)
@@ -220,7 +247,7 @@ impl TantivyRecall {
             if rows.is_empty() && !clear {
                 return Ok(());
             }
-            let mut next = *watermark;
+            let mut next = watermark.clone();
             let mut docs = Vec::with_capacity(rows.len());
             for row in &rows {
                 let (seq, doc) = self.document(row)?;
@@ -229,7 +256,8 @@ impl TantivyRecall {
             }
             let inner = self.inner.clone();
             let batch = rows.len();
-            tokio::task::spawn_blocking(move || inner.index(docs, next, clear))
+            let payload = next.clone();
+            tokio::task::spawn_blocking(move || inner.index(docs, &payload, clear))
                 .await
                 .map_err(|e| db("indexing messages", e))??;
             debug!(batch, seq = next.seq, "recall index caught up");
@@ -249,63 +277,58 @@ impl TantivyRecall {
         let seq: i64 = row.try_get("seq").map_err(get)?;
         let agent: uuid::Uuid = row.try_get("agent_id").map_err(get)?;
         let kind: String = row.try_get("kind").map_err(get)?;
-        let text: String = row.try_get("text").map_err(get)?;
-        let tool_calls: Option<String> = row.try_get("tool_calls").map_err(get)?;
+        let document: String = row.try_get("document").map_err(get)?;
         let time: i64 = row.try_get("created_at").map_err(get)?;
-        let body = match tool_calls {
-            None => text,
-            Some(json) => {
-                // The same searchable text as `Message::searchable_text`: text plus the string
-                // arguments of the calls.
-                let calls: Vec<memgpt_core::message::ToolCall> =
-                    serde_json::from_str(&json).map_err(|e| corrupt(format!("tool calls: {e}")))?;
-                let mut message = memgpt_core::message::Message::new(
-                    AgentId::from_uuid(agent),
-                    memgpt_core::message::MessageKind::Assistant,
-                    text,
-                    chrono::Utc::now(),
-                );
-                message.tool_calls = calls;
-                message.searchable_text()
-            }
-        };
         let f = self.inner.fields;
         let mut doc = TantivyDocument::default();
         doc.add_u64(f.seq, seq as u64);
         doc.add_text(f.agent, agent.simple().to_string());
         doc.add_text(f.kind, kind);
         doc.add_i64(f.time, time);
-        doc.add_text(f.body, body);
+        doc.add_text(f.body, document);
         Ok((seq, doc))
     }
 
-    /// Ranks an agent's messages for `text` with the query's filters: the total and one page of
-    /// `(score, message seq)`, best first.
-    pub(crate) fn search(
+    /// Up to `limit` of the agent's messages passing the query's filters whose documents hold
+    /// any of `terms`, best first by tantivy's BM25, and the statistics of `terms` over the
+    /// whole index.
+    pub(crate) fn candidates(
         &self,
         agent: AgentId,
+        terms: &[String],
         query: &RecallQuery,
-        text: &str,
-    ) -> Result<(usize, Vec<(f32, i64)>), StoreError> {
+        limit: usize,
+    ) -> Result<TextCandidates, StoreError> {
         let f = self.inner.fields;
-        let mut words: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        let mut tokenizer = self
-            .inner
-            .index
-            .tokenizer_for_field(f.body)
-            .map_err(|e| tantivy_error("reading the recall index tokenizer", e))?;
-        for term in query_terms(text) {
-            let mut stream = tokenizer.token_stream(&term);
-            while let Some(token) = stream.next() {
-                let term = Term::from_field_text(f.body, &token.text);
-                words.push((
-                    Occur::Should,
-                    Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs)),
-                ));
-            }
+        let searcher = self.inner.reader.searcher();
+        let reading = |e| tantivy_error("reading the recall index", e);
+        let mut total_terms = 0u64;
+        for segment in searcher.segment_readers() {
+            total_terms += segment
+                .inverted_index(f.body)
+                .map_err(reading)?
+                .total_num_tokens();
         }
-        if words.is_empty() {
-            return Ok((0, Vec::new()));
+        let mut document_frequency = Vec::with_capacity(terms.len());
+        let mut words: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(terms.len());
+        for text in terms {
+            let term = Term::from_field_text(f.body, text);
+            document_frequency.push(searcher.doc_freq(&term).map_err(reading)?);
+            words.push((
+                Occur::Should,
+                Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs)),
+            ));
+        }
+        let statistics = TermStatistics {
+            documents: searcher.num_docs(),
+            total_terms,
+            document_frequency,
+        };
+        if words.is_empty() || limit == 0 {
+            return Ok(TextCandidates {
+                keys: Vec::new(),
+                statistics,
+            });
         }
         let filter = |q: Box<dyn Query>| -> (Occur, Box<dyn Query>) {
             (Occur::Must, Box::new(ConstScoreQuery::new(q, 0.0)))
@@ -342,15 +365,15 @@ impl TantivyRecall {
             });
             clauses.push(filter(Box::new(RangeQuery::new(lower, upper))));
         }
-        let searcher = self.inner.reader.searcher();
-        let top = TopDocs::with_limit(query.page.size.max(1))
-            .and_offset(query.page.offset())
-            .order_by_score();
-        let (hits, total) = searcher
-            .search(&BooleanQuery::new(clauses), &(top, Count))
+        // The limit is the caller's candidate pool (bounded), never a page offset: a huge page
+        // number cannot make tantivy allocate for it.
+        let top =
+            TopDocs::with_limit(limit.min(memgpt_core::retrieval::MAX_CANDIDATES)).order_by_score();
+        let hits = searcher
+            .search(&BooleanQuery::new(clauses), &top)
             .map_err(|e| tantivy_error("searching the recall index", e))?;
-        let mut ranked = Vec::with_capacity(hits.len());
-        for (score, address) in hits {
+        let mut keys = Vec::with_capacity(hits.len());
+        for (_, address) in hits {
             let seq = searcher
                 .segment_reader(address.segment_ord)
                 .fast_fields()
@@ -358,9 +381,9 @@ impl TantivyRecall {
                 .map_err(|e| tantivy_error("reading the recall index", e))?
                 .first(address.doc_id)
                 .ok_or_else(|| corrupt("a recall index document without a seq"))?;
-            ranked.push((score, seq as i64));
+            keys.push(seq as i64);
         }
-        Ok((total, ranked))
+        Ok(TextCandidates { keys, statistics })
     }
 
     /// Forgets an agent's messages after the database deleted them at `generation`.
@@ -372,15 +395,16 @@ impl TantivyRecall {
         let mut watermark = self.watermark.lock().await;
         let inner = self.inner.clone();
         let next = Watermark {
-            seq: watermark.seq,
             generation,
+            ..watermark.clone()
         };
         let agent = agent.as_uuid().simple().to_string();
+        let payload = next.clone();
         tokio::task::spawn_blocking(move || {
             inner
                 .writer()
                 .delete_term(Term::from_field_text(inner.fields.agent, &agent));
-            inner.index(Vec::new(), next, false)
+            inner.index(Vec::new(), &payload, false)
         })
         .await
         .map_err(|e| db("forgetting an agent", e))??;

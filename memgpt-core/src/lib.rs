@@ -16,6 +16,8 @@
 //! * [`summarizer`]: the recursive summary of evicted messages.
 //! * [`function`]: functions the LLM calls, defined with [`memgpt_fn`]; the registry and the
 //!   [`ToolContext`](function::ToolContext) they run with. [`builtin`] holds MemGPT's own.
+//! * [`retrieval`]: how searches rank: the analyzer, message documents, BM25, the query's
+//!   speaker and date cues, reciprocal-rank fusion and hybrid recall search.
 //! * [`store`]: the storage seams ([`AgentStore`](store::AgentStore),
 //!   [`RecallStore`](store::RecallStore), [`ArchivalStore`](store::ArchivalStore)) and the
 //!   in-memory reference implementation.
@@ -42,10 +44,12 @@ pub mod embed;
 mod error;
 pub mod function;
 pub mod ids;
+mod indexing;
 pub mod llm;
 pub mod memory;
 pub mod message;
 pub mod queue;
+pub mod retrieval;
 pub mod store;
 pub mod summarizer;
 pub mod testing;

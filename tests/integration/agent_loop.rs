@@ -232,7 +232,10 @@ async fn memory_pressure_warns_once_then_flushes_with_a_summary() {
         .search(agent.id(), &RecallQuery::text("red kite", Page::first(5)))
         .await
         .unwrap();
-    assert_eq!(hits.total, 1);
+    assert!(
+        hits.hits[0].item.text.contains("Item 0 is a red kite."),
+        "{hits:?}"
+    );
 }
 
 #[tokio::test]
@@ -348,7 +351,7 @@ proptest! {
                 .persona("T")
                 .block_limit(100)
                 .tools(["send_message", "conversation_search", "archival_memory_insert"])
-                .context_window(700)
+                .context_window(900)
                 .max_chain_length(3)
                 .build()
                 .await

@@ -77,10 +77,9 @@ fn state(id: AgentId) -> AgentState {
 fn commit(state: &mut AgentState, messages: Vec<Message>, passages: Vec<Passage>) -> Commit {
     state.version += 1;
     Commit {
-        state: state.clone(),
-        messages,
         passages,
-        deleted_passages: Vec::new(),
+        messages,
+        ..Commit::state(state.clone())
     }
 }
 
@@ -440,15 +439,10 @@ async fn load(url: &str, data: &Dataset) -> (Storage, AgentId, f64) {
 
 /// A top-10 vector search for `probe`.
 fn vector_query(probe: &[f32]) -> ArchivalQuery {
-    ArchivalQuery {
-        text: String::new(),
-        embedding: Some(Embedding {
-            model: MODEL.into(),
-            vector: probe.to_vec(),
-        }),
-        mode: SearchMode::Vector,
-        page: Page::first(10),
-    }
+    ArchivalQuery::new("", SearchMode::Vector, Page::first(10)).with_embedding(Embedding {
+        model: MODEL.into(),
+        vector: probe.to_vec(),
+    })
 }
 
 /// Searches each of `probes`, unmeasured.

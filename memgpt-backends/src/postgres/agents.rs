@@ -5,13 +5,18 @@ use chrono::{DateTime, Utc};
 use memgpt_core::embed::Embedding;
 use memgpt_core::ids::AgentId;
 use memgpt_core::message::Message;
-use memgpt_core::store::{AgentLease, AgentState, AgentStore, Commit, Passage, StoreError};
+use memgpt_core::retrieval::DocumentBuilder;
+use memgpt_core::store::{
+    AgentLease, AgentState, AgentStore, Commit, EmbeddingSpace, MessageEmbedding, Passage,
+    StoreError,
+};
 use sqlx::pool::PoolConnection;
 use sqlx::types::Json;
 use sqlx::{PgConnection, Postgres};
 use tracing::{debug, info, warn};
 
-use super::{PgStore, SPACE_LOCK, Space, agent_lock_key, read_space, search_text};
+use super::documents::{builder_for, count_documents, passage_search_text};
+use super::{PgStore, SPACE_LOCK, Space, agent_lock_key, read_space};
 use crate::codec::db;
 
 #[async_trait]
@@ -82,7 +87,9 @@ impl AgentStore for PgStore {
             .rows_affected()
             > 0;
         for sql in [
+            "DELETE FROM message_embeddings WHERE agent_id = $1",
             "DELETE FROM messages WHERE agent_id = $1",
+            "DELETE FROM recall_statistics WHERE agent_id = $1",
             "DELETE FROM passages WHERE agent_id = $1",
             "DELETE FROM agent_embedded_counts WHERE agent_id = $1",
         ] {
@@ -122,8 +129,14 @@ impl AgentStore for PgStore {
                 found: current,
             });
         }
-        let space = self.check_embeddings(&mut tx, &commit.passages).await?;
-        insert_messages(&mut tx, &commit.messages).await?;
+        let embeddings = crate::codec::commit_embeddings(commit);
+        let space = self.check_embeddings(&mut tx, &embeddings).await?;
+        if !commit.messages.is_empty() {
+            let mut builder = builder_for(&mut tx, id).await?;
+            let terms = insert_messages(&mut tx, &commit.messages, &mut builder).await?;
+            count_documents(&mut tx, id, commit.messages.len() as i64, terms).await?;
+        }
+        insert_message_embeddings(&mut tx, id, &commit.message_embeddings).await?;
         // Deletions before insertions, as in the reference store: a passage both added and
         // deleted by one commit stays.
         let mut embedded_delta = commit
@@ -178,6 +191,38 @@ impl AgentStore for PgStore {
         Ok(())
     }
 
+    async fn store_message_embeddings(
+        &self,
+        agent: AgentId,
+        embeddings: &[MessageEmbedding],
+    ) -> Result<(), StoreError> {
+        if embeddings.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(|e| db("starting to store embeddings", e))?;
+        let vectors: Vec<&Embedding> = embeddings.iter().map(|e| &e.embedding).collect();
+        let space = self.check_embeddings(&mut tx, &vectors).await?;
+        insert_message_embeddings(&mut tx, agent, embeddings).await?;
+        tx.commit()
+            .await
+            .map_err(|e| db("committing message embeddings", e))?;
+        if let Some(space) = space {
+            self.remember_space(space);
+        }
+        Ok(())
+    }
+
+    async fn embedding_space(&self) -> Result<Option<EmbeddingSpace>, StoreError> {
+        Ok(self.space().await?.map(|space| EmbeddingSpace {
+            model: space.model,
+            dimension: space.dimension,
+        }))
+    }
+
     async fn lock_agent(&self, id: AgentId) -> Result<Box<dyn AgentLease>, StoreError> {
         let key = agent_lock_key(&self.schema, id.as_uuid());
         // From the pool of lock connections: leases held by steps never starve their commits.
@@ -213,9 +258,9 @@ impl PgStore {
     async fn check_embeddings(
         &self,
         tx: &mut PgConnection,
-        passages: &[Passage],
+        embeddings: &[&Embedding],
     ) -> Result<Option<Space>, StoreError> {
-        let Some(first) = passages.iter().find_map(|p| p.embedding.as_ref()) else {
+        let Some(first) = embeddings.first() else {
             return Ok(None);
         };
         // Read on this transaction's connection: a second one from the pool could wait forever
@@ -239,7 +284,7 @@ impl PgStore {
                 }
             }
         };
-        for embedding in passages.iter().filter_map(|p| p.embedding.as_ref()) {
+        for embedding in embeddings {
             check_space(&space, embedding)?;
         }
         Ok(Some(space))
@@ -270,15 +315,28 @@ async fn fix_space(tx: &mut PgConnection, first: &Embedding) -> Result<Space, St
             .await
             .map_err(|e| db("recording the embedding model", e))?;
     }
-    let d = space.dimension;
-    info!(model = %space.model, dimension = d, "fixing the store's embedding space and creating its HNSW index");
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "CREATE INDEX IF NOT EXISTS passages_embedding_hnsw ON passages USING hnsw ((embedding::vector({d})) vector_cosine_ops)"
-    )))
-    .execute(&mut *tx)
-    .await
-    .map_err(|e| db("creating the HNSW index", e))?;
+    info!(model = %space.model, dimension = space.dimension, "fixing the store's embedding space and creating its HNSW indexes");
+    create_vector_indexes(tx, space.dimension).await?;
     Ok(space)
+}
+
+/// The HNSW indexes over passage and message embeddings of dimension `d` (if missing).
+pub(super) async fn create_vector_indexes(
+    tx: &mut PgConnection,
+    d: usize,
+) -> Result<(), StoreError> {
+    for (name, table) in [
+        ("passages_embedding_hnsw", "passages"),
+        ("message_embeddings_hnsw", "message_embeddings"),
+    ] {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw ((embedding::vector({d})) vector_cosine_ops)"
+        )))
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db("creating an HNSW index", e))?;
+    }
+    Ok(())
 }
 
 /// The error for an embedding outside the store's space.
@@ -294,10 +352,15 @@ pub(super) fn check_space(space: &Space, embedding: &Embedding) -> Result<(), St
     Ok(())
 }
 
-/// Appends messages in order (one statement; `seq` follows the order given).
-async fn insert_messages(tx: &mut PgConnection, messages: &[Message]) -> Result<(), StoreError> {
+/// Appends messages in order with their search documents (one statement; `seq` follows the
+/// order given); returns how many terms the documents hold.
+async fn insert_messages(
+    tx: &mut PgConnection,
+    messages: &[Message],
+    builder: &mut DocumentBuilder,
+) -> Result<i64, StoreError> {
     if messages.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
     let n = messages.len();
     let (mut ids, mut agents, mut kinds, mut texts) = (
@@ -313,6 +376,11 @@ async fn insert_messages(tx: &mut PgConnection, messages: &[Message]) -> Result<
         Vec::<DateTime<Utc>>::with_capacity(n),
         Vec::with_capacity(n),
     );
+    let (mut turns, mut lengths) = (
+        Vec::<Option<i64>>::with_capacity(n),
+        Vec::<i32>::with_capacity(n),
+    );
+    let mut total_terms = 0i64;
     for m in messages {
         ids.push(*m.id.as_uuid());
         agents.push(*m.agent_id.as_uuid());
@@ -326,14 +394,20 @@ async fn insert_messages(tx: &mut PgConnection, messages: &[Message]) -> Result<
         call_ids.push(m.tool_call_id.as_deref());
         names.push(m.name.as_deref());
         times.push(m.created_at);
-        searches.push(search_text(&m.searchable_text()));
+        let document = builder.add(m);
+        total_terms += document.len() as i64;
+        turns.push(document.turn.map(|t| t as i64));
+        lengths.push(document.len() as i32);
+        searches.push(document.text());
     }
     sqlx::query(
-        "INSERT INTO messages (id, agent_id, kind, text, tool_calls, tool_call_id, name, created_at, search_text) \
-         SELECT u.id, u.agent_id, u.kind, u.text, u.tool_calls::jsonb, u.tool_call_id, u.name, u.created_at, u.search_text \
+        "INSERT INTO messages (id, agent_id, kind, text, tool_calls, tool_call_id, name, created_at, search_text, \
+                               turn, document_length) \
+         SELECT u.id, u.agent_id, u.kind, u.text, u.tool_calls::jsonb, u.tool_call_id, u.name, u.created_at, \
+                u.search_text, u.turn, u.len \
          FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], \
-                     $8::timestamptz[], $9::text[]) WITH ORDINALITY \
-              AS u(id, agent_id, kind, text, tool_calls, tool_call_id, name, created_at, search_text, ord) \
+                     $8::timestamptz[], $9::text[], $10::bigint[], $11::int4[]) WITH ORDINALITY \
+              AS u(id, agent_id, kind, text, tool_calls, tool_call_id, name, created_at, search_text, turn, len, ord) \
          ORDER BY u.ord",
     )
     .bind(ids)
@@ -345,9 +419,44 @@ async fn insert_messages(tx: &mut PgConnection, messages: &[Message]) -> Result<
     .bind(names)
     .bind(times)
     .bind(searches)
+    .bind(turns)
+    .bind(lengths)
     .execute(&mut *tx)
     .await
     .map_err(|e| db("appending messages", e))?;
+    Ok(total_terms)
+}
+
+/// Stores embeddings of the agent's conversation messages (others and repeats are ignored).
+async fn insert_message_embeddings(
+    tx: &mut PgConnection,
+    agent: AgentId,
+    embeddings: &[MessageEmbedding],
+) -> Result<(), StoreError> {
+    if embeddings.is_empty() {
+        return Ok(());
+    }
+    let dimension = embeddings[0].embedding.dimension() as i32;
+    let ids: Vec<uuid::Uuid> = embeddings.iter().map(|e| *e.message.as_uuid()).collect();
+    let mut vectors: Vec<f32> = Vec::with_capacity(embeddings.len() * dimension as usize);
+    for e in embeddings {
+        vectors.extend_from_slice(&e.embedding.vector);
+    }
+    sqlx::query(
+        "WITH marked AS ( \
+             UPDATE messages m SET embedded = true FROM UNNEST($2::uuid[]) WITH ORDINALITY AS u(id, ord) \
+             WHERE m.id = u.id AND m.agent_id = $1 AND m.turn IS NOT NULL AND NOT m.embedded \
+             RETURNING m.seq, u.ord) \
+         INSERT INTO message_embeddings (message_seq, agent_id, embedding) \
+         SELECT seq, $1, (($3::real[])[(ord - 1) * $4 + 1 : ord * $4])::vector FROM marked ORDER BY ord",
+    )
+    .bind(agent.as_uuid())
+    .bind(ids)
+    .bind(vectors)
+    .bind(dimension)
+    .execute(&mut *tx)
+    .await
+    .map_err(|e| db("storing message embeddings", e))?;
     Ok(())
 }
 
@@ -387,7 +496,7 @@ async fn insert_passages(
             serde_json::to_string(&p.metadata).map_err(|e| db("encoding passage metadata", e))?,
         );
         times.push(p.created_at);
-        searches.push(search_text(&p.text));
+        searches.push(passage_search_text(&p.text));
     }
     sqlx::query(
         "INSERT INTO passages (id, agent_id, text, embedding, metadata, created_at, search_text) \

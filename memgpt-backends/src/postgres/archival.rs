@@ -13,9 +13,10 @@ use sqlx::types::Json;
 use sqlx::{PgConnection, Row};
 
 use super::agents::check_space;
+use memgpt_core::retrieval::{RRF_K, reciprocal_rank_fusion};
+
 use super::{MAX_EF_SEARCH, PgStore, Space, ts_query};
 use crate::codec::{corrupt, db};
-use crate::{RRF_K, rank_fusion};
 
 const PASSAGE_COLUMNS: &str =
     "p.seq, p.id, p.agent_id, p.text, p.embedding::real[] AS embedding, p.metadata, p.created_at";
@@ -72,6 +73,34 @@ fn ranking(rows: &[PgRow], context: &str) -> Result<Vec<(f32, i64)>, StoreError>
         .collect()
 }
 
+/// The tag and time filters of an archival query for passages aliased `p`, as SQL reading
+/// parameters `$n` (start), `$n+1` (end) and `$n+2` (tags); unset filters bind NULL or an empty
+/// array, which the planner (custom plans) folds away.
+fn filter_sql(n: usize) -> String {
+    format!(
+        "(${n}::timestamptz IS NULL OR p.created_at >= ${n}) AND (${m}::timestamptz IS NULL OR p.created_at < ${m}) \
+         AND (cardinality(${t}::text[]) = 0 OR (p.metadata -> 'tags') ?| ${t})",
+        m = n + 1,
+        t = n + 2
+    )
+}
+
+/// Binds the parameters of [`filter_sql`].
+fn bind_filter<'q>(
+    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    filter: &ArchivalQuery,
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    query
+        .bind(filter.range.start)
+        .bind(filter.range.end)
+        .bind(filter.tags.clone())
+}
+
+/// Whether a query filters passages at all.
+fn is_filtered(query: &ArchivalQuery) -> bool {
+    !query.tags.is_empty() || !query.range.is_unbounded()
+}
+
 impl PgStore {
     /// Passages of `agent` by sequence number, in the order given (missing ones skipped).
     async fn passages_by_seq(
@@ -116,33 +145,54 @@ impl PgStore {
         agent: AgentId,
         query: &[f32],
         space: &Space,
+        filter: &ArchivalQuery,
         limit: usize,
     ) -> Result<(Vec<(f32, i64)>, usize), StoreError> {
-        let limit = limit.min(i64::MAX as usize - 1);
         let mut tx = self
             .pool
             .begin()
             .await
             .map_err(|e| db("starting a vector search", e))?;
-        let embedded: i64 = sqlx::query_scalar(
-            "SELECT coalesce((SELECT embedded FROM agent_embedded_counts WHERE agent_id = $1), 0)",
-        )
-        .bind(agent.as_uuid())
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(|e| db("counting passages", e))?;
-        if embedded == 0 || limit == 0 {
-            return Ok((Vec::new(), embedded as usize));
+        let embedded: i64 = if is_filtered(filter) {
+            bind_filter(
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "SELECT count(*) AS n FROM passages p WHERE p.agent_id = $1 AND p.embedding IS NOT NULL AND {}",
+                    filter_sql(2)
+                )))
+                .bind(agent.as_uuid()),
+                filter,
+            )
+            .fetch_one(&mut *tx)
+            .await
+            .and_then(|row| row.try_get("n"))
+            .map_err(|e| db("counting passages", e))?
+        } else {
+            sqlx::query_scalar(
+                "SELECT coalesce((SELECT embedded FROM agent_embedded_counts WHERE agent_id = $1), 0)",
+            )
+            .bind(agent.as_uuid())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| db("counting passages", e))?
+        };
+        // Never deeper than what exists: a huge page costs nothing.
+        let limit = limit.min(embedded.max(0) as usize);
+        if limit == 0 {
+            return Ok((Vec::new(), embedded.max(0) as usize));
         }
         if query.iter().all(|x| *x == 0.0) {
             // A zero vector is equally (un)similar to everything: cosine 0, as the reference
             // store scores it (pgvector's distance would be NaN).
-            let rows = sqlx::query(
-                "SELECT seq, 0::float8 AS score FROM passages WHERE agent_id = $1 AND embedding IS NOT NULL \
-                 ORDER BY created_at DESC, seq DESC LIMIT $2",
+            let rows = bind_filter(
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "SELECT p.seq, 0::float8 AS score FROM passages p WHERE p.agent_id = $1 AND p.embedding IS NOT NULL \
+                     AND {} ORDER BY p.created_at DESC, p.seq DESC LIMIT $2",
+                    filter_sql(3)
+                )))
+                .bind(agent.as_uuid())
+                .bind(limit as i64),
+                filter,
             )
-            .bind(agent.as_uuid())
-            .bind(limit as i64)
             .fetch_all(&mut *tx)
             .await
             .map_err(|e| db("searching embeddings", e))?;
@@ -155,32 +205,40 @@ impl PgStore {
         let d = space.dimension;
         let distance = format!("p.embedding::vector({d}) <=> $1::real[]::vector({d})");
         // One more than asked, to see whether equal distances straddle the cut.
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "WITH nearest AS MATERIALIZED ( \
-                 SELECT p.seq, p.created_at, {distance} AS distance \
-                 FROM passages p WHERE p.agent_id = $2 AND p.embedding IS NOT NULL \
-                 ORDER BY distance LIMIT $3) \
-             SELECT seq, distance FROM nearest ORDER BY distance, created_at DESC, seq DESC"
-        )))
-        .bind(query)
-        .bind(agent.as_uuid())
-        .bind(limit as i64 + 1)
+        let rows = bind_filter(
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "WITH nearest AS MATERIALIZED ( \
+                     SELECT p.seq, p.created_at, {distance} AS distance \
+                     FROM passages p WHERE p.agent_id = $2 AND p.embedding IS NOT NULL AND {} \
+                     ORDER BY distance LIMIT $3) \
+                 SELECT seq, distance FROM nearest ORDER BY distance, created_at DESC, seq DESC",
+                filter_sql(4)
+            )))
+            .bind(query)
+            .bind(agent.as_uuid())
+            .bind(limit as i64 + 1),
+            filter,
+        )
         .fetch_all(&mut *tx)
         .await
         .map_err(|e| db("searching embeddings", e))?;
         let mut nearest = distances(&rows)?;
         if nearest.len() > limit && nearest[limit].0 == nearest[limit - 1].0 {
             let cut = nearest[limit - 1].0;
-            let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT seq, distance FROM ( \
-                     SELECT p.seq, p.created_at, {distance} AS distance \
-                     FROM passages p WHERE p.agent_id = $2 AND p.embedding IS NOT NULL) tied \
-                 WHERE distance = $3 ORDER BY created_at DESC, seq DESC LIMIT $4"
-            )))
-            .bind(query)
-            .bind(agent.as_uuid())
-            .bind(cut)
-            .bind(limit as i64)
+            let rows = bind_filter(
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "SELECT seq, distance FROM ( \
+                         SELECT p.seq, p.created_at, {distance} AS distance \
+                         FROM passages p WHERE p.agent_id = $2 AND p.embedding IS NOT NULL AND {}) tied \
+                     WHERE distance = $3 ORDER BY created_at DESC, seq DESC LIMIT $4",
+                    filter_sql(5)
+                )))
+                .bind(query)
+                .bind(agent.as_uuid())
+                .bind(cut)
+                .bind(limit as i64),
+                filter,
+            )
             .fetch_all(&mut *tx)
             .await
             .map_err(|e| db("searching embeddings", e))?;
@@ -204,15 +262,21 @@ impl PgStore {
         &self,
         agent: AgentId,
         tsquery: &str,
+        filter: &ArchivalQuery,
         limit: usize,
     ) -> Result<Vec<(f32, i64)>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT seq, ts_rank_cd(search, $2::tsquery)::float8 AS score FROM passages \
-             WHERE agent_id = $1 AND search @@ $2::tsquery ORDER BY score DESC, created_at DESC, seq DESC LIMIT $3",
+        let rows = bind_filter(
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT p.seq, ts_rank_cd(p.search, $2::tsquery)::float8 AS score FROM passages p \
+                 WHERE p.agent_id = $1 AND p.search @@ $2::tsquery AND {} \
+                 ORDER BY score DESC, p.created_at DESC, p.seq DESC LIMIT $3",
+                filter_sql(4)
+            )))
+            .bind(agent.as_uuid())
+            .bind(tsquery.to_owned())
+            .bind(limit.min(i64::MAX as usize) as i64),
+            filter,
         )
-        .bind(agent.as_uuid())
-        .bind(tsquery)
-        .bind(limit.min(i64::MAX as usize) as i64)
         .fetch_all(&self.pool)
         .await
         .map_err(|e| db("searching archival storage", e))?;
@@ -224,13 +288,18 @@ impl PgStore {
         &self,
         agent: AgentId,
         tsquery: &str,
+        filter: &ArchivalQuery,
     ) -> Result<(usize, usize), StoreError> {
-        let row = sqlx::query(
-            "SELECT count(*) AS matches, count(*) FILTER (WHERE embedding IS NULL) AS unembedded FROM passages \
-             WHERE agent_id = $1 AND search @@ $2::tsquery",
+        let row = bind_filter(
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT count(*) AS matches, count(*) FILTER (WHERE p.embedding IS NULL) AS unembedded FROM passages p \
+                 WHERE p.agent_id = $1 AND p.search @@ $2::tsquery AND {}",
+                filter_sql(3)
+            )))
+            .bind(agent.as_uuid())
+            .bind(tsquery.to_owned()),
+            filter,
         )
-        .bind(agent.as_uuid())
-        .bind(tsquery)
         .fetch_one(&self.pool)
         .await
         .map_err(|e| db("counting passages", e))?;
@@ -269,14 +338,13 @@ impl PgStore {
     async fn text_page(
         &self,
         agent: AgentId,
-        text: &str,
-        page: Page,
+        query: &ArchivalQuery,
     ) -> Result<SearchPage<Passage>, StoreError> {
-        let Some(tsquery) = ts_query(text) else {
+        let page = query.page;
+        let Some(tsquery) = ts_query(&query.text) else {
             return Ok(SearchPage::empty(page));
         };
-        let depth = page.offset().saturating_add(page.size);
-        let (total, _) = self.count_text_matches(agent, &tsquery).await?;
+        let (total, _) = self.count_text_matches(agent, &tsquery, query).await?;
         if total == 0 || page.offset() >= total {
             return Ok(SearchPage {
                 hits: Vec::new(),
@@ -284,7 +352,9 @@ impl PgStore {
                 total,
             });
         }
-        let ranked = self.text_ranking(agent, &tsquery, depth).await?;
+        let ranked = self
+            .text_ranking(agent, &tsquery, query, page.depth())
+            .await?;
         self.page_of(agent, ranked, page, total).await
     }
 }
@@ -292,7 +362,7 @@ impl PgStore {
 /// Sets the HNSW search depth for this transaction: at least `min_ef` candidates and enough for
 /// `depth` results, and pgvector 0.8's iterative scans, which keep scanning when the agent
 /// filter removes candidates.
-async fn set_search_depth(
+pub(crate) async fn set_search_depth(
     tx: &mut PgConnection,
     depth: usize,
     min_ef: usize,
@@ -319,7 +389,7 @@ impl ArchivalStore for PgStore {
         if let (Some(embedding), Some(space)) = (&query.embedding, &space) {
             check_space(space, embedding)?;
         }
-        let depth = query.page.offset().saturating_add(query.page.size);
+        let depth = query.page.depth();
         match (query.mode, &query.embedding) {
             (SearchMode::Vector, None) => Err(StoreError::InvalidQuery(
                 "vector search needs a query embedding".into(),
@@ -330,12 +400,12 @@ impl ArchivalStore for PgStore {
                     return Ok(SearchPage::empty(query.page));
                 };
                 let (ranked, total) = self
-                    .vector_ranking(agent, &embedding.vector, &space, depth)
+                    .vector_ranking(agent, &embedding.vector, &space, query, depth)
                     .await?;
                 self.page_of(agent, ranked, query.page, total).await
             }
             (SearchMode::Text, _) | (SearchMode::Hybrid, None) => {
-                self.text_page(agent, &query.text, query.page).await
+                self.text_page(agent, query).await
             }
             (SearchMode::Hybrid, Some(embedding)) => {
                 // Each list is cut at a generous depth (at least the page's), so every page up to
@@ -344,22 +414,33 @@ impl ArchivalStore for PgStore {
                 let list_depth = depth.saturating_mul(4).max(100);
                 let (by_vector, embedded) = match &space {
                     Some(space) => {
-                        self.vector_ranking(agent, &embedding.vector, space, list_depth)
+                        self.vector_ranking(agent, &embedding.vector, space, query, list_depth)
                             .await?
                     }
                     None => (Vec::new(), 0),
                 };
                 let (by_text, unembedded_matches) = match ts_query(&query.text) {
                     Some(tsquery) => {
-                        let (_, unembedded) = self.count_text_matches(agent, &tsquery).await?;
+                        let (_, unembedded) =
+                            self.count_text_matches(agent, &tsquery, query).await?;
                         (
-                            self.text_ranking(agent, &tsquery, list_depth).await?,
+                            self.text_ranking(agent, &tsquery, query, list_depth)
+                                .await?,
                             unembedded,
                         )
                     }
                     None => (Vec::new(), 0),
                 };
-                let fused = rank_fusion(&[by_vector, by_text], RRF_K);
+                let vector: Vec<i64> = by_vector.iter().map(|(_, seq)| *seq).collect();
+                let text: Vec<i64> = by_text.iter().map(|(_, seq)| *seq).collect();
+                let fused: Vec<(f32, i64)> = reciprocal_rank_fusion(
+                    &[(&vector[..], 1.0), (&text[..], 1.0)],
+                    RRF_K,
+                    |a, b| b.cmp(a),
+                )
+                .into_iter()
+                .map(|(seq, score)| (score, seq))
+                .collect();
                 self.page_of(agent, fused, query.page, embedded + unembedded_matches)
                     .await
             }

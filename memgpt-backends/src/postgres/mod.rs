@@ -5,12 +5,15 @@
 //! locks the agent's row, checks its version and writes everything; [`AgentStore::lock_agent`]
 //! takes a session-level advisory lock so two processes never run the same agent's step at once.
 //!
-//! * Recall text search: a generated `tsvector` (configuration `simple`) over the words of each
-//!   message's searchable text, with a GIN index, ranked by `ts_rank_cd`.
-//! * Archival vector search: pgvector. The `embedding` column has no fixed dimension; the first
-//!   embedded passage fixes the store's embedding space (model and dimension), and with it an
-//!   HNSW index over `embedding::vector(D)` with cosine distance, which queries use.
-//! * Hybrid archival search: reciprocal-rank fusion ([`crate::rank_fusion`]) of both rankings.
+//! * Recall search: candidates from a generated `tsvector` (configuration `simple`) over each
+//!   message's search document (memgpt-core's analysed terms), with a GIN index, and from
+//!   pgvector HNSW over the message embeddings; memgpt-core ranks them.
+//! * Archival vector search: pgvector. The `embedding` columns have no fixed dimension; the
+//!   first embedding fixes the store's embedding space (model and dimension), and with it HNSW
+//!   indexes over `embedding::vector(D)` with cosine distance, which queries use.
+//! * Hybrid archival search: reciprocal-rank fusion
+//!   ([`reciprocal_rank_fusion`](memgpt_core::retrieval::reciprocal_rank_fusion)) of both
+//!   rankings.
 //!
 //! The schema is created by embedded migrations, applied under a transaction-level advisory lock
 //! so processes opening the store at the same time do not race.
@@ -19,13 +22,14 @@
 
 mod agents;
 mod archival;
+mod documents;
 mod recall;
 
 use std::fmt;
 use std::str::FromStr;
 use std::sync::OnceLock;
 
-use memgpt_core::store::{StoreError, query_terms, tokenize};
+use memgpt_core::store::StoreError;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Connection, Executor, PgConnection};
 use tracing::{debug, info};
@@ -214,6 +218,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         2,
         "embedded_counts",
         include_str!("../../migrations/postgres/0002_embedded_counts.sql"),
+    ),
+    (
+        3,
+        "message_search",
+        include_str!("../../migrations/postgres/0003_message_search.sql"),
     ),
 ];
 
@@ -406,6 +415,10 @@ async fn set_up(
         .await
         .map_err(|e| db("setting the search path", e))?;
     migrate(&mut tx).await?;
+    documents::rebuild_if_stale(&mut tx).await?;
+    if let Some(space) = read_space(&mut tx).await? {
+        agents::create_vector_indexes(&mut tx, space.dimension).await?;
+    }
     tx.commit()
         .await
         .map_err(|e| db("committing the schema setup", e))?;
@@ -494,29 +507,11 @@ pub(crate) fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
-/// What is stored in `search_text`: the reference tokenizer's words, joined by spaces.
-pub(crate) fn search_text(text: &str) -> String {
-    tokenize(text).join(" ")
-}
-
-/// PostgreSQL's longest lexeme, in bytes: longer words are left out of `tsvector`s (with a
-/// notice), so a query term that long can match nothing and is dropped (a `tsquery` holding one
-/// is an error).
-const MAX_LEXEME_BYTES: usize = 2_047;
-
-/// A `tsquery` matching any of `text`'s terms ([`query_terms`], never the raw text), each quoted
-/// as a literal lexeme, or `None` when the text has no searchable term. Bound as a parameter and
-/// cast with `::tsquery`, which takes lexemes as written (the terms are already lowercase words).
+/// A `tsquery` matching any of `text`'s analysed terms
+/// ([`query_terms`](memgpt_core::retrieval::query_terms), never the raw text), or `None` when
+/// the text has no searchable term.
 pub(crate) fn ts_query(text: &str) -> Option<String> {
-    let quoted: Vec<String> = query_terms(text)
-        .iter()
-        .filter(|t| t.len() <= MAX_LEXEME_BYTES)
-        .map(|t| format!("'{}'", t.replace('\\', "\\\\").replace('\'', "''")))
-        .collect();
-    if quoted.is_empty() {
-        return None;
-    }
-    Some(quoted.join(" | "))
+    documents::terms_tsquery(&memgpt_core::retrieval::query_terms(text))
 }
 
 /// The advisory-lock key of an agent in a schema: FNV-1a (stable across processes and builds)
@@ -592,17 +587,16 @@ mod tests {
         assert_eq!(quote_ident("a\"b"), "\"a\"\"b\"");
         assert_eq!(
             ts_query("what's \"Mochi\" (my cat) eating?").as_deref(),
-            Some("'cat' | 'eating' | 'mochi' | 's'")
+            Some("'cat' | 'eat' | 'mochi' | 's'")
         );
         assert_eq!(ts_query("(( ::: \"\" ))"), None);
-        assert_eq!(ts_query(&"x".repeat(10_000)), None);
         assert_eq!(
-            ts_query(&format!("{} kiwi", "x".repeat(10_000))).as_deref(),
-            Some("'kiwi'")
+            documents::terms_tsquery(&["x".repeat(3_000), "kiwi".into(), "it's".into()]).as_deref(),
+            Some("'kiwi' | 'it''s'")
         );
         assert_eq!(
-            search_text("Mail bob@example.com re: v1.2!"),
-            "mail bob example com re v1 2"
+            documents::passage_search_text("Mail bob@example.com re: v1.2!"),
+            "mail bob exampl com re v1 2"
         );
     }
 

@@ -1,23 +1,28 @@
-//! Recall storage: messages, searched with PostgreSQL full-text search and listed by time.
+//! Recall storage: messages listed by time, and the candidate primitives hybrid search ranks
+//! (PostgreSQL full-text search over the message documents, pgvector HNSW over the message
+//! embeddings).
 
 use std::collections::HashMap;
 
 use async_trait::async_trait;
+use memgpt_core::embed::Embedding;
 use memgpt_core::ids::{AgentId, MessageId};
 use memgpt_core::message::{Message, MessageKind, ToolCall};
+use memgpt_core::retrieval::{CandidateKey, RecallCandidate, TextCandidates};
 use memgpt_core::store::{Hit, RecallQuery, RecallStore, SearchPage, StoreError};
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use sqlx::{Postgres, QueryBuilder, Row};
 
-use super::{PgStore, ts_query};
+use super::PgStore;
+use super::documents::{statistics, terms_tsquery};
 use crate::codec::{corrupt, db};
 
-const MESSAGE_COLUMNS: &str =
+pub(crate) const MESSAGE_COLUMNS: &str =
     "m.id, m.agent_id, m.kind, m.text, m.tool_calls, m.tool_call_id, m.name, m.created_at";
 
 /// Decodes a row selected with [`MESSAGE_COLUMNS`].
-fn message_from_row(row: &PgRow) -> Result<Message, StoreError> {
+pub(crate) fn message_from_row(row: &PgRow) -> Result<Message, StoreError> {
     let get_err = |e: sqlx::Error| db("reading a message", e);
     let kind: String = row.try_get("kind").map_err(get_err)?;
     let tool_calls: Option<Json<Vec<ToolCall>>> = row.try_get("tool_calls").map_err(get_err)?;
@@ -50,77 +55,17 @@ fn push_filters(sql: &mut QueryBuilder<Postgres>, query: &RecallQuery) {
 /// A page's `LIMIT` and `OFFSET`.
 fn push_page(sql: &mut QueryBuilder<Postgres>, query: &RecallQuery) {
     sql.push(" LIMIT ")
-        .push_bind(query.page.size.min(i64::MAX as usize) as i64)
+        .push_bind(sql_int(query.page.size))
         .push(" OFFSET ")
-        .push_bind(query.page.offset().min(i64::MAX as usize) as i64);
+        .push_bind(sql_int(query.page.offset()));
+}
+
+/// A count as PostgreSQL's `bigint` (saturating).
+fn sql_int(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 impl PgStore {
-    async fn search_text(
-        &self,
-        agent: AgentId,
-        query: &RecallQuery,
-        text: &str,
-    ) -> Result<SearchPage<Message>, StoreError> {
-        let Some(tsquery) = ts_query(text) else {
-            return Ok(SearchPage::empty(query.page));
-        };
-        let mut count =
-            QueryBuilder::<Postgres>::new("SELECT count(*) FROM messages m WHERE m.agent_id = ");
-        count
-            .push_bind(*agent.as_uuid())
-            .push(" AND m.search @@ ")
-            .push_bind(tsquery.clone())
-            .push("::tsquery");
-        push_filters(&mut count, query);
-        let total: i64 = count
-            .build_query_scalar()
-            .fetch_one(&self.pool)
-            .await
-            .map_err(|e| db("searching recall storage", e))?;
-        if total == 0 || query.page.offset() >= total as usize {
-            return Ok(SearchPage {
-                hits: Vec::new(),
-                page: query.page,
-                total: total as usize,
-            });
-        }
-
-        let mut sql = QueryBuilder::<Postgres>::new(format!(
-            "SELECT {MESSAGE_COLUMNS}, ts_rank_cd(m.search, "
-        ));
-        sql.push_bind(tsquery.clone())
-            .push("::tsquery) AS score FROM messages m WHERE m.agent_id = ")
-            .push_bind(*agent.as_uuid())
-            .push(" AND m.search @@ ")
-            .push_bind(tsquery)
-            .push("::tsquery");
-        push_filters(&mut sql, query);
-        sql.push(" ORDER BY score DESC, m.created_at DESC, m.seq DESC");
-        push_page(&mut sql, query);
-        let rows = sql
-            .build()
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| db("searching recall storage", e))?;
-        let hits = rows
-            .iter()
-            .map(|row| {
-                Ok(Hit {
-                    item: message_from_row(row)?,
-                    score: row
-                        .try_get::<f32, _>("score")
-                        .map_err(|e| db("searching recall storage", e))?,
-                })
-            })
-            .collect::<Result<_, StoreError>>()?;
-        Ok(SearchPage {
-            hits,
-            page: query.page,
-            total: total as usize,
-        })
-    }
-
     async fn list_chronological(
         &self,
         agent: AgentId,
@@ -173,15 +118,135 @@ impl PgStore {
 
 #[async_trait]
 impl RecallStore for PgStore {
-    async fn search(
+    async fn list_messages(
         &self,
         agent: AgentId,
         query: &RecallQuery,
     ) -> Result<SearchPage<Message>, StoreError> {
-        match query.text_query() {
-            None => self.list_chronological(agent, query).await,
-            Some(text) => self.search_text(agent, query, text).await,
+        self.list_chronological(agent, query).await
+    }
+
+    async fn text_candidates(
+        &self,
+        agent: AgentId,
+        terms: &[String],
+        query: &RecallQuery,
+        limit: usize,
+    ) -> Result<TextCandidates, StoreError> {
+        let statistics = statistics(&self.pool, terms).await?;
+        let Some(tsquery) = terms_tsquery(terms) else {
+            return Ok(TextCandidates {
+                keys: Vec::new(),
+                statistics,
+            });
+        };
+        let mut sql =
+            QueryBuilder::<Postgres>::new("SELECT m.seq FROM messages m WHERE m.agent_id = ");
+        sql.push_bind(*agent.as_uuid())
+            .push(" AND m.search @@ ")
+            .push_bind(tsquery.clone())
+            .push("::tsquery");
+        push_filters(&mut sql, query);
+        sql.push(" ORDER BY ts_rank_cd(m.search, ")
+            .push_bind(tsquery)
+            .push("::tsquery) DESC, m.seq DESC LIMIT ")
+            .push_bind(sql_int(limit));
+        let keys = sql
+            .build_query_scalar()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| db("searching recall storage", e))?;
+        Ok(TextCandidates { keys, statistics })
+    }
+
+    async fn vector_candidates(
+        &self,
+        agent: AgentId,
+        embedding: &Embedding,
+        query: &RecallQuery,
+        limit: usize,
+    ) -> Result<Vec<CandidateKey>, StoreError> {
+        let Some(space) = self.space().await? else {
+            return Ok(Vec::new());
+        };
+        super::agents::check_space(&space, embedding)?;
+        if limit == 0 || embedding.vector.iter().all(|x| *x == 0.0) {
+            // A zero vector is equally (un)similar to everything; similarity cannot rank.
+            return Ok(Vec::new());
         }
+        let d = space.dimension;
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(|e| db("starting a vector search", e))?;
+        super::archival::set_search_depth(&mut tx, limit, self.ef_search).await?;
+        let mut sql = QueryBuilder::<Postgres>::new(
+            "SELECT e.message_seq FROM message_embeddings e JOIN messages m ON m.seq = e.message_seq \
+             WHERE e.agent_id = ",
+        );
+        sql.push_bind(*agent.as_uuid());
+        push_filters(&mut sql, query);
+        sql.push(format!(" ORDER BY e.embedding::vector({d}) <=> "))
+            .push_bind(embedding.vector.clone())
+            .push(format!("::real[]::vector({d}) LIMIT "))
+            .push_bind(sql_int(limit));
+        let keys = sql
+            .build_query_scalar()
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(|e| db("searching message embeddings", e))?;
+        tx.commit()
+            .await
+            .map_err(|e| db("finishing a vector search", e))?;
+        Ok(keys)
+    }
+
+    async fn candidates(
+        &self,
+        agent: AgentId,
+        keys: &[CandidateKey],
+    ) -> Result<Vec<RecallCandidate>, StoreError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT m.seq, {MESSAGE_COLUMNS}, m.search_text, e.embedding::real[] AS embedding FROM messages m \
+             LEFT JOIN message_embeddings e ON e.message_seq = m.seq WHERE m.agent_id = $1 AND m.seq = ANY($2)"
+        )))
+        .bind(agent.as_uuid())
+        .bind(keys)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| db("reading search candidates", e))?;
+        rows.iter()
+            .map(|row| {
+                let get = |e| db("reading search candidates", e);
+                Ok(RecallCandidate {
+                    key: row.try_get("seq").map_err(get)?,
+                    message: message_from_row(row)?,
+                    document: row.try_get("search_text").map_err(get)?,
+                    embedding: row.try_get("embedding").map_err(get)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn unembedded_messages(
+        &self,
+        agent: AgentId,
+        limit: usize,
+    ) -> Result<Vec<Message>, StoreError> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = $1 AND m.turn IS NOT NULL \
+             AND NOT m.embedded ORDER BY m.seq LIMIT $2"
+        )))
+        .bind(agent.as_uuid())
+        .bind(sql_int(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| db("listing unembedded messages", e))?;
+        rows.iter().map(message_from_row).collect()
     }
 
     async fn get_messages(

@@ -4,10 +4,14 @@ use async_trait::async_trait;
 use memgpt_core::embed::Embedding;
 use memgpt_core::ids::AgentId;
 use memgpt_core::message::Message;
-use memgpt_core::store::{AgentState, AgentStore, Commit, Passage, StoreError};
+use memgpt_core::retrieval::DocumentBuilder;
+use memgpt_core::store::{
+    AgentState, AgentStore, Commit, EmbeddingSpace, MessageEmbedding, Passage, StoreError,
+};
 use sqlx::{Row, SqliteConnection};
 
-use super::{SqliteStore, meta};
+use super::documents::{builder_for, count_documents, passage_document, write_message_document};
+use super::{SqliteStore, embedding_space};
 use crate::codec::{corrupt, db, micros, vector_to_blob};
 
 fn state_json(state: &AgentState) -> Result<String, StoreError> {
@@ -80,10 +84,26 @@ impl AgentStore for SqliteStore {
             .await
             .map_err(|e| db("starting a transaction", e))?;
         let uuid = id.as_uuid();
+        let row = sqlx::query(
+            "SELECT count(*) AS documents, coalesce(sum(document_length), 0) AS terms FROM messages WHERE agent_id = ?",
+        )
+        .bind(uuid)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|e| db("deleting an agent", e))?;
+        let documents: i64 = row
+            .try_get("documents")
+            .map_err(|e| db("deleting an agent", e))?;
+        let terms: i64 = row
+            .try_get("terms")
+            .map_err(|e| db("deleting an agent", e))?;
+        count_documents(&mut tx, -documents, -terms).await?;
         for sql in [
-            "DELETE FROM messages_fts WHERE rowid IN (SELECT seq FROM messages WHERE agent_id = ?)",
+            "DELETE FROM message_terms WHERE rowid IN (SELECT seq FROM messages WHERE agent_id = ?)",
+            "DELETE FROM message_embeddings WHERE agent_id = ?",
             "DELETE FROM messages WHERE agent_id = ?",
-            "DELETE FROM passages_fts WHERE rowid IN (SELECT seq FROM passages WHERE agent_id = ?)",
+            "DELETE FROM passage_terms WHERE rowid IN (SELECT seq FROM passages WHERE agent_id = ?)",
+            "DELETE FROM passage_tags WHERE agent_id = ?",
             "DELETE FROM passages WHERE agent_id = ?",
             "DELETE FROM passage_deletions WHERE agent_id = ?",
         ] {
@@ -137,11 +157,20 @@ impl AgentStore for SqliteStore {
                 found: current,
             });
         }
-        check_embeddings(&mut tx, &commit.passages).await?;
+        let embeddings = crate::codec::commit_embeddings(commit);
+        let space = fix_space(&mut tx, &embeddings).await?;
         let token = agent_token(id);
-        for message in &commit.messages {
-            insert_message(&mut tx, message, &token).await?;
+        if !commit.messages.is_empty() {
+            let mut builder = builder_for(&mut tx, id).await?;
+            let (mut documents, mut terms) = (0i64, 0i64);
+            for message in &commit.messages {
+                let length = insert_message(&mut tx, message, &mut builder).await?;
+                documents += 1;
+                terms += length;
+            }
+            count_documents(&mut tx, documents, terms).await?;
         }
+        insert_message_embeddings(&mut tx, id, &commit.message_embeddings).await?;
         for passage in &commit.passages {
             insert_passage(&mut tx, passage, &token).await?;
         }
@@ -160,34 +189,64 @@ impl AgentStore for SqliteStore {
         .await
         .map_err(|e| db("writing agent state", e))?;
         tx.commit().await.map_err(|e| db("committing a step", e))?;
-        let rows = commit.messages.len() + commit.passages.len() + commit.deleted_passages.len();
+        if let Some(space) = space {
+            let _ = self.space.set(space);
+        }
+        let rows = commit.messages.len()
+            + commit.message_embeddings.len()
+            + commit.passages.len()
+            + commit.deleted_passages.len();
         self.after_commit(id, rows).await;
         Ok(())
     }
+
+    async fn store_message_embeddings(
+        &self,
+        agent: AgentId,
+        embeddings: &[MessageEmbedding],
+    ) -> Result<(), StoreError> {
+        if embeddings.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| db("starting to store embeddings", e))?;
+        let vectors: Vec<&Embedding> = embeddings.iter().map(|e| &e.embedding).collect();
+        let space = fix_space(&mut tx, &vectors).await?;
+        insert_message_embeddings(&mut tx, agent, embeddings).await?;
+        tx.commit()
+            .await
+            .map_err(|e| db("committing message embeddings", e))?;
+        if let Some(space) = space {
+            let _ = self.space.set(space);
+        }
+        self.after_commit(agent, embeddings.len()).await;
+        Ok(())
+    }
+
+    async fn embedding_space(&self) -> Result<Option<EmbeddingSpace>, StoreError> {
+        self.space().await
+    }
 }
 
-/// Rejects embeddings of another model or dimension than the store holds; fixes the store's
-/// embedding space with the first one.
-async fn check_embeddings(
+/// Rejects embeddings of another space than the store holds; fixes the store's space with the
+/// first one. Returns the space when there are embeddings.
+async fn fix_space(
     tx: &mut SqliteConnection,
-    passages: &[Passage],
-) -> Result<(), StoreError> {
-    let Some(first) = passages.iter().find_map(|p| p.embedding.as_ref()) else {
-        return Ok(());
+    embeddings: &[&Embedding],
+) -> Result<Option<EmbeddingSpace>, StoreError> {
+    let Some(first) = embeddings.first() else {
+        return Ok(None);
     };
-    let model = meta(&mut *tx, "embedding_model").await?;
-    let dimension = meta(&mut *tx, "embedding_dimension").await?;
-    let (model, dimension) = match (model, dimension) {
-        (Some(model), Some(dimension)) => (
-            model,
-            dimension
-                .parse::<usize>()
-                .map_err(|_| corrupt("embedding_dimension"))?,
-        ),
-        _ => {
+    let space = match embedding_space(&mut *tx).await? {
+        Some(space) => space,
+        None => {
+            let space = EmbeddingSpace::of(first);
             for (key, value) in [
-                ("embedding_model", first.model.clone()),
-                ("embedding_dimension", first.dimension().to_string()),
+                ("embedding_model", space.model.clone()),
+                ("embedding_dimension", space.dimension.to_string()),
             ] {
                 sqlx::query("INSERT INTO memgpt_meta (key, value) VALUES (?, ?)")
                     .bind(key)
@@ -196,45 +255,30 @@ async fn check_embeddings(
                     .await
                     .map_err(|e| db("recording the embedding model", e))?;
             }
-            (first.model.clone(), first.dimension())
+            space
         }
     };
-    for embedding in passages.iter().filter_map(|p| p.embedding.as_ref()) {
-        check_space(&model, dimension, embedding)?;
+    for embedding in embeddings {
+        space.check(embedding)?;
     }
-    Ok(())
+    Ok(Some(space))
 }
 
-/// The error for an embedding outside the store's space.
-pub(super) fn check_space(
-    model: &str,
-    dimension: usize,
-    embedding: &Embedding,
-) -> Result<(), StoreError> {
-    if embedding.model != model || embedding.dimension() != dimension {
-        return Err(StoreError::EmbeddingMismatch {
-            expected_model: model.to_owned(),
-            expected_dimension: dimension,
-            found_model: embedding.model.clone(),
-            found_dimension: embedding.dimension(),
-        });
-    }
-    Ok(())
-}
-
+/// Appends a message with its search document; returns the document's length.
 async fn insert_message(
     tx: &mut SqliteConnection,
     message: &Message,
-    token: &str,
-) -> Result<(), StoreError> {
+    builder: &mut DocumentBuilder,
+) -> Result<i64, StoreError> {
     let tool_calls = if message.tool_calls.is_empty() {
         None
     } else {
         Some(serde_json::to_string(&message.tool_calls).map_err(|e| db("encoding tool calls", e))?)
     };
+    let document = builder.add(message);
     let row = sqlx::query(
-        "INSERT INTO messages (id, agent_id, kind, text, tool_calls, tool_call_id, name, created_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+        "INSERT INTO messages (id, agent_id, kind, text, tool_calls, tool_call_id, name, created_at, turn, \
+         document, document_length) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
     )
     .bind(message.id.as_uuid())
     .bind(message.agent_id.as_uuid())
@@ -244,19 +288,46 @@ async fn insert_message(
     .bind(&message.tool_call_id)
     .bind(&message.name)
     .bind(micros(message.created_at))
+    .bind(document.turn.map(|t| t as i64))
+    .bind(document.text())
+    .bind(document.len() as i64)
     .fetch_one(&mut *tx)
     .await
     .map_err(|e| db("appending a message", e))?;
     let seq: i64 = row
         .try_get("seq")
         .map_err(|e| db("appending a message", e))?;
-    sqlx::query("INSERT INTO messages_fts (rowid, agent, body) VALUES (?, ?, ?)")
+    write_message_document(tx, seq, message.agent_id, &document, false).await?;
+    Ok(document.len() as i64)
+}
+
+/// Stores embeddings of the agent's conversation messages (others and repeats are ignored).
+async fn insert_message_embeddings(
+    tx: &mut SqliteConnection,
+    agent: AgentId,
+    embeddings: &[MessageEmbedding],
+) -> Result<(), StoreError> {
+    for e in embeddings {
+        let seq: Option<i64> = sqlx::query_scalar(
+            "UPDATE messages SET embedded = 1 WHERE id = ? AND agent_id = ? AND turn IS NOT NULL \
+             AND embedded = 0 RETURNING seq",
+        )
+        .bind(e.message.as_uuid())
+        .bind(agent.as_uuid())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|e| db("storing a message embedding", e))?;
+        let Some(seq) = seq else { continue };
+        sqlx::query(
+            "INSERT INTO message_embeddings (message_seq, agent_id, embedding) VALUES (?, ?, ?)",
+        )
         .bind(seq)
-        .bind(token)
-        .bind(message.searchable_text())
+        .bind(agent.as_uuid())
+        .bind(vector_to_blob(&e.embedding.vector))
         .execute(&mut *tx)
         .await
-        .map_err(|e| db("indexing a message", e))?;
+        .map_err(|e| db("storing a message embedding", e))?;
+    }
     Ok(())
 }
 
@@ -281,13 +352,24 @@ async fn insert_passage(
     .await
     .map_err(|e| db("storing a passage", e))?;
     let seq: i64 = row.try_get("seq").map_err(|e| db("storing a passage", e))?;
-    sqlx::query("INSERT INTO passages_fts (rowid, agent, body) VALUES (?, ?, ?)")
+    sqlx::query("INSERT INTO passage_terms (rowid, agent, body) VALUES (?, ?, ?)")
         .bind(seq)
         .bind(token)
-        .bind(&passage.text)
+        .bind(passage_document(passage))
         .execute(&mut *tx)
         .await
         .map_err(|e| db("indexing a passage", e))?;
+    for tag in passage.tags() {
+        sqlx::query(
+            "INSERT OR IGNORE INTO passage_tags (passage_seq, agent_id, tag) VALUES (?, ?, ?)",
+        )
+        .bind(seq)
+        .bind(passage.agent_id.as_uuid())
+        .bind(tag)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db("tagging a passage", e))?;
+    }
     Ok(())
 }
 
@@ -304,11 +386,16 @@ async fn delete_passage(
             .await
             .map_err(|e| db("deleting a passage", e))?;
     if let Some(seq) = seq {
-        sqlx::query("DELETE FROM passages_fts WHERE rowid = ?")
-            .bind(seq)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| db("deleting a passage", e))?;
+        for sql in [
+            "DELETE FROM passage_terms WHERE rowid = ?",
+            "DELETE FROM passage_tags WHERE passage_seq = ?",
+        ] {
+            sqlx::query(sql)
+                .bind(seq)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| db("deleting a passage", e))?;
+        }
         sqlx::query("INSERT INTO passage_deletions (passage_seq, agent_id) VALUES (?, ?)")
             .bind(seq)
             .bind(agent.as_uuid())

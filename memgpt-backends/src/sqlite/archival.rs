@@ -5,17 +5,21 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use memgpt_core::embed::Embedding;
 use memgpt_core::ids::{AgentId, PassageId};
+use memgpt_core::retrieval::{RRF_K, reciprocal_rank_fusion};
 use memgpt_core::store::{
-    ArchivalQuery, ArchivalStore, Hit, Page, Passage, SearchMode, SearchPage, StoreError,
+    ArchivalQuery, ArchivalStore, EmbeddingSpace, Hit, Page, Passage, SearchMode, SearchPage,
+    StoreError,
 };
 use sqlx::sqlite::SqliteRow;
 use sqlx::{QueryBuilder, Row, Sqlite};
 
 use super::SqliteStore;
-use super::agents::{agent_token, check_space};
-use crate::codec::{blob_to_vector, blob_to_vector_into, corrupt, db, from_micros, fts5_query};
+use super::agents::agent_token;
+use super::recall::sql_int;
+use crate::codec::{
+    blob_to_vector, blob_to_vector_into, corrupt, db, from_micros, fts5_query, micros,
+};
 use crate::vector::{TopK, cosine_to_unit, normalized};
-use crate::{RRF_K, rank_fusion};
 
 const PASSAGE_COLUMNS: &str =
     "p.seq, p.id, p.agent_id, p.text, p.embedding, p.metadata, p.created_at";
@@ -25,7 +29,7 @@ const SCAN_BATCH: i64 = 4_096;
 
 fn passage_from_row(
     row: &SqliteRow,
-    space: Option<&(String, usize)>,
+    space: Option<&EmbeddingSpace>,
 ) -> Result<Passage, StoreError> {
     let get_err = |e: sqlx::Error| db("reading a passage", e);
     let embedding: Option<Vec<u8>> = row.try_get("embedding").map_err(get_err)?;
@@ -33,10 +37,10 @@ fn passage_from_row(
     let embedding = match embedding {
         None => None,
         Some(blob) => {
-            let (model, _) =
+            let space =
                 space.ok_or_else(|| corrupt("an embedding in a store with no embedding model"))?;
             Some(Embedding {
-                model: model.clone(),
+                model: space.model.clone(),
                 vector: blob_to_vector(&blob)?,
             })
         }
@@ -50,6 +54,31 @@ fn passage_from_row(
             .map_err(|e| corrupt(format!("passage metadata: {e}")))?,
         created_at: from_micros(row.try_get("created_at").map_err(get_err)?)?,
     })
+}
+
+/// Appends the tag and time filters of `query` for the passages aliased `p` (after a `WHERE`).
+fn push_passage_filters(sql: &mut QueryBuilder<Sqlite>, agent: AgentId, query: &ArchivalQuery) {
+    if let Some(start) = query.range.start {
+        sql.push(" AND p.created_at >= ").push_bind(micros(start));
+    }
+    if let Some(end) = query.range.end {
+        sql.push(" AND p.created_at < ").push_bind(micros(end));
+    }
+    if !query.tags.is_empty() {
+        sql.push(" AND p.seq IN (SELECT passage_seq FROM passage_tags WHERE agent_id = ")
+            .push_bind(*agent.as_uuid())
+            .push(" AND tag IN (");
+        let mut tags = sql.separated(", ");
+        for tag in &query.tags {
+            tags.push_bind(tag.clone());
+        }
+        sql.push("))");
+    }
+}
+
+/// Whether a query filters passages at all.
+fn is_filtered(query: &ArchivalQuery) -> bool {
+    !query.tags.is_empty() || !query.range.is_unbounded()
 }
 
 impl SqliteStore {
@@ -85,12 +114,13 @@ impl SqliteStore {
             .collect())
     }
 
-    /// Every embedded passage of `agent` by cosine similarity to `query` (exact scan), best
-    /// first; at most `limit` of them, and how many there are.
+    /// Every embedded passage of `agent` that `filter` admits by cosine similarity to `query`
+    /// (exact scan), best first; at most `limit` of them, and how many there are.
     pub(crate) async fn exact_vector_ranking(
         &self,
         agent: AgentId,
         query: &[f32],
+        filter: &ArchivalQuery,
         limit: usize,
     ) -> Result<(Vec<(f32, i64)>, usize), StoreError> {
         let query = normalized(query);
@@ -98,16 +128,20 @@ impl SqliteStore {
         let mut after = 0i64;
         let mut vector = Vec::with_capacity(query.len());
         loop {
-            let rows = sqlx::query(
-                "SELECT seq, embedding FROM passages WHERE agent_id = ? AND seq > ? AND embedding IS NOT NULL \
-                 ORDER BY seq LIMIT ?",
-            )
-            .bind(agent.as_uuid())
-            .bind(after)
-            .bind(SCAN_BATCH)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| db("scanning embeddings", e))?;
+            let mut sql = QueryBuilder::<Sqlite>::new(
+                "SELECT p.seq, p.embedding FROM passages p WHERE p.agent_id = ",
+            );
+            sql.push_bind(*agent.as_uuid())
+                .push(" AND p.seq > ")
+                .push_bind(after)
+                .push(" AND p.embedding IS NOT NULL");
+            push_passage_filters(&mut sql, agent, filter);
+            sql.push(" ORDER BY p.seq LIMIT ").push_bind(SCAN_BATCH);
+            let rows = sql
+                .build()
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|e| db("scanning embeddings", e))?;
             let Some(last) = rows.last() else { break };
             after = last
                 .try_get("seq")
@@ -127,25 +161,31 @@ impl SqliteStore {
         Ok((top.into_sorted(), seen))
     }
 
-    /// Passages of `agent` matching `text` by BM25, best first; at most `limit`.
+    /// Passages of `agent` that `filter` admits matching `text` by BM25, best first; at most
+    /// `limit`.
     async fn text_ranking(
         &self,
         agent: AgentId,
         text: &str,
+        filter: &ArchivalQuery,
         limit: usize,
     ) -> Result<Vec<(f32, i64)>, StoreError> {
         let Some(expr) = fts5_query(&agent_token(agent), text) else {
             return Ok(Vec::new());
         };
-        let rows = sqlx::query(
-            "SELECT rowid AS seq, -bm25(passages_fts, 0.0, 1.0) AS score FROM passages_fts WHERE passages_fts MATCH ? \
-             ORDER BY score DESC, rowid DESC LIMIT ?",
-        )
-        .bind(expr)
-        .bind(limit.min(i64::MAX as usize) as i64)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(|e| db("searching archival storage", e))?;
+        let mut sql = QueryBuilder::<Sqlite>::new(
+            "SELECT p.seq AS seq, -bm25(passage_terms, 0.0, 1.0) AS score FROM passage_terms \
+             CROSS JOIN passages p ON p.seq = passage_terms.rowid WHERE passage_terms MATCH ",
+        );
+        sql.push_bind(expr);
+        push_passage_filters(&mut sql, agent, filter);
+        sql.push(" ORDER BY score DESC, p.seq DESC LIMIT ")
+            .push_bind(sql_int(limit));
+        let rows = sql
+            .build()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| db("searching archival storage", e))?;
         rows.iter()
             .map(|row| {
                 let seq: i64 = row
@@ -159,26 +199,67 @@ impl SqliteStore {
             .collect()
     }
 
+    /// How many embedded passages of `agent` the filter admits.
+    async fn count_embedded(
+        &self,
+        agent: AgentId,
+        filter: &ArchivalQuery,
+    ) -> Result<usize, StoreError> {
+        let mut sql =
+            QueryBuilder::<Sqlite>::new("SELECT count(*) FROM passages p WHERE p.agent_id = ");
+        sql.push_bind(*agent.as_uuid())
+            .push(" AND p.embedding IS NOT NULL");
+        push_passage_filters(&mut sql, agent, filter);
+        let n: i64 = sql
+            .build_query_scalar()
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| db("counting passages", e))?;
+        Ok(n.max(0) as usize)
+    }
+
     /// The vector ranking from the usearch index if there is one, else from an exact scan;
-    /// `limit` bounds the length, and the second value is how many embedded passages exist.
+    /// `limit` bounds the length, and the second value is how many embedded passages the filter
+    /// admits.
     async fn vector_ranking(
         &self,
         agent: AgentId,
         query: &[f32],
+        filter: &ArchivalQuery,
         limit: usize,
     ) -> Result<(Vec<(f32, i64)>, usize), StoreError> {
         #[cfg(feature = "usearch")]
         if let Some(usearch) = &self.usearch {
-            let Some((_, dimension)) = self.space().await? else {
+            let Some(space) = self.space().await? else {
                 return Ok((Vec::new(), 0));
             };
-            let total = usearch.count(&self.pool, agent, dimension).await?;
+            if is_filtered(filter) {
+                let total = self.count_embedded(agent, filter).await?;
+                let mut sql =
+                    QueryBuilder::<Sqlite>::new("SELECT p.seq FROM passages p WHERE p.agent_id = ");
+                sql.push_bind(*agent.as_uuid())
+                    .push(" AND p.embedding IS NOT NULL");
+                push_passage_filters(&mut sql, agent, filter);
+                let admitted: std::collections::HashSet<u64> = sql
+                    .build_query_scalar::<i64>()
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(|e| db("reading the admitted passages", e))?
+                    .into_iter()
+                    .map(|seq| seq as u64)
+                    .collect();
+                let ranked = usearch
+                    .search_admitted(&self.pool, agent, space.dimension, query, &admitted, limit)
+                    .await?;
+                return Ok((ranked, total));
+            }
+            let total = usearch.count(&self.pool, agent, space.dimension).await?;
             let ranked = usearch
-                .search(&self.pool, agent, dimension, query, limit.min(total))
+                .search(&self.pool, agent, space.dimension, query, limit.min(total))
                 .await?;
             return Ok((ranked, total));
         }
-        self.exact_vector_ranking(agent, query, limit).await
+        self.exact_vector_ranking(agent, query, filter, limit).await
     }
 
     async fn page_of(
@@ -210,21 +291,25 @@ impl ArchivalStore for SqliteStore {
         agent: AgentId,
         query: &ArchivalQuery,
     ) -> Result<SearchPage<Passage>, StoreError> {
-        if let (Some(embedding), Some((model, dimension))) = (&query.embedding, self.space().await?)
-        {
-            check_space(&model, dimension, embedding)?;
+        if let (Some(embedding), Some(space)) = (&query.embedding, self.space().await?) {
+            space.check(embedding)?;
         }
-        let depth = query.page.offset() + query.page.size;
+        // Any page is safe: depths saturate, and every list below is bounded by what exists.
+        let depth = query.page.depth();
         match (query.mode, &query.embedding) {
             (SearchMode::Vector, None) => Err(StoreError::InvalidQuery(
                 "vector search needs a query embedding".into(),
             )),
             (SearchMode::Vector, Some(embedding)) => {
-                let (ranked, total) = self.vector_ranking(agent, &embedding.vector, depth).await?;
+                let (ranked, total) = self
+                    .vector_ranking(agent, &embedding.vector, query, depth)
+                    .await?;
                 self.page_of(ranked, query.page, total).await
             }
             (SearchMode::Text, _) | (SearchMode::Hybrid, None) => {
-                let ranked = self.text_ranking(agent, &query.text, usize::MAX).await?;
+                let ranked = self
+                    .text_ranking(agent, &query.text, query, usize::MAX)
+                    .await?;
                 let total = ranked.len();
                 self.page_of(ranked, query.page, total).await
             }
@@ -235,13 +320,23 @@ impl ArchivalStore for SqliteStore {
                 let depth = if exact {
                     usize::MAX
                 } else {
-                    (4 * depth).max(100)
+                    depth.saturating_mul(4).max(100)
                 };
-                let (by_vector, embedded) =
-                    self.vector_ranking(agent, &embedding.vector, depth).await?;
-                let by_text = self.text_ranking(agent, &query.text, depth).await?;
+                let (by_vector, embedded) = self
+                    .vector_ranking(agent, &embedding.vector, query, depth)
+                    .await?;
+                let by_text = self.text_ranking(agent, &query.text, query, depth).await?;
                 let unembedded_matches = self.count_unembedded(&by_text).await?;
-                let fused = rank_fusion(&[by_vector, by_text], RRF_K);
+                let vector: Vec<i64> = by_vector.iter().map(|(_, seq)| *seq).collect();
+                let text: Vec<i64> = by_text.iter().map(|(_, seq)| *seq).collect();
+                let fused: Vec<(f32, i64)> = reciprocal_rank_fusion(
+                    &[(&vector[..], 1.0), (&text[..], 1.0)],
+                    RRF_K,
+                    |a, b| b.cmp(a),
+                )
+                .into_iter()
+                .map(|(seq, score)| (score, seq))
+                .collect();
                 self.page_of(fused, query.page, embedded + unembedded_matches)
                     .await
             }
@@ -286,12 +381,19 @@ impl ArchivalStore for SqliteStore {
     ) -> Result<SearchPage<Passage>, StoreError> {
         let space = self.space().await?;
         let total = self.count_passages(agent).await? as usize;
+        if page.offset() >= total {
+            return Ok(SearchPage {
+                hits: Vec::new(),
+                page,
+                total,
+            });
+        }
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = ? ORDER BY p.seq LIMIT ? OFFSET ?"
         )))
         .bind(agent.as_uuid())
-        .bind(page.size as i64)
-        .bind(page.offset() as i64)
+        .bind(sql_int(page.size))
+        .bind(sql_int(page.offset()))
         .fetch_all(&self.pool)
         .await
         .map_err(|e| db("listing passages", e))?;

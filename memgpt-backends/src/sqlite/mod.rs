@@ -1,8 +1,10 @@
 //! The embedded default: one data directory holding an SQLite database (WAL mode) and, with the
-//! `tantivy` and `usearch` features, a full-text recall index and an HNSW archival index.
+//! `tantivy` and `usearch` features, a full-text recall index and HNSW indexes of archival and
+//! message embeddings.
 //!
-//! SQLite is the source of truth. Agent state, every message and every passage (with its
-//! embedding) are written by one transaction per agent step. The indexes are derived: before
+//! SQLite is the source of truth. Agent state, every message (with its search document and
+//! embedding) and every passage (with its embedding) are written by one transaction per agent
+//! step. The indexes are derived: before
 //! each search (and after commits, once a few thousand rows have piled up) they catch up with
 //! the rows they have not seen, tracked by a watermark. The same catch-up runs on open, which is
 //! how they repair themselves after a crash between the SQLite commit and their own.
@@ -12,12 +14,15 @@
 
 mod agents;
 mod archival;
+mod documents;
 mod recall;
+
+pub(crate) use recall::push_filters as push_recall_filters;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use memgpt_core::store::StoreError;
+use memgpt_core::store::{EmbeddingSpace, StoreError};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
@@ -45,9 +50,10 @@ pub enum VectorIndex {
     /// An exact scan of the agent's embeddings in SQLite.
     #[default]
     Exact,
-    /// usearch HNSW indexes in `archival.usearch/` next to the database.
+    /// usearch HNSW indexes in `archival.usearch/` (passages) and `recall.usearch/` (message
+    /// embeddings) next to the database.
     #[cfg(feature = "usearch")]
-    Usearch(crate::usearch_archival::UsearchOptions),
+    Usearch(crate::usearch_index::UsearchOptions),
 }
 
 /// Where and how to open an [`SqliteStore`].
@@ -104,9 +110,12 @@ pub struct SqliteStore {
     #[cfg(feature = "tantivy")]
     tantivy: Option<crate::tantivy_recall::TantivyRecall>,
     #[cfg(feature = "usearch")]
-    usearch: Option<crate::usearch_archival::UsearchArchival>,
+    usearch: Option<crate::usearch_index::UsearchIndexes>,
+    /// HNSW indexes of the message embeddings (with `vectors=usearch`).
+    #[cfg(feature = "usearch")]
+    recall_vectors: Option<crate::usearch_index::UsearchIndexes>,
     /// The store's embedding space, once fixed (it never changes afterwards).
-    space: std::sync::OnceLock<(String, usize)>,
+    space: std::sync::OnceLock<EmbeddingSpace>,
     /// Rows committed since the derived indexes last caught up.
     #[cfg_attr(not(any(feature = "tantivy", feature = "usearch")), allow(dead_code))]
     unindexed: std::sync::atomic::AtomicUsize,
@@ -123,6 +132,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         2,
         "embedded_passages",
         include_str!("../../migrations/sqlite/0002_embedded_passages.sql"),
+    ),
+    (
+        3,
+        "message_search",
+        include_str!("../../migrations/sqlite/0003_message_search.sql"),
     ),
 ];
 
@@ -157,6 +171,7 @@ impl SqliteStore {
             .await
             .map_err(|e| db("opening the SQLite database", e))?;
         migrate(&pool).await?;
+        documents::rebuild_if_stale(&pool).await?;
         let store = Self {
             #[cfg(feature = "tantivy")]
             tantivy: match options.recall {
@@ -172,10 +187,21 @@ impl SqliteStore {
             #[cfg(feature = "usearch")]
             usearch: match &options.vectors {
                 VectorIndex::Usearch(usearch_options) => {
-                    Some(crate::usearch_archival::UsearchArchival::open(
+                    Some(crate::usearch_index::UsearchIndexes::open(
                         &options.dir.join("archival.usearch"),
+                        crate::usearch_index::VectorSource::Passages,
                         usearch_options.clone(),
-                        &pool,
+                    )?)
+                }
+                VectorIndex::Exact => None,
+            },
+            #[cfg(feature = "usearch")]
+            recall_vectors: match &options.vectors {
+                VectorIndex::Usearch(usearch_options) => {
+                    Some(crate::usearch_index::UsearchIndexes::open(
+                        &options.dir.join("recall.usearch"),
+                        crate::usearch_index::VectorSource::Messages,
+                        usearch_options.clone(),
                     )?)
                 }
                 VectorIndex::Exact => None,
@@ -193,12 +219,17 @@ impl SqliteStore {
         Self::open(SqliteOptions::recommended(dir.as_ref())).await
     }
 
-    /// The store's embedding (model, dimension), once fixed; cached after the first read.
-    pub(crate) async fn space(&self) -> Result<Option<(String, usize)>, StoreError> {
+    /// The store's embedding space, once fixed; cached after the first read.
+    pub(crate) async fn space(&self) -> Result<Option<EmbeddingSpace>, StoreError> {
         if let Some(space) = self.space.get() {
             return Ok(Some(space.clone()));
         }
-        let space = embedding_space(&self.pool).await?;
+        let mut conn = self
+            .pool
+            .acquire()
+            .await
+            .map_err(|e| db("reading store metadata", e))?;
+        let space = embedding_space(&mut conn).await?;
         if let Some(space) = &space {
             let _ = self.space.set(space.clone());
         }
@@ -219,8 +250,8 @@ impl SqliteStore {
     /// caught up from the database on open, so this only shortens the next open).
     pub async fn checkpoint(&self) -> Result<(), StoreError> {
         #[cfg(feature = "usearch")]
-        if let Some(usearch) = &self.usearch {
-            usearch.save_all()?;
+        for indexes in [&self.usearch, &self.recall_vectors].into_iter().flatten() {
+            indexes.save_all()?;
         }
         Ok(())
     }
@@ -245,10 +276,10 @@ impl SqliteStore {
             }
         }
         #[cfg(feature = "usearch")]
-        if let Some(usearch) = &self.usearch
-            && let Err(e) = usearch.forget_agent(agent)
-        {
-            warn!(error = %e, "could not remove a deleted agent's usearch index");
+        for indexes in [&self.usearch, &self.recall_vectors].into_iter().flatten() {
+            if let Err(e) = indexes.forget_agent(agent) {
+                warn!(error = %e, "could not remove a deleted agent's usearch index");
+            }
         }
         let _ = agent;
     }
@@ -260,8 +291,8 @@ impl SqliteStore {
     async fn after_commit(&self, agent: memgpt_core::ids::AgentId, rows: usize) {
         use std::sync::atomic::Ordering;
         #[cfg(feature = "usearch")]
-        if let Some(usearch) = &self.usearch {
-            usearch.mark_dirty(agent);
+        for indexes in [&self.usearch, &self.recall_vectors].into_iter().flatten() {
+            indexes.mark_dirty(agent);
         }
         let pending = self.unindexed.fetch_add(rows, Ordering::Relaxed) + rows;
         if pending < INDEX_LAG_LIMIT {
@@ -275,11 +306,12 @@ impl SqliteStore {
             warn!(error = %e, "the tantivy recall index could not catch up; it will retry");
         }
         #[cfg(feature = "usearch")]
-        if let Some(usearch) = &self.usearch
-            && let Ok(Some((_, dimension))) = self.space().await
-            && let Err(e) = usearch.catch_up(&self.pool, agent, dimension).await
-        {
-            warn!(error = %e, "the usearch archival index could not catch up; it will retry");
+        if let Ok(Some(space)) = self.space().await {
+            for indexes in [&self.usearch, &self.recall_vectors].into_iter().flatten() {
+                if let Err(e) = indexes.catch_up(&self.pool, agent, space.dimension).await {
+                    warn!(error = %e, "a usearch index could not catch up; it will retry");
+                }
+            }
         }
         let _ = agent;
     }
@@ -288,10 +320,10 @@ impl SqliteStore {
 impl Drop for SqliteStore {
     fn drop(&mut self) {
         #[cfg(feature = "usearch")]
-        if let Some(usearch) = &self.usearch
-            && let Err(e) = usearch.save_all()
-        {
-            warn!(error = %e, "could not save the usearch indexes on close; they will be caught up on open");
+        for indexes in [&self.usearch, &self.recall_vectors].into_iter().flatten() {
+            if let Err(e) = indexes.save_all() {
+                warn!(error = %e, "could not save the usearch indexes on close; they will be caught up on open");
+            }
         }
     }
 }
@@ -348,19 +380,19 @@ pub(crate) async fn meta<'e, E: sqlx::SqliteExecutor<'e>>(
         .map_err(|e| db("reading store metadata", e))
 }
 
-/// The store's embedding (model, dimension), once fixed.
+/// The store's embedding space, once fixed.
 pub(crate) async fn embedding_space(
-    pool: &SqlitePool,
-) -> Result<Option<(String, usize)>, StoreError> {
-    let model = meta(pool, "embedding_model").await?;
-    let dimension = meta(pool, "embedding_dimension").await?;
+    conn: &mut sqlx::SqliteConnection,
+) -> Result<Option<EmbeddingSpace>, StoreError> {
+    let model = meta(&mut *conn, "embedding_model").await?;
+    let dimension = meta(&mut *conn, "embedding_dimension").await?;
     Ok(match (model, dimension) {
-        (Some(model), Some(dimension)) => Some((
+        (Some(model), Some(dimension)) => Some(EmbeddingSpace {
             model,
-            dimension
+            dimension: dimension
                 .parse()
                 .map_err(|_| crate::codec::corrupt("embedding_dimension"))?,
-        )),
+        }),
         _ => None,
     })
 }

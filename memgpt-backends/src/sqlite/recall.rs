@@ -1,20 +1,29 @@
-//! Recall storage: messages, searched with FTS5 (or tantivy) and listed by time.
+//! Recall storage: messages listed by time, and the candidate primitives hybrid search ranks
+//! (FTS5 or tantivy for text, an exact scan or usearch for vectors).
 
 use std::collections::HashMap;
 
 use async_trait::async_trait;
+use memgpt_core::embed::Embedding;
 use memgpt_core::ids::{AgentId, MessageId};
 use memgpt_core::message::{Message, MessageKind, ToolCall};
+use memgpt_core::retrieval::{CandidateKey, RecallCandidate, TextCandidates};
 use memgpt_core::store::{Hit, RecallQuery, RecallStore, SearchPage, StoreError};
 use sqlx::sqlite::SqliteRow;
 use sqlx::{QueryBuilder, Row, Sqlite};
 
 use super::SqliteStore;
 use super::agents::agent_token;
-use crate::codec::{corrupt, db, from_micros, fts5_query, micros};
+use crate::codec::{
+    blob_to_vector, blob_to_vector_into, corrupt, db, from_micros, fts5_terms_query, micros,
+};
+use crate::vector::{TopK, cosine_to_unit, normalized};
 
-const MESSAGE_COLUMNS: &str =
+pub(crate) const MESSAGE_COLUMNS: &str =
     "m.seq, m.id, m.agent_id, m.kind, m.text, m.tool_calls, m.tool_call_id, m.name, m.created_at";
+
+/// Rows read per batch by the exact vector scan.
+const SCAN_BATCH: i64 = 4_096;
 
 /// Decodes a row selected with [`MESSAGE_COLUMNS`].
 pub(crate) fn message_from_row(row: &SqliteRow) -> Result<Message, StoreError> {
@@ -38,7 +47,7 @@ pub(crate) fn message_from_row(row: &SqliteRow) -> Result<Message, StoreError> {
 }
 
 /// Appends the kind and time filters of `query` (after a `WHERE m.agent_id = ?`).
-fn push_filters(sql: &mut QueryBuilder<Sqlite>, query: &RecallQuery) {
+pub(crate) fn push_filters(sql: &mut QueryBuilder<Sqlite>, query: &RecallQuery) {
     if !query.kinds.is_empty() {
         sql.push(" AND m.kind IN (");
         let mut kinds = sql.separated(", ");
@@ -55,96 +64,85 @@ fn push_filters(sql: &mut QueryBuilder<Sqlite>, query: &RecallQuery) {
     }
 }
 
-impl SqliteStore {
-    /// Messages by their append sequence numbers, in the order given (missing ones skipped).
-    #[cfg(feature = "tantivy")]
-    pub(crate) async fn messages_by_seq(
-        &self,
-        seqs: &[i64],
-    ) -> Result<Vec<(i64, Message)>, StoreError> {
-        let mut found: HashMap<i64, Message> = HashMap::with_capacity(seqs.len());
-        for chunk in seqs.chunks(500) {
-            let mut sql = QueryBuilder::<Sqlite>::new(format!(
-                "SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.seq IN ("
-            ));
-            let mut list = sql.separated(", ");
-            for seq in chunk {
-                list.push_bind(*seq);
-            }
-            sql.push(")");
-            let rows = sql
-                .build()
-                .fetch_all(&self.pool)
-                .await
-                .map_err(|e| db("reading messages", e))?;
-            for row in &rows {
-                let seq: i64 = row.try_get("seq").map_err(|e| db("reading messages", e))?;
-                found.insert(seq, message_from_row(row)?);
-            }
-        }
-        Ok(seqs
-            .iter()
-            .filter_map(|seq| Some((*seq, found.remove(seq)?)))
-            .collect())
-    }
+/// A count or offset as SQLite's 64-bit integer (saturating).
+pub(crate) fn sql_int(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
 
-    async fn search_fts(
+impl SqliteStore {
+    /// Up to `limit` of the agent's messages matching any of `terms`, best first by FTS5's BM25.
+    async fn fts_candidates(
         &self,
         agent: AgentId,
+        terms: &[String],
         query: &RecallQuery,
-        text: &str,
-    ) -> Result<SearchPage<Message>, StoreError> {
-        let Some(expr) = fts5_query(&agent_token(agent), text) else {
-            return Ok(SearchPage::empty(query.page));
+        limit: usize,
+    ) -> Result<Vec<CandidateKey>, StoreError> {
+        let Some(expr) = fts5_terms_query(&agent_token(agent), terms) else {
+            return Ok(Vec::new());
         };
-        let mut count = QueryBuilder::<Sqlite>::new(
-            "SELECT count(*) FROM messages_fts CROSS JOIN messages m ON m.seq = messages_fts.rowid WHERE messages_fts MATCH ",
+        let mut sql = QueryBuilder::<Sqlite>::new(
+            "SELECT m.seq FROM message_terms CROSS JOIN messages m ON m.seq = message_terms.rowid \
+             WHERE message_terms MATCH ",
         );
-        count
-            .push_bind(expr.clone())
-            .push(" AND m.agent_id = ")
-            .push_bind(*agent.as_uuid());
-        push_filters(&mut count, query);
-        let total: i64 = count
-            .build_query_scalar()
-            .fetch_one(&self.pool)
-            .await
-            .map_err(|e| db("searching recall storage", e))?;
-
-        let mut sql = QueryBuilder::<Sqlite>::new(format!(
-            "SELECT {MESSAGE_COLUMNS}, -bm25(messages_fts, 0.0, 1.0) AS score FROM messages_fts \
-             CROSS JOIN messages m ON m.seq = messages_fts.rowid WHERE messages_fts MATCH "
-        ));
         sql.push_bind(expr)
             .push(" AND m.agent_id = ")
             .push_bind(*agent.as_uuid());
         push_filters(&mut sql, query);
-        sql.push(" ORDER BY score DESC, m.created_at DESC, m.seq DESC LIMIT ")
-            .push_bind(query.page.size as i64)
-            .push(" OFFSET ")
-            .push_bind(query.page.offset() as i64);
-        let rows = sql
-            .build()
+        sql.push(" ORDER BY bm25(message_terms, 0.0, 1.0), m.seq DESC LIMIT ")
+            .push_bind(sql_int(limit));
+        sql.build_query_scalar()
             .fetch_all(&self.pool)
             .await
-            .map_err(|e| db("searching recall storage", e))?;
-        let hits = rows
-            .iter()
-            .map(|row| {
-                Ok(Hit {
-                    item: message_from_row(row)?,
-                    score: row
-                        .try_get::<f64, _>("score")
-                        .map_err(|e| db("searching recall storage", e))?
-                        as f32,
-                })
-            })
-            .collect::<Result<_, StoreError>>()?;
-        Ok(SearchPage {
-            hits,
-            page: query.page,
-            total: total as usize,
-        })
+            .map_err(|e| db("searching recall storage", e))
+    }
+
+    /// Every embedded message of the agent passing the filters by cosine similarity (exact scan),
+    /// best first; at most `limit`.
+    async fn exact_message_ranking(
+        &self,
+        agent: AgentId,
+        query_vector: &[f32],
+        query: &RecallQuery,
+        limit: usize,
+    ) -> Result<Vec<CandidateKey>, StoreError> {
+        let query_vector = normalized(query_vector);
+        let mut top = TopK::new(limit);
+        let mut after = 0i64;
+        let mut vector = Vec::with_capacity(query_vector.len());
+        let get = |e| db("scanning message embeddings", e);
+        loop {
+            // Keyset over the embeddings alone (filters are applied per row, so a batch the
+            // filters empty does not end the scan).
+            let rows = sqlx::query(
+                "SELECT e.seq AS eseq, e.message_seq, e.embedding, m.kind, m.created_at \
+                 FROM message_embeddings e JOIN messages m ON m.seq = e.message_seq \
+                 WHERE e.agent_id = ? AND e.seq > ? ORDER BY e.seq LIMIT ?",
+            )
+            .bind(agent.as_uuid())
+            .bind(after)
+            .bind(SCAN_BATCH)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(get)?;
+            let Some(last) = rows.last() else { break };
+            after = last.try_get("eseq").map_err(get)?;
+            for row in &rows {
+                let kind: String = row.try_get("kind").map_err(get)?;
+                let at = from_micros(row.try_get("created_at").map_err(get)?)?;
+                let admitted = (query.kinds.is_empty()
+                    || query.kinds.iter().any(|k| k.as_str() == kind))
+                    && query.range.contains(at);
+                if !admitted {
+                    continue;
+                }
+                let seq: i64 = row.try_get("message_seq").map_err(get)?;
+                let blob: &[u8] = row.try_get("embedding").map_err(get)?;
+                blob_to_vector_into(blob, &mut vector)?;
+                top.push(cosine_to_unit(&query_vector, &vector), seq);
+            }
+        }
+        Ok(top.into_sorted().into_iter().map(|(_, seq)| seq).collect())
     }
 
     async fn list_chronological(
@@ -161,15 +159,23 @@ impl SqliteStore {
             .fetch_one(&self.pool)
             .await
             .map_err(|e| db("listing recall storage", e))?;
+        let total = total.max(0) as usize;
+        if query.page.offset() >= total {
+            return Ok(SearchPage {
+                hits: Vec::new(),
+                page: query.page,
+                total,
+            });
+        }
         let mut sql = QueryBuilder::<Sqlite>::new(format!(
             "SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = "
         ));
         sql.push_bind(*agent.as_uuid());
         push_filters(&mut sql, query);
         sql.push(" ORDER BY m.created_at, m.seq LIMIT ")
-            .push_bind(query.page.size as i64)
+            .push_bind(sql_int(query.page.size))
             .push(" OFFSET ")
-            .push_bind(query.page.offset() as i64);
+            .push_bind(sql_int(query.page.offset()));
         let rows = sql
             .build()
             .fetch_all(&self.pool)
@@ -187,49 +193,101 @@ impl SqliteStore {
         Ok(SearchPage {
             hits,
             page: query.page,
-            total: total as usize,
+            total,
         })
     }
 }
 
 #[async_trait]
 impl RecallStore for SqliteStore {
-    async fn search(
+    async fn list_messages(
         &self,
         agent: AgentId,
         query: &RecallQuery,
     ) -> Result<SearchPage<Message>, StoreError> {
-        match query.text_query() {
-            None => self.list_chronological(agent, query).await,
-            Some(text) => {
-                #[cfg(feature = "tantivy")]
-                if let Some(tantivy) = &self.tantivy {
-                    tantivy.catch_up(&self.pool).await?;
-                    let (total, ranked) = tantivy.search(agent, query, text)?;
-                    let seqs: Vec<i64> = ranked.iter().map(|(_, seq)| *seq).collect();
-                    let scores: HashMap<i64, f32> = ranked
-                        .into_iter()
-                        .map(|(score, seq)| (seq, score))
-                        .collect();
-                    // In rank order; a message missing from SQLite is skipped.
-                    let hits = self
-                        .messages_by_seq(&seqs)
-                        .await?
-                        .into_iter()
-                        .map(|(seq, item)| Hit {
-                            score: scores.get(&seq).copied().unwrap_or_default(),
-                            item,
-                        })
-                        .collect();
-                    return Ok(SearchPage {
-                        hits,
-                        page: query.page,
-                        total,
-                    });
-                }
-                self.search_fts(agent, query, text).await
+        self.list_chronological(agent, query).await
+    }
+
+    async fn text_candidates(
+        &self,
+        agent: AgentId,
+        terms: &[String],
+        query: &RecallQuery,
+        limit: usize,
+    ) -> Result<TextCandidates, StoreError> {
+        #[cfg(feature = "tantivy")]
+        if let Some(tantivy) = &self.tantivy {
+            tantivy.catch_up(&self.pool).await?;
+            return tantivy.candidates(agent, terms, query, limit);
+        }
+        let statistics = super::documents::fts_statistics(&self.pool, terms).await?;
+        let keys = self.fts_candidates(agent, terms, query, limit).await?;
+        Ok(TextCandidates { keys, statistics })
+    }
+
+    async fn vector_candidates(
+        &self,
+        agent: AgentId,
+        embedding: &Embedding,
+        query: &RecallQuery,
+        limit: usize,
+    ) -> Result<Vec<CandidateKey>, StoreError> {
+        let Some(space) = self.space().await? else {
+            // Nothing was ever embedded.
+            return Ok(Vec::new());
+        };
+        space.check(embedding)?;
+        #[cfg(feature = "usearch")]
+        if let Some(usearch) = &self.recall_vectors {
+            return usearch
+                .search_filtered(
+                    &self.pool,
+                    agent,
+                    space.dimension,
+                    &embedding.vector,
+                    query,
+                    limit,
+                )
+                .await;
+        }
+        self.exact_message_ranking(agent, &embedding.vector, query, limit)
+            .await
+    }
+
+    async fn candidates(
+        &self,
+        agent: AgentId,
+        keys: &[CandidateKey],
+    ) -> Result<Vec<RecallCandidate>, StoreError> {
+        let mut out = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(500) {
+            let mut sql = QueryBuilder::<Sqlite>::new(format!(
+                "SELECT {MESSAGE_COLUMNS}, m.document, e.embedding FROM messages m \
+                 LEFT JOIN message_embeddings e ON e.message_seq = m.seq WHERE m.agent_id = "
+            ));
+            sql.push_bind(*agent.as_uuid()).push(" AND m.seq IN (");
+            let mut list = sql.separated(", ");
+            for key in chunk {
+                list.push_bind(*key);
+            }
+            sql.push(")");
+            let rows = sql
+                .build()
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|e| db("reading search candidates", e))?;
+            for row in &rows {
+                let get = |e| db("reading search candidates", e);
+                let blob: Option<&[u8]> = row.try_get("embedding").map_err(get)?;
+                out.push(RecallCandidate {
+                    key: row.try_get("seq").map_err(get)?,
+                    message: message_from_row(row)?,
+                    document: row.try_get("document").map_err(get)?,
+                    embedding: blob.map(blob_to_vector).transpose()?,
+                });
             }
         }
+        Ok(out)
     }
 
     async fn get_messages(
@@ -259,7 +317,8 @@ impl RecallStore for SqliteStore {
                 found.insert(message.id, message);
             }
         }
-        Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
+        // In the order asked, as the reference store answers (an id asked twice comes twice).
+        Ok(ids.iter().filter_map(|id| found.get(id).cloned()).collect())
     }
 
     async fn count_messages(&self, agent: AgentId) -> Result<u64, StoreError> {
@@ -269,5 +328,22 @@ impl RecallStore for SqliteStore {
             .await
             .map_err(|e| db("counting messages", e))?;
         Ok(count as u64)
+    }
+
+    async fn unembedded_messages(
+        &self,
+        agent: AgentId,
+        limit: usize,
+    ) -> Result<Vec<Message>, StoreError> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? AND m.turn IS NOT NULL \
+             AND m.embedded = 0 ORDER BY m.seq LIMIT ?"
+        )))
+        .bind(agent.as_uuid())
+        .bind(sql_int(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| db("listing unembedded messages", e))?;
+        rows.iter().map(message_from_row).collect()
     }
 }

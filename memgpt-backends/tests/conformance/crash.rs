@@ -243,9 +243,18 @@ pub async fn run(name: &str, url: &str) {
             .search(agent, &RecallQuery::text(&last, Page::first(5)))
             .await
             .unwrap();
+        // The event, the call that stored the fact, and the reply after them (whose search
+        // document holds the turns before it).
         assert_eq!(
-            found.total, 2,
+            found.total, 3,
             "{name} round {round}: the last step's messages are searchable ({last})"
+        );
+        assert!(
+            found
+                .hits
+                .iter()
+                .any(|h| h.item.text == format!("step token {last}")),
+            "{name} round {round}: the event is found"
         );
         let embedder = HashingEmbedder::new(64);
         let query = ArchivalQuery {
@@ -256,6 +265,8 @@ pub async fn run(name: &str, url: &str) {
             }),
             mode: SearchMode::Vector,
             page: Page::first(3),
+            tags: Vec::new(),
+            range: Default::default(),
         };
         let hits = storage.archival.search(agent, &query).await.unwrap();
         assert!(

@@ -68,6 +68,7 @@ pub fn commit_to(state: &mut AgentState, messages: Vec<Message>, passages: Vec<P
     Commit {
         state: state.clone(),
         messages,
+        message_embeddings: Vec::new(),
         passages,
         deleted_passages: Vec::new(),
     }

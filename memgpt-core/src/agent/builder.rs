@@ -139,6 +139,17 @@ impl AgentBuilder {
         self.edit(move |c| c.policy = name)
     }
 
+    /// How `conversation_search` ranks (see [`RecallRanking`](crate::retrieval::RecallRanking)).
+    pub fn recall_ranking(self, ranking: crate::retrieval::RecallRanking) -> Self {
+        self.edit(move |c| c.recall_ranking = ranking)
+    }
+
+    /// Commit steps without waiting for the embedder (see
+    /// [`AgentConfig::defer_message_embeddings`]).
+    pub fn defer_message_embeddings(self, defer: bool) -> Self {
+        self.edit(move |c| c.defer_message_embeddings = defer)
+    }
+
     /// How `archival_memory_search` ranks passages (default [`SearchMode::Hybrid`]; it falls
     /// back to text when the agent has no embedder). [`SearchMode::Text`] suits exact
     /// identifiers such as UUIDs, which embeddings do not tell apart.
@@ -164,7 +175,10 @@ impl AgentBuilder {
         self
     }
 
-    /// The embedder for archival storage (default: none; archival search is then lexical).
+    /// The embedder (default: none). It embeds archival passages and conversation messages, so
+    /// `archival_memory_search` and `conversation_search` rank by meaning as well as by words;
+    /// without one both are lexical. It must produce vectors of the store's model and dimension
+    /// (checked when the agent is built or loaded).
     pub fn embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
         self.embedder = Some(embedder);
         self
@@ -299,6 +313,7 @@ impl AgentBuilder {
         };
         let (runtime, state) = self.runtime(state)?;
         check_fixed_prompt(&runtime, &state)?;
+        check_embedding_space(&runtime).await?;
         runtime.storage.agents.create_agent(&state).await?;
         Agent::assemble(runtime, state, Vec::new(), MemoryCounts::default())
     }
@@ -318,6 +333,7 @@ impl AgentBuilder {
         }
         let (runtime, state) = self.runtime(state)?;
         check_fixed_prompt(&runtime, &state)?;
+        check_embedding_space(&runtime).await?;
         let (queued, counts) = load_queue(&runtime, &state).await?;
         Agent::assemble(runtime, state, queued, counts)
     }
@@ -390,6 +406,7 @@ impl AgentBuilder {
             page_size: state.config.page_size,
             archival_search: state.config.archival_search,
             passage_tokens: state.config.passage_tokens,
+            recall_ranking: state.config.recall_ranking,
         };
         let runtime = Runtime {
             clock: self.resolved_clock(),
@@ -443,6 +460,18 @@ fn check_fixed_prompt(runtime: &Runtime, state: &AgentState) -> Result<()> {
             state.config.context_window,
             state.config.completion_reserve(),
         )));
+    }
+    Ok(())
+}
+
+/// Fails with [`StoreError::EmbeddingMismatch`](crate::store::StoreError::EmbeddingMismatch) when
+/// the agent's embedder produces vectors of another model or dimension than the store holds.
+async fn check_embedding_space(runtime: &Runtime) -> Result<()> {
+    let Some(embedder) = &runtime.embedder else {
+        return Ok(());
+    };
+    if let Some(space) = runtime.storage.agents.embedding_space().await? {
+        space.check_model(embedder.model(), embedder.dimension())?;
     }
     Ok(())
 }

@@ -2,6 +2,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::builtin::DEFAULT_FUNCTIONS;
 use crate::llm::ToolChoice;
+use crate::retrieval::RecallRanking;
 use crate::store::SearchMode;
 
 /// An agent's persistent configuration (stored with its state).
@@ -37,6 +38,13 @@ pub struct AgentConfig {
     /// Longest function result the model sees, in characters; longer results are cut with a
     /// note saying how much was left out (Letta's limit, 6,000 by default).
     pub max_function_output_chars: usize,
+    /// How `conversation_search` ranks (see [`RecallRanking`]).
+    pub recall_ranking: RecallRanking,
+    /// Commit a step's messages without embedding them (default `false`: with an embedder,
+    /// the step's conversation messages are embedded in one batch before its commit). When
+    /// deferred, the next `conversation_search` embeds them before searching, or
+    /// [`Agent::reindex`](crate::Agent::reindex) does: steps do not wait for the embedder.
+    pub defer_message_embeddings: bool,
 }
 
 /// Tokens kept free for the completion when [`AgentConfig::max_completion_tokens`] is not set
@@ -77,6 +85,8 @@ impl Default for AgentConfig {
             max_document_bytes: 10 * 1024 * 1024,
             policy: "paper".to_owned(),
             max_function_output_chars: 6_000,
+            recall_ranking: RecallRanking::default(),
+            defer_message_embeddings: false,
         }
     }
 }

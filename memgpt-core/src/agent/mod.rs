@@ -40,7 +40,7 @@ use crate::llm::{ChatMessage, ChatRequest, LlmProvider};
 use crate::memory::{MemoryError, WorkingContext};
 use crate::message::Message;
 use crate::queue::QueueManager;
-use crate::store::{AgentState, Commit, Storage, Summary};
+use crate::store::{AgentState, Commit, MessageEmbedding, Storage, Summary};
 use crate::summarizer::Summarizer;
 use crate::time::Clock;
 use crate::tokens::TokenCounter;
@@ -240,7 +240,10 @@ impl Agent {
         let value = edit(guard.agent.context.memory_mut())?;
         let now = guard.agent.rt.clock.now();
         guard.agent.context.memory_changed(now);
-        guard.agent.commit(now, Vec::new(), Vec::new()).await?;
+        guard
+            .agent
+            .commit(now, Vec::new(), Vec::new(), Vec::new())
+            .await?;
         guard.keep();
         Ok(value)
     }
@@ -283,7 +286,10 @@ impl Agent {
         .await?;
         let ids = passages.iter().map(|p| p.id).collect();
         let guard = Rollback::new(self);
-        guard.agent.commit(now, Vec::new(), passages).await?;
+        guard
+            .agent
+            .commit(now, Vec::new(), Vec::new(), passages)
+            .await?;
         guard.keep();
         Ok(ids)
     }
@@ -292,6 +298,10 @@ impl Agent {
     /// storage and commits it: at once searchable with `conversation_search`, but not in the
     /// FIFO queue, as if it had been evicted long ago. Messages keep their own timestamps and
     /// must belong to this agent.
+    ///
+    /// With an embedder, the conversation messages are embedded in batches first; if the
+    /// embedder fails they are imported without embeddings (a warning is logged) and
+    /// [`Agent::reindex`] or the next search embeds them.
     pub async fn import_history(&mut self, messages: Vec<Message>) -> Result<()> {
         self.sync_with_store().await?;
         if let Some(m) = messages.iter().find(|m| m.agent_id != self.id()) {
@@ -303,9 +313,13 @@ impl Agent {
             )));
         }
         let imported = messages.len() as u64;
+        let embeddings = self.embed_for_commit(&messages).await;
         let now = self.rt.clock.now();
         let guard = Rollback::new(self);
-        guard.agent.commit(now, messages, Vec::new()).await?;
+        guard
+            .agent
+            .commit(now, messages, embeddings, Vec::new())
+            .await?;
         let mut counts = guard.agent.context.counts();
         counts.recall += imported;
         guard.agent.context.set_counts(counts);
@@ -323,9 +337,53 @@ impl Agent {
         let guard = Rollback::new(self);
         guard.agent.context.queue_mut().set_pinned(id, pinned);
         let now = guard.agent.rt.clock.now();
-        guard.agent.commit(now, Vec::new(), Vec::new()).await?;
+        guard
+            .agent
+            .commit(now, Vec::new(), Vec::new(), Vec::new())
+            .await?;
         guard.keep();
         Ok(true)
+    }
+
+    /// Embeds every conversation message of the agent that has no embedding yet (messages
+    /// imported or committed without an embedder, or while it failed) and stores the vectors;
+    /// returns how many were embedded. Without an embedder it embeds nothing.
+    ///
+    /// Searches embed what is missing on demand too (up to a bound per search), so this is for
+    /// backfills: after attaching an embedder to an agent with a long history, or after an
+    /// import.
+    pub async fn reindex(&mut self) -> Result<usize> {
+        let Some(embedder) = self.rt.embedder.clone() else {
+            return Ok(0);
+        };
+        let (done, _) = crate::indexing::embed_pending(
+            &self.rt.storage,
+            embedder.as_ref(),
+            self.id(),
+            usize::MAX,
+        )
+        .await
+        .map_err(|e| match e {
+            crate::indexing::IndexingError::Embed(e) => Error::Embed(e),
+            crate::indexing::IndexingError::Store(e) => Error::Store(e),
+        })?;
+        Ok(done)
+    }
+
+    /// The embeddings of the conversation messages among `messages`, or none (with a warning)
+    /// when there is no embedder or it fails: the messages are then committed without, and
+    /// embedded later.
+    async fn embed_for_commit(&self, messages: &[Message]) -> Vec<MessageEmbedding> {
+        let Some(embedder) = &self.rt.embedder else {
+            return Vec::new();
+        };
+        match crate::indexing::embed_messages(embedder.as_ref(), messages).await {
+            Ok(embeddings) => embeddings,
+            Err(e) => {
+                tracing::warn!(error = %e, agent = %self.id(), "embedding messages failed; they are stored without embeddings and embedded later");
+                Vec::new()
+            }
+        }
     }
 
     /// Reloads the agent from storage if the store holds another version than this agent (another
@@ -374,12 +432,13 @@ impl Agent {
         self.committed_passages = snapshot.committed_passages;
     }
 
-    /// Persists the current in-memory state with `messages` and `passages` as one commit;
-    /// gives the messages back.
+    /// Persists the current in-memory state with `messages` (and embeddings of some of them) and
+    /// `passages` as one commit; gives the messages back.
     async fn commit(
         &mut self,
         now: DateTime<Utc>,
         messages: Vec<Message>,
+        message_embeddings: Vec<MessageEmbedding>,
         passages: Vec<crate::store::Passage>,
     ) -> Result<Vec<Message>> {
         self.state.version += 1;
@@ -399,6 +458,7 @@ impl Agent {
         let commit = Commit {
             state: self.state.clone(),
             messages,
+            message_embeddings,
             passages,
             deleted_passages: Vec::new(),
         };

@@ -90,13 +90,17 @@ pub struct StepTimings {
     /// Committing to storage.
     #[serde(with = "secs")]
     pub commit: Duration,
+    /// Embedding the step's conversation messages for recall search (before the commit).
+    #[serde(with = "secs", default)]
+    pub embedding: Duration,
 }
 
 impl StepTimings {
-    /// Time spent outside the LLM and the summarizer: the framework's own overhead plus
-    /// functions and storage.
+    /// Time spent outside the LLM, the summarizer and the embedder: the framework's own
+    /// overhead plus functions and storage.
     pub fn overhead(&self) -> Duration {
-        self.total.saturating_sub(self.llm + self.summarizer)
+        self.total
+            .saturating_sub(self.llm + self.summarizer + self.embedding)
     }
 }
 

@@ -215,8 +215,16 @@ impl Agent {
         let now = run.now(self.rt.clock.as_ref());
         let messages = std::mem::take(&mut run.messages);
         let passages = std::mem::take(&mut run.writes.passages);
+        let embeddings = if self.state.config.defer_message_embeddings {
+            Vec::new()
+        } else {
+            let started = Instant::now();
+            let embeddings = self.embed_for_commit(&messages).await;
+            run.timings.embedding = started.elapsed();
+            embeddings
+        };
         let started = Instant::now();
-        let messages = self.commit(now, messages, passages).await?;
+        let messages = self.commit(now, messages, embeddings, passages).await?;
         run.timings.commit = started.elapsed();
         Ok(self.record(run, label, messages, stop))
     }
@@ -298,12 +306,7 @@ impl Agent {
     }
 
     async fn last_login(&self) -> Result<Option<DateTime<Utc>>> {
-        let mut query = RecallQuery {
-            text: None,
-            range: Default::default(),
-            kinds: vec![MessageKind::Login],
-            page: Page::first(1),
-        };
+        let mut query = RecallQuery::kinds([MessageKind::Login], Page::first(1));
         let first = self.rt.storage.recall.search(self.id(), &query).await?;
         if first.total == 0 {
             return Ok(None);

@@ -1,5 +1,6 @@
 use crate::function::{ToolContext, ToolError};
 use crate::memgpt_fn;
+use crate::store::TAGS_KEY;
 
 /// Saves text to archival memory, your unlimited long-term store. Phrase it so it can be
 /// found later on its own.
@@ -8,10 +9,15 @@ async fn archival_memory_insert(
     ctx: &mut ToolContext<'_>,
     /// The text to store.
     content: String,
+    /// Labels to filter searches by later.
+    tags: Option<Vec<String>>,
 ) -> Result<String, ToolError> {
-    let ids = ctx
-        .insert_archival(&content, serde_json::Map::new())
-        .await?;
+    let tags = clean_tags(tags);
+    let mut metadata = serde_json::Map::new();
+    if !tags.is_empty() {
+        metadata.insert(TAGS_KEY.into(), serde_json::json!(tags));
+    }
+    let ids = ctx.insert_archival(&content, metadata).await?;
     let passages = if ids.len() == 1 {
         "1 passage".to_owned()
     } else {
@@ -23,7 +29,7 @@ async fn archival_memory_insert(
     ))
 }
 
-/// Searches archival memory by meaning and keywords. Results are paginated.
+/// Searches archival memory by meaning and keywords. Paginated.
 #[memgpt_fn]
 async fn archival_memory_search(
     ctx: &mut ToolContext<'_>,
@@ -31,11 +37,55 @@ async fn archival_memory_search(
     query: String,
     /// Page of results, from 0 (default 0).
     page: Option<u32>,
+    /// Only passages with one of these tags.
+    tags: Option<Vec<String>>,
+    /// Earliest day stored, YYYY-MM-DD.
+    start_date: Option<String>,
+    /// Last day stored (inclusive), YYYY-MM-DD.
+    end_date: Option<String>,
 ) -> Result<String, ToolError> {
+    let range = super::recall::time_range(start_date.as_deref(), end_date.as_deref())?;
     let page = ctx
-        .search_archival(&query, page.unwrap_or(0) as usize)
+        .search_archival(&query, page.unwrap_or(0) as usize, &clean_tags(tags), range)
         .await?;
     Ok(super::render_page(&page, |p| {
-        (p.created_at, p.text.clone())
+        let tags = p.tags();
+        let text = if tags.is_empty() {
+            p.text.clone()
+        } else {
+            format!("[tags: {}] {}", tags.join(", "), p.text)
+        };
+        (p.created_at, text)
     }))
+}
+
+/// Tags trimmed, without empty or repeated ones.
+fn clean_tags(tags: Option<Vec<String>>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for tag in tags.unwrap_or_default() {
+        let tag = tag.trim();
+        if !tag.is_empty() && !out.iter().any(|t| t == tag) {
+            out.push(tag.to_owned());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_are_cleaned() {
+        assert_eq!(
+            clean_tags(Some(vec![
+                " work ".into(),
+                "".into(),
+                "work".into(),
+                "home".into()
+            ])),
+            ["work", "home"]
+        );
+        assert!(clean_tags(None).is_empty());
+    }
 }

@@ -11,10 +11,15 @@ use crate::embed::{EmbedError, Embedder, Embedding};
 use crate::ids::{AgentId, MessageId, PassageId};
 use crate::memory::WorkingContext;
 use crate::message::Message;
+use crate::retrieval::{RRF_K, RecallRanking, reciprocal_rank_fusion};
 use crate::store::{
-    ArchivalQuery, Hit, Page, Passage, RecallQuery, SearchMode, SearchPage, Storage,
+    ArchivalQuery, Hit, Page, Passage, RecallQuery, SearchMode, SearchPage, Storage, TimeRange,
 };
 use crate::tokens::TokenCounter;
+
+/// The most unembedded messages one recall search embeds before it runs (the rest are matched
+/// by words until a later search or [`Agent::reindex`](crate::Agent::reindex) embeds them).
+const ON_DEMAND_EMBEDDINGS: usize = 512;
 
 /// Settings that built-in functions read.
 #[derive(Clone, Debug, PartialEq)]
@@ -25,6 +30,8 @@ pub struct ToolSettings {
     pub archival_search: SearchMode,
     /// Maximum tokens per archival passage; longer inserts are split.
     pub passage_tokens: usize,
+    /// How recall text searches rank.
+    pub recall_ranking: RecallRanking,
 }
 
 impl Default for ToolSettings {
@@ -33,8 +40,22 @@ impl Default for ToolSettings {
             page_size: 5,
             archival_search: SearchMode::Hybrid,
             passage_tokens: 300,
+            recall_ranking: RecallRanking::default(),
         }
     }
+}
+
+/// One page of recall results, and how they were found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecallResults {
+    /// The page.
+    pub page: SearchPage<Message>,
+    /// Whether meaning (embedding similarity) ranked along with the words; `false` for
+    /// listings, for agents without an embedder, and when embedding the query failed.
+    pub semantic: bool,
+    /// What the model should know about how the results were found (text-only ranking and
+    /// why, messages not embedded yet), if anything.
+    pub note: Option<String>,
 }
 
 /// Typed values a user hands to their functions (database pools, HTTP clients, API keys...).
@@ -172,16 +193,69 @@ impl<'a> ToolContext<'a> {
         self.committed_passages + self.writes.passages.len() as u64
     }
 
-    /// Searches recall storage. Messages of the step in progress are in the FIFO queue and
-    /// become searchable when the step commits. Every hit counts as a *use* of that message
-    /// (see [`ToolContext::mark_used`]).
-    pub async fn search_recall(
-        &mut self,
-        query: &RecallQuery,
-    ) -> Result<SearchPage<Message>, ToolError> {
-        let page = self.storage.recall.search(self.agent_id, query).await?;
-        self.writes.used.extend(page.hits.iter().map(|h| h.item.id));
-        Ok(page)
+    /// Whether the agent has an embedder (recall and archival searches rank by meaning too).
+    pub fn has_embedder(&self) -> bool {
+        self.embedder.is_some()
+    }
+
+    /// Searches recall storage (see [`retrieval`](crate::retrieval)), ranked as the agent is
+    /// configured. A text query is hybrid when the agent has an embedder: the query is embedded,
+    /// and conversation messages not embedded yet are embedded first (on demand, up to a
+    /// bound). Messages of the step in progress are in the FIFO queue and become searchable
+    /// when the step commits. Every hit counts as a *use* of that message (see
+    /// [`ToolContext::mark_used`]).
+    ///
+    /// An embedder failure never fails the search: it falls back to words alone and says so in
+    /// [`RecallResults::note`].
+    pub async fn search_recall(&mut self, query: &RecallQuery) -> Result<RecallResults, ToolError> {
+        let mut query = query.clone();
+        query.ranking = self.settings.recall_ranking;
+        let mut notes = Vec::new();
+        if let (Some(text), Some(embedder)) = (query.text_query(), self.embedder) {
+            match crate::indexing::embed_pending(
+                self.storage,
+                embedder,
+                self.agent_id,
+                ON_DEMAND_EMBEDDINGS,
+            )
+            .await
+            {
+                Ok((_, false)) => {}
+                Ok((_, true)) => notes.push(
+                    "some older messages are not embedded yet and were matched by words only"
+                        .to_owned(),
+                ),
+                Err(e) => {
+                    tracing::warn!(error = %e, "embedding messages before a recall search failed");
+                    notes.push(
+                        "recent messages could not be embedded and were matched by words only"
+                            .to_owned(),
+                    );
+                }
+            }
+            match embedder.embed_one(text).await {
+                Ok(embedding) => query.embedding = Some(embedding),
+                Err(e) => {
+                    tracing::warn!(error = %e, "embedding a recall query failed; searching by words");
+                    notes.push(format!(
+                        "ranked by words only: embedding the query failed ({e})"
+                    ));
+                }
+            }
+        } else if query.text_query().is_some() {
+            notes.push("ranked by words only (no embedding model is configured)".to_owned());
+        }
+        let semantic = query.embedding.is_some();
+        let page = self.storage.recall.search(self.agent_id, &query).await?;
+        // Best hit last: it becomes the most recently used.
+        self.writes
+            .used
+            .extend(page.hits.iter().rev().map(|h| h.item.id));
+        Ok(RecallResults {
+            page,
+            semantic,
+            note: (!notes.is_empty()).then(|| notes.join("; ")),
+        })
     }
 
     /// Records that the function used (referenced, re-read) a message: if it is still in the
@@ -211,11 +285,14 @@ impl<'a> ToolContext<'a> {
     }
 
     /// Searches archival storage, this step's inserts included, ranked by
-    /// [`ToolSettings::archival_search`].
+    /// [`ToolSettings::archival_search`]; only passages with one of `tags` (when any are given)
+    /// stored in `range`.
     pub async fn search_archival(
         &self,
         text: &str,
         page: usize,
+        tags: &[String],
+        range: TimeRange,
     ) -> Result<SearchPage<Passage>, ToolError> {
         let page = Page::new(page, self.settings.page_size);
         let embedding = match (self.settings.archival_search, self.embedder) {
@@ -228,10 +305,10 @@ impl<'a> ToolContext<'a> {
             SearchMode::Text
         };
         let query = ArchivalQuery {
-            text: text.to_owned(),
             embedding,
-            mode,
-            page,
+            tags: tags.to_vec(),
+            range,
+            ..ArchivalQuery::new(text, mode, page)
         };
         if self.writes.passages.is_empty() {
             return Ok(self.storage.archival.search(self.agent_id, &query).await?);
@@ -241,34 +318,40 @@ impl<'a> ToolContext<'a> {
         // across the two lists; lexical and fused scores do not, so those lists are merged by
         // rank (reciprocal-rank fusion of the two orderings; ties go to the newer passage).
         let wide = ArchivalQuery {
-            page: Page::new(0, page.offset() + page.size),
+            page: Page::new(0, page.depth()),
             ..query.clone()
         };
         let committed = self.storage.archival.search(self.agent_id, &wide).await?;
         let pending = crate::store::rank_passages(&self.writes.passages, &query)?;
         let total = committed.total + pending.len();
-        let by_rank = |rank: usize| 1.0 / (crate::store::RRF_K + rank as f32 + 1.0);
-        let vector = query.mode == SearchMode::Vector;
-        let mut merged: Vec<(f32, Hit<Passage>)> = committed
-            .hits
-            .into_iter()
-            .enumerate()
-            .map(|(rank, hit)| (if vector { hit.score } else { by_rank(rank) }, hit))
-            .collect();
-        merged.extend(pending.into_iter().enumerate().map(|(rank, (score, i))| {
-            let hit = Hit {
-                item: self.writes.passages[i].clone(),
-                score,
-            };
-            (if vector { score } else { by_rank(rank) }, hit)
+        let mut hits: Vec<Hit<Passage>> = committed.hits;
+        let committed_count = hits.len();
+        hits.extend(pending.into_iter().map(|(score, i)| Hit {
+            item: self.writes.passages[i].clone(),
+            score,
         }));
-        merged.sort_by(|(a, x), (b, y)| {
-            b.total_cmp(a)
-                .then(y.item.created_at.cmp(&x.item.created_at))
-        });
-        let hits: Vec<Hit<Passage>> = merged.into_iter().map(|(_, hit)| hit).collect();
+        let newer_first =
+            |a: &usize, b: &usize| hits[*b].item.created_at.cmp(&hits[*a].item.created_at);
+        let order: Vec<usize> = if query.mode == SearchMode::Vector {
+            let mut order: Vec<usize> = (0..hits.len()).collect();
+            order.sort_by(|a, b| {
+                hits[*b]
+                    .score
+                    .total_cmp(&hits[*a].score)
+                    .then(newer_first(a, b))
+            });
+            order
+        } else {
+            let old: Vec<usize> = (0..committed_count).collect();
+            let new: Vec<usize> = (committed_count..hits.len()).collect();
+            reciprocal_rank_fusion(&[(&old[..], 1.0), (&new[..], 1.0)], RRF_K, newer_first)
+                .into_iter()
+                .map(|(i, _)| i)
+                .collect()
+        };
+        let ordered: Vec<Hit<Passage>> = order.into_iter().map(|i| hits[i].clone()).collect();
         Ok(SearchPage {
-            hits: page.slice(hits),
+            hits: page.slice(ordered),
             page,
             total,
         })

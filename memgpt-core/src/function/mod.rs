@@ -42,7 +42,7 @@ mod def;
 mod registry;
 
 pub use args::{IntoToolOutput, Json, ToolError};
-pub use context::{Extensions, ToolContext, ToolSettings};
+pub use context::{Extensions, RecallResults, ToolContext, ToolSettings};
 pub(crate) use context::{StepWrites, build_passages};
 pub use def::{BoxFuture, CallFn, FUNCTIONS, Function, FunctionDef, ToolReturn};
 pub use registry::{FunctionRegistry, RegisteredFunction, RegistryError, Toolset};

@@ -5,22 +5,24 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use async_trait::async_trait;
 
-use super::text::Bm25Index;
 use super::{
-    AgentState, AgentStore, ArchivalQuery, ArchivalStore, Commit, Hit, Page, Passage, RecallQuery,
-    RecallStore, SearchMode, SearchPage, StoreError,
+    AgentState, AgentStore, ArchivalQuery, ArchivalStore, Commit, EmbeddingSpace, Hit,
+    MessageEmbedding, Page, Passage, RecallQuery, RecallStore, SearchMode, SearchPage, StoreError,
 };
 use crate::embed::{Embedding, cosine};
 use crate::ids::{AgentId, MessageId, PassageId};
 use crate::message::Message;
-
-/// The constant of reciprocal-rank fusion (Cormack et al. 2009).
-pub(crate) const RRF_K: f32 = 60.0;
+use crate::retrieval::{
+    Bm25Index, CandidateKey, DocumentBuilder, RRF_K, RecallCandidate, TermStatistics,
+    TextCandidates, count_terms, is_conversation, reciprocal_rank_fusion,
+};
 
 /// Every storage role in process memory: exact, simple, and the reference the SQL and index
 /// backends are checked against. Nothing survives the process.
 ///
-/// Search is exhaustive: BM25 over message/passage text and exact cosine over embeddings.
+/// Search is exhaustive: every message whose document matches is a text candidate, and every
+/// embedded message a vector candidate (exact cosine), so its rankings are what
+/// [`search_recall`](crate::retrieval::search_recall) gives with unlimited pools.
 #[derive(Debug, Default)]
 pub struct InMemoryStore {
     inner: RwLock<Inner>,
@@ -28,19 +30,91 @@ pub struct InMemoryStore {
 
 #[derive(Debug, Default)]
 struct Inner {
-    /// The (model, dimension) of every stored vector, fixed by the first one.
-    embedding: Option<(String, usize)>,
+    /// The space of every stored vector, fixed by the first one.
+    embedding: Option<EmbeddingSpace>,
     agents: HashMap<AgentId, AgentState>,
     /// Creation order of agents.
     order: Vec<AgentId>,
     recall: HashMap<AgentId, AgentRecall>,
     archival: HashMap<AgentId, AgentArchival>,
+    /// Statistics of every message document (all agents), for BM25.
+    terms: Collection,
 }
 
+/// Document statistics of a collection.
 #[derive(Debug, Default)]
+struct Collection {
+    documents: u64,
+    total_terms: u64,
+    document_frequency: HashMap<String, u64>,
+}
+
+impl Collection {
+    fn add(&mut self, terms: &[String]) {
+        self.documents += 1;
+        self.total_terms += terms.len() as u64;
+        let mut distinct: Vec<&String> = terms.iter().collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        for term in distinct {
+            *self.document_frequency.entry(term.clone()).or_default() += 1;
+        }
+    }
+
+    fn remove(&mut self, document: &str) {
+        let terms: Vec<String> = document
+            .split(' ')
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .collect();
+        self.documents = self.documents.saturating_sub(1);
+        self.total_terms = self.total_terms.saturating_sub(terms.len() as u64);
+        let mut distinct = terms;
+        distinct.sort_unstable();
+        distinct.dedup();
+        for term in distinct {
+            if let Some(df) = self.document_frequency.get_mut(&term) {
+                *df = df.saturating_sub(1);
+                if *df == 0 {
+                    self.document_frequency.remove(&term);
+                }
+            }
+        }
+    }
+
+    fn statistics(&self, terms: &[String]) -> TermStatistics {
+        TermStatistics {
+            documents: self.documents,
+            total_terms: self.total_terms,
+            document_frequency: terms
+                .iter()
+                .map(|t| self.document_frequency.get(t).copied().unwrap_or(0))
+                .collect(),
+        }
+    }
+}
+
+#[derive(Debug)]
 struct AgentRecall {
     messages: Vec<Message>,
+    /// Each message's search document (terms joined by spaces).
+    documents: Vec<String>,
+    /// Each message's embedding (conversation messages only).
+    embeddings: Vec<Option<Vec<f32>>>,
     by_id: HashMap<MessageId, usize>,
+    builder: DocumentBuilder,
+}
+
+impl Default for AgentRecall {
+    fn default() -> Self {
+        Self {
+            messages: Vec::new(),
+            documents: Vec::new(),
+            embeddings: Vec::new(),
+            by_id: HashMap::new(),
+            builder: DocumentBuilder::new([], 0),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -48,24 +122,28 @@ struct AgentArchival {
     passages: Vec<Passage>,
 }
 
-/// Checks that `embedding` matches the (model, dimension) a store already holds, if any.
+/// Checks that `embedding` is of the space a store already holds, if any.
 fn check_embedding(
-    fixed: Option<&(String, usize)>,
+    fixed: Option<&EmbeddingSpace>,
     embedding: &Embedding,
 ) -> Result<(), StoreError> {
     match fixed {
-        Some((model, dimension))
-            if *model != embedding.model || *dimension != embedding.dimension() =>
-        {
-            Err(StoreError::EmbeddingMismatch {
-                expected_model: model.clone(),
-                expected_dimension: *dimension,
-                found_model: embedding.model.clone(),
-                found_dimension: embedding.dimension(),
-            })
-        }
-        _ => Ok(()),
+        Some(space) => space.check(embedding),
+        None => Ok(()),
     }
+}
+
+/// Validates `embeddings` against the store's space (fixing it with the first one); returns the
+/// space the store holds afterwards.
+fn fixed_space<'a>(
+    mut fixed: Option<EmbeddingSpace>,
+    embeddings: impl IntoIterator<Item = &'a Embedding>,
+) -> Result<Option<EmbeddingSpace>, StoreError> {
+    for embedding in embeddings {
+        check_embedding(fixed.as_ref(), embedding)?;
+        fixed.get_or_insert_with(|| EmbeddingSpace::of(embedding));
+    }
+    Ok(fixed)
 }
 
 impl InMemoryStore {
@@ -120,7 +198,11 @@ impl AgentStore for InMemoryStore {
 
     async fn delete_agent(&self, id: AgentId) -> Result<bool, StoreError> {
         let mut inner = self.write();
-        inner.recall.remove(&id);
+        if let Some(recall) = inner.recall.remove(&id) {
+            for document in &recall.documents {
+                inner.terms.remove(document);
+            }
+        }
         inner.archival.remove(&id);
         inner.order.retain(|a| *a != id);
         Ok(inner.agents.remove(&id).is_some())
@@ -139,13 +221,14 @@ impl AgentStore for InMemoryStore {
                 found: current.version,
             });
         }
-        let mut fixed = inner.embedding.clone();
-        for passage in &commit.passages {
-            if let Some(embedding) = &passage.embedding {
-                check_embedding(fixed.as_ref(), embedding)?;
-                fixed.get_or_insert_with(|| (embedding.model.clone(), embedding.dimension()));
-            }
-        }
+        let fixed = fixed_space(
+            inner.embedding.clone(),
+            commit
+                .passages
+                .iter()
+                .filter_map(|p| p.embedding.as_ref())
+                .chain(commit.message_embeddings.iter().map(|e| &e.embedding)),
+        )?;
 
         inner.embedding = fixed;
         let archival = inner.archival.entry(id).or_default();
@@ -155,19 +238,57 @@ impl AgentStore for InMemoryStore {
                 .retain(|p| !commit.deleted_passages.contains(&p.id));
         }
         archival.passages.extend(commit.passages.iter().cloned());
-        let recall = inner.recall.entry(id).or_default();
+        let Inner { recall, terms, .. } = &mut *inner;
+        let recall = recall.entry(id).or_default();
         for message in &commit.messages {
+            let document = recall.builder.add(message);
+            terms.add(document.terms());
             recall.by_id.insert(message.id, recall.messages.len());
             recall.messages.push(message.clone());
+            recall.documents.push(document.text());
+            recall.embeddings.push(None);
         }
+        set_embeddings(recall, &commit.message_embeddings);
         inner.agents.insert(id, commit.state.clone());
         Ok(())
+    }
+
+    async fn store_message_embeddings(
+        &self,
+        agent: AgentId,
+        embeddings: &[MessageEmbedding],
+    ) -> Result<(), StoreError> {
+        let mut inner = self.write();
+        let fixed = fixed_space(
+            inner.embedding.clone(),
+            embeddings.iter().map(|e| &e.embedding),
+        )?;
+        inner.embedding = fixed;
+        if let Some(recall) = inner.recall.get_mut(&agent) {
+            set_embeddings(recall, embeddings);
+        }
+        Ok(())
+    }
+
+    async fn embedding_space(&self) -> Result<Option<EmbeddingSpace>, StoreError> {
+        Ok(self.read().embedding.clone())
+    }
+}
+
+/// Attaches embeddings to the agent's conversation messages (others are ignored).
+fn set_embeddings(recall: &mut AgentRecall, embeddings: &[MessageEmbedding]) {
+    for e in embeddings {
+        if let Some(&i) = recall.by_id.get(&e.message)
+            && is_conversation(recall.messages[i].kind)
+        {
+            recall.embeddings[i] = Some(e.embedding.vector.clone());
+        }
     }
 }
 
 #[async_trait]
 impl RecallStore for InMemoryStore {
-    async fn search(
+    async fn list_messages(
         &self,
         agent: AgentId,
         query: &RecallQuery,
@@ -176,42 +297,103 @@ impl RecallStore for InMemoryStore {
         let Some(recall) = inner.recall.get(&agent) else {
             return Ok(SearchPage::empty(query.page));
         };
-        let candidates: Vec<&Message> =
+        let mut matching: Vec<&Message> =
             recall.messages.iter().filter(|m| query.admits(m)).collect();
-        let hits: Vec<Hit<Message>> = match query.text_query() {
-            None => candidates
-                .into_iter()
-                .map(|m| Hit {
-                    item: m.clone(),
-                    score: 0.0,
-                })
-                .collect(),
-            Some(text) => {
-                let texts: Vec<String> = candidates.iter().map(|m| m.searchable_text()).collect();
-                let scores = Bm25Index::new(texts.iter().map(String::as_str)).scores(text);
-                let mut scored: Vec<(f32, &Message)> = scores
-                    .into_iter()
-                    .zip(candidates)
-                    .filter(|(s, _)| *s > 0.0)
-                    .collect();
-                scored.sort_by(|a, b| {
-                    b.0.total_cmp(&a.0)
-                        .then(b.1.created_at.cmp(&a.1.created_at))
-                });
-                scored
-                    .into_iter()
-                    .map(|(score, m)| Hit {
-                        item: m.clone(),
-                        score,
-                    })
-                    .collect()
-            }
-        };
+        // Oldest first; equal times stay in append order (the sort is stable).
+        matching.sort_by_key(|m| m.created_at);
+        let total = matching.len();
+        let hits = query
+            .page
+            .slice(matching)
+            .into_iter()
+            .map(|m| Hit {
+                item: m.clone(),
+                score: 0.0,
+            })
+            .collect();
         Ok(SearchPage {
-            total: hits.len(),
-            hits: query.page.slice(hits),
+            hits,
             page: query.page,
+            total,
         })
+    }
+
+    async fn text_candidates(
+        &self,
+        agent: AgentId,
+        terms: &[String],
+        query: &RecallQuery,
+        _limit: usize,
+    ) -> Result<TextCandidates, StoreError> {
+        let inner = self.read();
+        let statistics = inner.terms.statistics(terms);
+        let keys = inner
+            .recall
+            .get(&agent)
+            .map(|recall| {
+                recall
+                    .messages
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, m)| {
+                        query.admits(m)
+                            && count_terms(&recall.documents[*i], terms)
+                                .0
+                                .iter()
+                                .any(|f| *f > 0)
+                    })
+                    .map(|(i, _)| i as CandidateKey)
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(TextCandidates { keys, statistics })
+    }
+
+    async fn vector_candidates(
+        &self,
+        agent: AgentId,
+        embedding: &Embedding,
+        query: &RecallQuery,
+        _limit: usize,
+    ) -> Result<Vec<CandidateKey>, StoreError> {
+        let inner = self.read();
+        check_embedding(inner.embedding.as_ref(), embedding)?;
+        Ok(inner
+            .recall
+            .get(&agent)
+            .map(|recall| {
+                recall
+                    .messages
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, m)| recall.embeddings[*i].is_some() && query.admits(m))
+                    .map(|(i, _)| i as CandidateKey)
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    async fn candidates(
+        &self,
+        agent: AgentId,
+        keys: &[CandidateKey],
+    ) -> Result<Vec<RecallCandidate>, StoreError> {
+        let inner = self.read();
+        let Some(recall) = inner.recall.get(&agent) else {
+            return Ok(Vec::new());
+        };
+        Ok(keys
+            .iter()
+            .filter_map(|&key| {
+                let i = usize::try_from(key).ok()?;
+                Some(RecallCandidate {
+                    key,
+                    message: recall.messages.get(i)?.clone(),
+                    document: recall.documents[i].clone(),
+                    embedding: recall.embeddings[i].clone(),
+                })
+            })
+            .collect())
     }
 
     async fn get_messages(
@@ -236,6 +418,25 @@ impl RecallStore for InMemoryStore {
             .get(&agent)
             .map_or(0, |r| r.messages.len() as u64))
     }
+
+    async fn unembedded_messages(
+        &self,
+        agent: AgentId,
+        limit: usize,
+    ) -> Result<Vec<Message>, StoreError> {
+        let inner = self.read();
+        let Some(recall) = inner.recall.get(&agent) else {
+            return Ok(Vec::new());
+        };
+        Ok(recall
+            .messages
+            .iter()
+            .zip(&recall.embeddings)
+            .filter(|(m, e)| e.is_none() && is_conversation(m.kind))
+            .map(|(m, _)| m.clone())
+            .take(limit)
+            .collect())
+    }
 }
 
 #[async_trait]
@@ -246,12 +447,12 @@ impl ArchivalStore for InMemoryStore {
         query: &ArchivalQuery,
     ) -> Result<SearchPage<Passage>, StoreError> {
         let inner = self.read();
-        let Some(archival) = inner.archival.get(&agent) else {
-            return Ok(SearchPage::empty(query.page));
-        };
         if let Some(embedding) = &query.embedding {
             check_embedding(inner.embedding.as_ref(), embedding)?;
         }
+        let Some(archival) = inner.archival.get(&agent) else {
+            return Ok(SearchPage::empty(query.page));
+        };
         let ranked = rank_passages(&archival.passages, query)?;
         let total = ranked.len();
         let hits = query
@@ -319,31 +520,37 @@ impl ArchivalStore for InMemoryStore {
     }
 }
 
-/// Ranks passages for `query`: `(score, index)`, best first.
+/// Ranks the passages `query` admits: `(score, index)`, best first (ties: newest first).
 ///
 /// Shared with the step overlay, which searches passages inserted earlier in the same step.
 pub(crate) fn rank_passages(
     passages: &[Passage],
     query: &ArchivalQuery,
 ) -> Result<Vec<(f32, usize)>, StoreError> {
+    let admitted: Vec<usize> = (0..passages.len())
+        .filter(|&i| query.admits(&passages[i]))
+        .collect();
     let by_vector = |embedding: &Embedding| -> Vec<(f32, usize)> {
-        let mut ranked: Vec<(f32, usize)> = passages
+        let mut ranked: Vec<(f32, usize)> = admitted
             .iter()
-            .enumerate()
-            .filter_map(|(i, p)| {
-                Some((cosine(&embedding.vector, &p.embedding.as_ref()?.vector), i))
+            .filter_map(|&i| {
+                Some((
+                    cosine(&embedding.vector, &passages[i].embedding.as_ref()?.vector),
+                    i,
+                ))
             })
             .collect();
         sort_ranked(&mut ranked, passages);
         ranked
     };
     let by_text = || -> Vec<(f32, usize)> {
-        let scores = Bm25Index::new(passages.iter().map(|p| p.text.as_str())).scores(&query.text);
-        let mut ranked: Vec<(f32, usize)> = scores
+        let index = Bm25Index::new(admitted.iter().map(|&i| passages[i].text.as_str()));
+        let mut ranked: Vec<(f32, usize)> = index
+            .scores(&query.text)
             .into_iter()
-            .enumerate()
-            .filter(|(_, s)| *s > 0.0)
-            .map(|(i, s)| (s, i))
+            .zip(&admitted)
+            .filter(|(s, _)| *s > 0.0)
+            .map(|(s, &i)| (s, i))
             .collect();
         sort_ranked(&mut ranked, passages);
         ranked
@@ -357,7 +564,14 @@ pub(crate) fn rank_passages(
         }
         (SearchMode::Text, _) | (SearchMode::Hybrid, None) => by_text(),
         (SearchMode::Hybrid, Some(e)) => {
-            reciprocal_rank_fusion(&[by_vector(e), by_text()], passages)
+            let vector: Vec<usize> = by_vector(e).into_iter().map(|(_, i)| i).collect();
+            let text: Vec<usize> = by_text().into_iter().map(|(_, i)| i).collect();
+            reciprocal_rank_fusion(&[(&vector[..], 1.0), (&text[..], 1.0)], RRF_K, |a, b| {
+                passages[*b].created_at.cmp(&passages[*a].created_at)
+            })
+            .into_iter()
+            .map(|(i, score)| (score, i))
+            .collect()
         }
     })
 }
@@ -367,19 +581,6 @@ fn sort_ranked(ranked: &mut [(f32, usize)], passages: &[Passage]) {
         b.0.total_cmp(&a.0)
             .then(passages[b.1].created_at.cmp(&passages[a.1].created_at))
     });
-}
-
-/// Fuses rankings: each item scores the sum of `1 / (RRF_K + rank)` over the lists it is in.
-fn reciprocal_rank_fusion(lists: &[Vec<(f32, usize)>], passages: &[Passage]) -> Vec<(f32, usize)> {
-    let mut fused: HashMap<usize, f32> = HashMap::new();
-    for list in lists {
-        for (rank, &(_, i)) in list.iter().enumerate() {
-            *fused.entry(i).or_default() += 1.0 / (RRF_K + rank as f32 + 1.0);
-        }
-    }
-    let mut ranked: Vec<(f32, usize)> = fused.into_iter().map(|(i, s)| (s, i)).collect();
-    sort_ranked(&mut ranked, passages);
-    ranked
 }
 
 #[cfg(test)]
@@ -418,6 +619,7 @@ mod tests {
         Commit {
             state: next,
             messages,
+            message_embeddings: Vec::new(),
             passages,
             deleted_passages: Vec::new(),
         }
@@ -548,13 +750,11 @@ mod tests {
         store.commit(&commit(&s0, vec![], passages)).await.unwrap();
 
         let q = |mode, text: &str, with_vector: bool| ArchivalQuery {
-            text: text.into(),
             embedding: with_vector.then(|| Embedding {
                 model: e.model_name(),
                 vector: e.vector(text),
             }),
-            mode,
-            page: Page::first(5),
+            ..ArchivalQuery::new(text, mode, Page::first(5))
         };
         for mode in [SearchMode::Vector, SearchMode::Text, SearchMode::Hybrid] {
             let page = ArchivalStore::search(&store, id, &q(mode, "launch code", true))

@@ -3,8 +3,8 @@
 //! * [`AgentStore`] keeps each agent's state (system prompt, memory blocks, FIFO membership,
 //!   recursive summary, config) and is the **only write path**: one agent step is persisted by
 //!   one [`AgentStore::commit`], atomically, together with the messages and passages it created.
-//! * [`RecallStore`] reads the append-only log of every message: text search, date ranges,
-//!   pagination, counts.
+//! * [`RecallStore`] reads the append-only log of every message: hybrid search (ranked once, for
+//!   every store, by [`retrieval`](crate::retrieval)), date ranges, pagination, counts.
 //! * [`ArchivalStore`] reads passages with embeddings: vector, text or hybrid search with
 //!   pagination, counts.
 //!
@@ -12,24 +12,25 @@
 //! (`memgpt-backends`) are tested against. A [`Storage`] bundles the three handles an agent uses.
 
 mod memory;
-mod text;
 mod types;
 
 use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
 
 pub use memory::InMemoryStore;
-pub(crate) use memory::{RRF_K, rank_passages};
-pub use text::{Bm25Index, query_terms, tokenize};
+pub(crate) use memory::rank_passages;
 pub use types::{
-    AgentState, ArchivalQuery, Commit, Hit, Page, Passage, RecallQuery, SearchMode, SearchPage,
-    Summary, TimeRange,
+    AgentState, ArchivalQuery, Commit, Hit, MessageEmbedding, Page, Passage, RecallQuery,
+    SearchMode, SearchPage, Summary, TAGS_KEY, TimeRange,
 };
 
+use crate::embed::Embedding;
 use crate::ids::{AgentId, MessageId, PassageId};
 use crate::message::Message;
+use crate::retrieval::{CandidateKey, RecallCandidate, TextCandidates};
 
 /// Why a storage operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -82,6 +83,44 @@ pub enum StoreError {
     },
 }
 
+/// The embedding model and dimension a store holds vectors of.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct EmbeddingSpace {
+    /// The model id.
+    pub model: String,
+    /// The vectors' dimension.
+    pub dimension: usize,
+}
+
+impl EmbeddingSpace {
+    /// The space of `embedding`.
+    pub fn of(embedding: &Embedding) -> Self {
+        Self {
+            model: embedding.model.clone(),
+            dimension: embedding.dimension(),
+        }
+    }
+
+    /// Fails with [`StoreError::EmbeddingMismatch`] unless `embedding` is of this space.
+    pub fn check(&self, embedding: &Embedding) -> Result<(), StoreError> {
+        self.check_model(&embedding.model, embedding.dimension())
+    }
+
+    /// Fails with [`StoreError::EmbeddingMismatch`] unless `model` and `dimension` are this
+    /// space's.
+    pub fn check_model(&self, model: &str, dimension: usize) -> Result<(), StoreError> {
+        if model != self.model || dimension != self.dimension {
+            return Err(StoreError::EmbeddingMismatch {
+                expected_model: self.model.clone(),
+                expected_dimension: self.dimension,
+                found_model: model.to_owned(),
+                found_dimension: dimension,
+            });
+        }
+        Ok(())
+    }
+}
+
 impl StoreError {
     /// A backend error with a cause.
     pub fn backend(
@@ -122,6 +161,21 @@ pub trait AgentStore: Send + Sync + fmt::Debug {
     /// embedded passage it stores; a commit bringing others fails with
     /// [`StoreError::EmbeddingMismatch`] and changes nothing.
     async fn commit(&self, commit: &Commit) -> Result<(), StoreError>;
+
+    /// Stores embeddings of an agent's conversation messages that were committed without one
+    /// (see [`RecallStore::unembedded_messages`]). Embeddings are derived data: writing them never
+    /// changes what the agent remembers, so this is the one write outside [`AgentStore::commit`].
+    /// Idempotent; ids of unknown or non-conversation messages are ignored. Fails with
+    /// [`StoreError::EmbeddingMismatch`] (writing nothing) for vectors of another space.
+    async fn store_message_embeddings(
+        &self,
+        agent: AgentId,
+        embeddings: &[MessageEmbedding],
+    ) -> Result<(), StoreError>;
+
+    /// The embedding model and dimension of every vector the store holds (messages and
+    /// passages), fixed by the first one stored; `None` while it holds none.
+    async fn embedding_space(&self) -> Result<Option<EmbeddingSpace>, StoreError>;
 
     /// The stored version of an agent, cheaply (the agent loop calls this before every step to
     /// notice that another process advanced the agent).
@@ -164,17 +218,69 @@ impl AgentLease for NoLease {
 }
 
 /// Read access to recall storage: every message ever exchanged.
+///
+/// A store implements the primitives; [`RecallStore::search`] is provided and ranks with
+/// [`search_recall`](crate::retrieval::search_recall), so every store searches the same way.
+///
+/// **What a store indexes.** Each message has a search document built by a
+/// [`DocumentBuilder`](crate::retrieval::DocumentBuilder) in append order (stores keep each
+/// agent's latest conversation messages to continue it), and conversation messages may have an
+/// embedding ([`Commit::message_embeddings`], [`AgentStore::store_message_embeddings`]).
 #[async_trait]
 pub trait RecallStore: Send + Sync + fmt::Debug {
     /// Searches an agent's messages.
     ///
-    /// With [`RecallQuery::text`] set, hits are ranked by relevance (ties: newest first);
-    /// otherwise they are listed oldest first. [`SearchPage::total`] counts every match.
+    /// With [`RecallQuery::text`] set, hits are ranked by relevance (see
+    /// [`retrieval`](crate::retrieval); ties: newest first) and [`SearchPage::total`] counts the
+    /// ranked candidates; otherwise they are listed oldest first
+    /// ([`RecallStore::list_messages`]) and the total counts every match. Any page number is
+    /// safe: pages past the total are empty.
     async fn search(
         &self,
         agent: AgentId,
         query: &RecallQuery,
+    ) -> Result<SearchPage<Message>, StoreError> {
+        crate::retrieval::search_recall(self, agent, query).await
+    }
+
+    /// The agent's messages passing the query's kind and time filters, oldest first (ties: in
+    /// append order), one page of them; the total counts them all. The text is ignored.
+    async fn list_messages(
+        &self,
+        agent: AgentId,
+        query: &RecallQuery,
     ) -> Result<SearchPage<Message>, StoreError>;
+
+    /// Up to `limit` of the agent's messages passing the query's filters whose documents contain
+    /// at least one of `terms` (analysed query terms), best first as far as the store's own
+    /// full-text index can tell, with the collection statistics of `terms` (over every document
+    /// the store indexes).
+    async fn text_candidates(
+        &self,
+        agent: AgentId,
+        terms: &[String],
+        query: &RecallQuery,
+        limit: usize,
+    ) -> Result<TextCandidates, StoreError>;
+
+    /// Up to `limit` of the agent's embedded messages passing the query's filters, nearest to
+    /// `embedding` first (exactly or by an approximate index). Fails with
+    /// [`StoreError::EmbeddingMismatch`] for a query of another space than the store's.
+    async fn vector_candidates(
+        &self,
+        agent: AgentId,
+        embedding: &Embedding,
+        query: &RecallQuery,
+        limit: usize,
+    ) -> Result<Vec<CandidateKey>, StoreError>;
+
+    /// The candidates with these keys (any order; unknown keys skipped): each message with its
+    /// stored document and embedding.
+    async fn candidates(
+        &self,
+        agent: AgentId,
+        keys: &[CandidateKey],
+    ) -> Result<Vec<RecallCandidate>, StoreError>;
 
     /// The messages with these ids, in the order asked (missing ids are skipped).
     async fn get_messages(
@@ -185,6 +291,14 @@ pub trait RecallStore: Send + Sync + fmt::Debug {
 
     /// How many messages the agent has.
     async fn count_messages(&self, agent: AgentId) -> Result<u64, StoreError>;
+
+    /// Up to `limit` of the agent's conversation messages that have no embedding yet, oldest
+    /// first (to embed them: [`Agent::reindex`](crate::Agent::reindex) and searches do).
+    async fn unembedded_messages(
+        &self,
+        agent: AgentId,
+        limit: usize,
+    ) -> Result<Vec<Message>, StoreError>;
 }
 
 /// Read access to archival storage: passages with embeddings.

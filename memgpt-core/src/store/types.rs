@@ -6,6 +6,7 @@ use crate::embed::Embedding;
 use crate::ids::{AgentId, MessageId, PassageId};
 use crate::memory::WorkingContext;
 use crate::message::{Message, MessageKind};
+use crate::retrieval::RecallRanking;
 
 /// Which page of results to return. Pages are numbered from 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,9 +31,14 @@ impl Page {
         Self::new(0, size)
     }
 
-    /// Index of the first result on this page.
+    /// Index of the first result on this page (saturating: any page number is safe).
     pub fn offset(&self) -> usize {
         self.number.saturating_mul(self.size)
+    }
+
+    /// How many results the pages up to and including this one hold (saturating).
+    pub fn depth(&self) -> usize {
+        self.offset().saturating_add(self.size)
     }
 
     /// Cuts this page out of a full, ordered result list.
@@ -107,16 +113,27 @@ impl TimeRange {
 }
 
 /// A recall-storage query.
+///
+/// With text it is a hybrid search ([`search_recall`](crate::retrieval::search_recall)): BM25
+/// over the message documents, plus embedding similarity when [`RecallQuery::embedding`] is
+/// given; without text it lists messages chronologically. The kind and time filters apply to
+/// both.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RecallQuery {
     /// Words to search for; `None` (or blank) lists messages chronologically.
     pub text: Option<String>,
+    /// The embedding of the text (same model as the store's), for hybrid ranking.
+    #[serde(default)]
+    pub embedding: Option<Embedding>,
     /// Only messages created in this range.
     pub range: TimeRange,
     /// Only messages of these kinds; empty means every kind.
     pub kinds: Vec<MessageKind>,
     /// Which page.
     pub page: Page,
+    /// How text searches rank.
+    #[serde(default)]
+    pub ranking: RecallRanking,
 }
 
 impl RecallQuery {
@@ -124,9 +141,11 @@ impl RecallQuery {
     pub fn text(text: impl Into<String>, page: Page) -> Self {
         Self {
             text: Some(text.into()),
+            embedding: None,
             range: TimeRange::default(),
             kinds: MessageKind::CONVERSATION.to_vec(),
             page,
+            ranking: RecallRanking::default(),
         }
     }
 
@@ -134,10 +153,26 @@ impl RecallQuery {
     pub fn range(range: TimeRange, page: Page) -> Self {
         Self {
             text: None,
+            embedding: None,
             range,
             kinds: MessageKind::CONVERSATION.to_vec(),
             page,
+            ranking: RecallRanking::default(),
         }
+    }
+
+    /// Messages of these kinds (any text, any time), oldest first.
+    pub fn kinds(kinds: impl IntoIterator<Item = MessageKind>, page: Page) -> Self {
+        Self {
+            kinds: kinds.into_iter().collect(),
+            ..Self::range(TimeRange::default(), page)
+        }
+    }
+
+    /// The same query ranked with the help of the text's embedding.
+    pub fn with_embedding(mut self, embedding: Embedding) -> Self {
+        self.embedding = Some(embedding);
+        self
     }
 
     /// The query text if it has any non-whitespace content.
@@ -179,7 +214,43 @@ pub struct ArchivalQuery {
     pub mode: SearchMode,
     /// Which page.
     pub page: Page,
+    /// Only passages carrying at least one of these tags (see [`Passage::tags`]); empty means
+    /// any passage.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Only passages stored in this range.
+    #[serde(default)]
+    pub range: TimeRange,
 }
+
+impl ArchivalQuery {
+    /// A query of `text` ranked by `mode`, without filters.
+    pub fn new(text: impl Into<String>, mode: SearchMode, page: Page) -> Self {
+        Self {
+            text: text.into(),
+            embedding: None,
+            mode,
+            page,
+            tags: Vec::new(),
+            range: TimeRange::default(),
+        }
+    }
+
+    /// The same query with the text's embedding.
+    pub fn with_embedding(mut self, embedding: Embedding) -> Self {
+        self.embedding = Some(embedding);
+        self
+    }
+
+    /// Whether a passage passes the tag and time filters.
+    pub fn admits(&self, passage: &Passage) -> bool {
+        self.range.contains(passage.created_at)
+            && (self.tags.is_empty() || passage.tags().iter().any(|t| self.tags.contains(t)))
+    }
+}
+
+/// The metadata key under which a passage's tags are kept (a JSON array of strings).
+pub const TAGS_KEY: &str = "tags";
 
 /// One passage of archival storage.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -200,6 +271,17 @@ pub struct Passage {
 }
 
 impl Passage {
+    /// The passage's tags: the strings of its `tags` metadata array.
+    pub fn tags(&self) -> Vec<String> {
+        match self.metadata.get(TAGS_KEY) {
+            Some(serde_json::Value::Array(values)) => values
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// A passage with no embedding and no metadata.
     pub fn new(agent_id: AgentId, text: impl Into<String>, at: DateTime<Utc>) -> Self {
         Self {
@@ -265,10 +347,37 @@ pub struct Commit {
     pub state: AgentState,
     /// Messages to append to recall storage.
     pub messages: Vec<Message>,
+    /// Embeddings of some of these messages (conversation messages embedded during the step).
+    pub message_embeddings: Vec<MessageEmbedding>,
     /// Passages to add to archival storage.
     pub passages: Vec<Passage>,
     /// Passages to delete from archival storage.
     pub deleted_passages: Vec<PassageId>,
+}
+
+impl Commit {
+    /// A commit of `state` with nothing else.
+    pub fn state(state: AgentState) -> Self {
+        Self {
+            state,
+            messages: Vec::new(),
+            message_embeddings: Vec::new(),
+            passages: Vec::new(),
+            deleted_passages: Vec::new(),
+        }
+    }
+}
+
+/// The embedding of one conversation message, which recall search compares with the query's.
+///
+/// Only conversation messages (user and assistant) are embedded; what is embedded is
+/// [`document_text`](crate::retrieval::document_text).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MessageEmbedding {
+    /// The message.
+    pub message: MessageId,
+    /// Its embedding.
+    pub embedding: Embedding,
 }
 
 #[cfg(test)]

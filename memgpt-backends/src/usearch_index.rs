@@ -1,8 +1,11 @@
-//! usearch HNSW indexes of archival embeddings, derived from the SQLite passages table.
+//! usearch HNSW indexes of embeddings, derived from SQLite: archival passages (the `passages`
+//! table, in `archival.usearch/`) and recall messages (the `message_embeddings` table, in
+//! `recall.usearch/`).
 //!
-//! One index per agent, in `archival.usearch/<agent>.usearch`, keyed by passage sequence
-//! number, with a sidecar `<agent>.json` recording what the saved file contains: the highest
-//! passage and deletion sequence numbers applied. On first use (and before every search, to see
+//! One index per agent and source, `<dir>/<agent>.usearch`, keyed by passage or message
+//! sequence number, with a sidecar `<agent>.json` recording what the saved file contains: the
+//! highest row and deletion sequence numbers applied (message embeddings are never deleted but
+//! with their agent). On first use (and before every search, to see
 //! other processes' commits) an index replays the passages and deletions the database has after
 //! that watermark; a missing, unreadable or mismatched file is rebuilt from the database. Saving
 //! is periodic (after [`UsearchOptions::save_every`] changes or a quarter of the index size,
@@ -15,7 +18,7 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use memgpt_core::ids::AgentId;
-use memgpt_core::store::StoreError;
+use memgpt_core::store::{RecallQuery, StoreError};
 use serde_json::json;
 use sqlx::{Row, SqlitePool};
 use tracing::{debug, info};
@@ -107,6 +110,46 @@ impl Default for UsearchOptions {
     }
 }
 
+/// Which embeddings an index holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum VectorSource {
+    /// Archival passages, keyed by passage seq; deletions replayed from `passage_deletions`.
+    Passages,
+    /// Conversation message embeddings, keyed by message seq; the watermark is the embedding
+    /// row's seq (a message may be embedded long after it was committed).
+    Messages,
+}
+
+impl VectorSource {
+    /// The newest row and the newest deletion of an agent (`?1` is the agent).
+    fn newest_sql(self) -> &'static str {
+        match self {
+            VectorSource::Passages => {
+                "SELECT (SELECT max(seq) FROM passages WHERE agent_id = ?1 AND embedding IS NOT NULL) AS passage, \
+                 (SELECT max(seq) FROM passage_deletions WHERE agent_id = ?1) AS deletion"
+            }
+            VectorSource::Messages => {
+                "SELECT (SELECT max(seq) FROM message_embeddings WHERE agent_id = ?1) AS passage, \
+                 NULL AS deletion"
+            }
+        }
+    }
+
+    /// `(key, seq, embedding)` rows after a watermark.
+    fn rows_sql(self) -> &'static str {
+        match self {
+            VectorSource::Passages => {
+                "SELECT seq AS key, seq, embedding FROM passages WHERE agent_id = ? AND seq > ? \
+                 AND embedding IS NOT NULL ORDER BY seq LIMIT ?"
+            }
+            VectorSource::Messages => {
+                "SELECT message_seq AS key, seq, embedding FROM message_embeddings \
+                 WHERE agent_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+            }
+        }
+    }
+}
+
 /// What a saved index contains.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Watermark {
@@ -135,9 +178,10 @@ impl AgentIndex {
     }
 }
 
-/// The usearch archival indexes of one data directory (see the module documentation).
-pub struct UsearchArchival {
+/// The usearch indexes of one source in one data directory (see the module documentation).
+pub struct UsearchIndexes {
     dir: PathBuf,
+    source: VectorSource,
     options: UsearchOptions,
     agents: Mutex<HashMap<AgentId, Arc<AgentIndex>>>,
     /// Agents committed to since their loaded index last caught up. A loaded index of an agent
@@ -147,10 +191,11 @@ pub struct UsearchArchival {
     catch_up: tokio::sync::Mutex<()>,
 }
 
-impl std::fmt::Debug for UsearchArchival {
+impl std::fmt::Debug for UsearchIndexes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("UsearchArchival")
+        f.debug_struct("UsearchIndexes")
             .field("dir", &self.dir)
+            .field("source", &self.source)
             .field("options", &self.options)
             .finish_non_exhaustive()
     }
@@ -169,16 +214,17 @@ const TIE_MARGIN: usize = 16;
 /// Rows replayed per database read.
 const BATCH: i64 = 20_000;
 
-impl UsearchArchival {
-    /// The indexes in `dir` (created if missing; indexes load lazily per agent).
+impl UsearchIndexes {
+    /// The indexes of `source` in `dir` (created if missing; indexes load lazily per agent).
     pub(crate) fn open(
         dir: &Path,
+        source: VectorSource,
         options: UsearchOptions,
-        _pool: &SqlitePool,
     ) -> Result<Self, StoreError> {
-        std::fs::create_dir_all(dir).map_err(|e| db("creating the archival index directory", e))?;
+        std::fs::create_dir_all(dir).map_err(|e| db("creating a vector index directory", e))?;
         Ok(Self {
             dir: dir.to_owned(),
+            source,
             options,
             agents: Mutex::new(HashMap::new()),
             dirty: Mutex::new(std::collections::HashSet::new()),
@@ -217,10 +263,10 @@ impl UsearchArchival {
             multi: false,
         };
         let index =
-            Index::new(&options).map_err(|e| usearch_error("creating an archival index", e))?;
+            Index::new(&options).map_err(|e| usearch_error("creating a vector index", e))?;
         index
             .reserve_capacity_and_threads(capacity.max(64), self.options.threads.max(1))
-            .map_err(|e| usearch_error("reserving archival index capacity", e))?;
+            .map_err(|e| usearch_error("reserving vector index capacity", e))?;
         Ok(index)
     }
 
@@ -245,8 +291,8 @@ impl UsearchArchival {
                     let capacity = index.size() + 1_024;
                     index
                         .reserve_capacity_and_threads(capacity, self.options.threads.max(1))
-                        .map_err(|e| usearch_error("reserving archival index capacity", e))?;
-                    debug!(%agent, size = index.size(), "loaded the archival index");
+                        .map_err(|e| usearch_error("reserving vector index capacity", e))?;
+                    debug!(%agent, size = index.size(), "loaded the vector index");
                     return Ok(AgentIndex {
                         index: RwLock::new(index),
                         state: Mutex::new((watermark, 0)),
@@ -254,10 +300,10 @@ impl UsearchArchival {
                     });
                 }
                 Ok(()) => {
-                    info!(%agent, "the saved archival index has another dimension; rebuilding it")
+                    info!(%agent, "the saved vector index has another dimension; rebuilding it")
                 }
                 Err(e) => {
-                    info!(%agent, error = %e, "the saved archival index is unreadable; rebuilding it")
+                    info!(%agent, error = %e, "the saved vector index is unreadable; rebuilding it")
                 }
             }
         }
@@ -292,7 +338,7 @@ impl UsearchArchival {
         self.caught_up(pool, agent, dimension).await.map(|_| ())
     }
 
-    /// [`UsearchArchival::catch_up`], returning the index.
+    /// [`UsearchIndexes::catch_up`], returning the index.
     async fn caught_up(
         &self,
         pool: &SqlitePool,
@@ -318,22 +364,18 @@ impl UsearchArchival {
             None => self.index_for(agent, dimension)?,
         };
         // One cheap query (both maxima come from indexes) tells whether anything is new.
-        let row = sqlx::query(
-            "SELECT (SELECT max(seq) FROM passages WHERE agent_id = ? AND embedding IS NOT NULL) AS passage, \
-             (SELECT max(seq) FROM passage_deletions WHERE agent_id = ?) AS deletion",
-        )
-        .bind(agent.as_uuid())
-        .bind(agent.as_uuid())
-        .fetch_one(pool)
-        .await
-        .map_err(|e| db("reading the archival watermark", e))?;
+        let row = sqlx::query(self.source.newest_sql())
+            .bind(agent.as_uuid())
+            .fetch_one(pool)
+            .await
+            .map_err(|e| db("reading the vector index watermark", e))?;
         let newest_passage: i64 = row
             .try_get::<Option<i64>, _>("passage")
-            .map_err(|e| db("reading the archival watermark", e))?
+            .map_err(|e| db("reading the vector index watermark", e))?
             .unwrap_or(0);
         let newest_deletion: i64 = row
             .try_get::<Option<i64>, _>("deletion")
-            .map_err(|e| db("reading the archival watermark", e))?
+            .map_err(|e| db("reading the vector index watermark", e))?
             .unwrap_or(0);
         let mut watermark = index.state().0;
         let mut changes = 0usize;
@@ -346,24 +388,21 @@ impl UsearchArchival {
             return Ok(index);
         }
         loop {
-            let rows = sqlx::query(
-                "SELECT seq, embedding FROM passages WHERE agent_id = ? AND seq > ? AND embedding IS NOT NULL \
-                 ORDER BY seq LIMIT ?",
-            )
-            .bind(agent.as_uuid())
-            .bind(watermark.passage_seq)
-            .bind(BATCH)
-            .fetch_all(pool)
-            .await
-            .map_err(|e| db("reading embeddings to index", e))?;
+            let rows = sqlx::query(self.source.rows_sql())
+                .bind(agent.as_uuid())
+                .bind(watermark.passage_seq)
+                .bind(BATCH)
+                .fetch_all(pool)
+                .await
+                .map_err(|e| db("reading embeddings to index", e))?;
             let Some(last) = rows.last() else { break };
             watermark.passage_seq = last
                 .try_get("seq")
                 .map_err(|e| db("reading embeddings to index", e))?;
             let mut batch = Vec::with_capacity(rows.len());
             for row in &rows {
-                let seq: i64 = row
-                    .try_get("seq")
+                let key: i64 = row
+                    .try_get("key")
                     .map_err(|e| db("reading embeddings to index", e))?;
                 let blob: Vec<u8> = row
                     .try_get("embedding")
@@ -371,11 +410,11 @@ impl UsearchArchival {
                 let vector = blob_to_vector(&blob)?;
                 if vector.len() != dimension {
                     return Err(corrupt(format!(
-                        "passage {seq} has a {}-d embedding in a {dimension}-d store",
+                        "row {key} has a {}-d embedding in a {dimension}-d store",
                         vector.len()
                     )));
                 }
-                batch.push((seq as u64, vector));
+                batch.push((key as u64, vector));
             }
             changes += batch.len();
             let target = index.clone();
@@ -387,12 +426,17 @@ impl UsearchArchival {
                 break;
             }
         }
-        let deletions = sqlx::query("SELECT seq, passage_seq FROM passage_deletions WHERE agent_id = ? AND seq > ? ORDER BY seq")
+        let deletions = match self.source {
+            VectorSource::Passages => sqlx::query(
+                "SELECT seq, passage_seq FROM passage_deletions WHERE agent_id = ? AND seq > ? ORDER BY seq",
+            )
             .bind(agent.as_uuid())
             .bind(watermark.deletion_seq)
             .fetch_all(pool)
             .await
-            .map_err(|e| db("reading passage deletions", e))?;
+            .map_err(|e| db("reading passage deletions", e))?,
+            VectorSource::Messages => Vec::new(),
+        };
         if !deletions.is_empty() {
             let target = index.write();
             for row in &deletions {
@@ -434,20 +478,19 @@ impl UsearchArchival {
         k: usize,
     ) -> Result<Vec<(f32, i64)>, StoreError> {
         let index = self.caught_up(pool, agent, dimension).await?;
+        let index = index.read();
+        let k = k.min(index.size());
         if k == 0 {
             return Ok(Vec::new());
         }
-        let index = index.read();
-        let wanted = k.max(self.options.expansion_search);
-        if wanted > index.expansion_search() {
-            index.change_expansion_search(wanted);
-        }
-        // Fetch a margin past `k` so passages tied at the cut are all seen, then order ties
-        // newest first (the contract every store follows) before cutting.
-        let fetch = k + TIE_MARGIN.min(index.size().saturating_sub(k));
+        // usearch searches with `max(expansion_search, k)` candidates, so a deep page needs no
+        // change to the index's shared search depth. Fetch a margin past `k` so rows tied at the
+        // cut are all seen, then order ties newest first (the contract every store follows)
+        // before cutting.
+        let fetch = k + TIE_MARGIN.min(index.size() - k);
         let matches = index
             .search(query, fetch)
-            .map_err(|e| usearch_error("searching an archival index", e))?;
+            .map_err(|e| usearch_error("searching a vector index", e))?;
         let mut ranked: Vec<(f32, i64)> = matches
             .keys
             .iter()
@@ -457,6 +500,74 @@ impl UsearchArchival {
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
         ranked.truncate(k);
         Ok(ranked)
+    }
+
+    /// The `k` rows of `agent` among `admitted` (keys) nearest to `query`, as `(cosine
+    /// similarity, key)`, best first: the HNSW walk skips every other key.
+    pub(crate) async fn search_admitted(
+        &self,
+        pool: &SqlitePool,
+        agent: AgentId,
+        dimension: usize,
+        query: &[f32],
+        admitted: &std::collections::HashSet<u64>,
+        k: usize,
+    ) -> Result<Vec<(f32, i64)>, StoreError> {
+        let index = self.caught_up(pool, agent, dimension).await?;
+        let index = index.read();
+        let k = k.min(admitted.len());
+        if k == 0 {
+            return Ok(Vec::new());
+        }
+        let matches = index
+            .filtered_search(query, k, |key| admitted.contains(&key))
+            .map_err(|e| usearch_error("searching a vector index", e))?;
+        let mut ranked: Vec<(f32, i64)> = matches
+            .keys
+            .iter()
+            .zip(&matches.distances)
+            .map(|(key, distance)| (1.0 - distance, *key as i64))
+            .collect();
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+        Ok(ranked)
+    }
+
+    /// The `k` messages of `agent` passing the query's kind and time filters nearest to `query`
+    /// (message seqs, best first). Without filters this is [`UsearchIndexes::search`]; with
+    /// them, the admitted keys are read from SQLite and the HNSW walk skips the rest.
+    pub(crate) async fn search_filtered(
+        &self,
+        pool: &SqlitePool,
+        agent: AgentId,
+        dimension: usize,
+        query: &[f32],
+        filter: &RecallQuery,
+        k: usize,
+    ) -> Result<Vec<i64>, StoreError> {
+        let conversation = memgpt_core::message::MessageKind::CONVERSATION;
+        let unfiltered = filter.range.is_unbounded()
+            && (filter.kinds.is_empty() || conversation.iter().all(|c| filter.kinds.contains(c)));
+        if unfiltered {
+            let ranked = self.search(pool, agent, dimension, query, k).await?;
+            return Ok(ranked.into_iter().map(|(_, seq)| seq).collect());
+        }
+        let mut sql = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+            "SELECT m.seq FROM messages m WHERE m.agent_id = ",
+        );
+        sql.push_bind(*agent.as_uuid()).push(" AND m.embedded = 1");
+        crate::sqlite::push_recall_filters(&mut sql, filter);
+        let admitted: std::collections::HashSet<u64> = sql
+            .build_query_scalar::<i64>()
+            .fetch_all(pool)
+            .await
+            .map_err(|e| db("reading the admitted messages", e))?
+            .into_iter()
+            .map(|seq| seq as u64)
+            .collect();
+        let ranked = self
+            .search_admitted(pool, agent, dimension, query, &admitted, k)
+            .await?;
+        Ok(ranked.into_iter().map(|(_, seq)| seq).collect())
     }
 
     /// How many passages of `agent` the (caught-up) index holds: its embedded passages.
@@ -480,8 +591,8 @@ impl UsearchArchival {
         index
             .read()
             .save(&tmp_index.to_string_lossy())
-            .map_err(|e| usearch_error("saving an archival index", e))?;
-        std::fs::rename(&tmp_index, &index_path).map_err(|e| db("saving an archival index", e))?;
+            .map_err(|e| usearch_error("saving a vector index", e))?;
+        std::fs::rename(&tmp_index, &index_path).map_err(|e| db("saving a vector index", e))?;
         let sidecar = json!({
             "passage_seq": watermark.passage_seq,
             "deletion_seq": watermark.deletion_seq,
@@ -490,9 +601,8 @@ impl UsearchArchival {
         });
         let tmp_sidecar = sidecar_path.with_extension("json.tmp");
         std::fs::write(&tmp_sidecar, sidecar.to_string())
-            .map_err(|e| db("saving an archival index", e))?;
-        std::fs::rename(&tmp_sidecar, &sidecar_path)
-            .map_err(|e| db("saving an archival index", e))?;
+            .map_err(|e| db("saving a vector index", e))?;
+        std::fs::rename(&tmp_sidecar, &sidecar_path).map_err(|e| db("saving a vector index", e))?;
         state.1 = 0;
         Ok(())
     }
@@ -517,7 +627,7 @@ impl UsearchArchival {
             match std::fs::remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(db("removing an archival index", e)),
+                Err(e) => return Err(db("removing a vector index", e)),
             }
         }
         Ok(())
@@ -536,14 +646,14 @@ fn add_batch(
     if needed > target.capacity() {
         target
             .reserve_capacity_and_threads(needed.next_power_of_two(), threads)
-            .map_err(|e| usearch_error("growing an archival index", e))?;
+            .map_err(|e| usearch_error("growing a vector index", e))?;
     }
     let add = |chunk: &[(u64, Vec<f32>)]| -> Result<(), StoreError> {
         for (key, vector) in chunk {
             if !target.contains(*key) {
                 target
                     .add(*key, vector)
-                    .map_err(|e| usearch_error("adding to an archival index", e))?;
+                    .map_err(|e| usearch_error("adding to a vector index", e))?;
             }
         }
         Ok(())

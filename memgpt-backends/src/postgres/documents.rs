@@ -1,0 +1,285 @@
+//! Search documents in PostgreSQL: what `search_text` (and the generated `search` tsvector)
+//! holds for messages and passages, kept in step with memgpt-core's analyzer.
+//!
+//! A commit continues the agent's [`DocumentBuilder`] from its latest conversation turns (read
+//! under the agent's row lock) and keeps `recall_statistics` (documents and terms per agent,
+//! summed for BM25's collection statistics). When the analyzer version in `memgpt_meta` is not
+//! [`ANALYZER_VERSION`], every document is rebuilt while the store opens, under the migration
+//! lock.
+
+use std::collections::HashMap;
+
+use memgpt_core::ids::AgentId;
+use memgpt_core::message::Message;
+use memgpt_core::retrieval::{
+    ANALYZER_VERSION, DocumentBuilder, TermStatistics, WINDOW_NEIGHBOURS, document_terms,
+};
+use memgpt_core::store::StoreError;
+use sqlx::{PgConnection, PgPool, Row};
+use tracing::info;
+
+use super::meta;
+use super::recall::{MESSAGE_COLUMNS, message_from_row};
+use crate::codec::db;
+
+const ANALYZER: &str = "analyzer";
+
+/// Rows rewritten per batch while rebuilding.
+const REBUILD_BATCH: i64 = 5_000;
+
+/// PostgreSQL's longest lexeme, in bytes: longer words are left out of `tsvector`s (with a
+/// notice), so a query term that long can match nothing and is dropped (a `tsquery` holding one
+/// is an error).
+pub(crate) const MAX_LEXEME_BYTES: usize = 2_047;
+
+/// The text `search_text` holds for a passage: its stemmed words.
+pub(crate) fn passage_search_text(text: &str) -> String {
+    document_terms(text).join(" ")
+}
+
+/// A `tsquery` matching any of these analysed terms, each quoted as a literal lexeme, or `None`
+/// when there are none. Bound as a parameter and cast with `::tsquery`, which takes lexemes as
+/// written.
+pub(crate) fn terms_tsquery(terms: &[String]) -> Option<String> {
+    let quoted: Vec<String> = terms
+        .iter()
+        .filter(|t| !t.is_empty() && t.len() <= MAX_LEXEME_BYTES)
+        .map(|t| format!("'{}'", t.replace('\\', "\\\\").replace('\'', "''")))
+        .collect();
+    if quoted.is_empty() {
+        return None;
+    }
+    Some(quoted.join(" | "))
+}
+
+/// A builder continuing the agent's documents from its latest conversation turns (the caller
+/// holds the agent's row lock, so no other commit adds turns meanwhile).
+pub(crate) async fn builder_for(
+    tx: &mut PgConnection,
+    agent: AgentId,
+) -> Result<DocumentBuilder, StoreError> {
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT {MESSAGE_COLUMNS}, m.turn FROM messages m WHERE m.agent_id = $1 AND m.turn IS NOT NULL \
+         ORDER BY m.turn DESC LIMIT $2"
+    )))
+    .bind(agent.as_uuid())
+    .bind(WINDOW_NEIGHBOURS as i64)
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(|e| db("reading the latest turns", e))?;
+    let next_turn = match rows.first() {
+        Some(row) => {
+            let turn: i64 = row
+                .try_get("turn")
+                .map_err(|e| db("reading the latest turns", e))?;
+            turn as u64 + 1
+        }
+        None => 0,
+    };
+    let mut recent = rows
+        .iter()
+        .map(message_from_row)
+        .collect::<Result<Vec<Message>, _>>()?;
+    recent.reverse();
+    Ok(DocumentBuilder::new(&recent, next_turn))
+}
+
+/// Adds to an agent's collection statistics (negative to remove).
+pub(crate) async fn count_documents(
+    tx: &mut PgConnection,
+    agent: AgentId,
+    documents: i64,
+    terms: i64,
+) -> Result<(), StoreError> {
+    if documents == 0 && terms == 0 {
+        return Ok(());
+    }
+    sqlx::query(
+        "INSERT INTO recall_statistics (agent_id, documents, terms) VALUES ($1, $2, $3) \
+         ON CONFLICT (agent_id) DO UPDATE SET documents = recall_statistics.documents + EXCLUDED.documents, \
+         terms = recall_statistics.terms + EXCLUDED.terms",
+    )
+    .bind(agent.as_uuid())
+    .bind(documents)
+    .bind(terms)
+    .execute(&mut *tx)
+    .await
+    .map_err(|e| db("counting search documents", e))?;
+    Ok(())
+}
+
+/// The collection statistics of `terms` over every message document of the store.
+pub(crate) async fn statistics(
+    pool: &PgPool,
+    terms: &[String],
+) -> Result<TermStatistics, StoreError> {
+    let row = sqlx::query(
+        "SELECT coalesce(sum(documents), 0)::bigint AS documents, coalesce(sum(terms), 0)::bigint AS terms \
+         FROM recall_statistics",
+    )
+    .fetch_one(pool)
+    .await
+    .map_err(|e| db("reading term statistics", e))?;
+    let documents: i64 = row
+        .try_get("documents")
+        .map_err(|e| db("reading term statistics", e))?;
+    let total_terms: i64 = row
+        .try_get("terms")
+        .map_err(|e| db("reading term statistics", e))?;
+    // One pass over the union of the terms' matches (GIN), counting each term's.
+    let searchable: Vec<Option<String>> = terms
+        .iter()
+        .map(|t| terms_tsquery(std::slice::from_ref(t)))
+        .collect();
+    let present: Vec<&String> = searchable.iter().flatten().collect();
+    let mut counts: HashMap<usize, u64> = HashMap::new();
+    if let Some(any) = terms_tsquery(terms) {
+        let mut sql = String::from("SELECT ");
+        for i in 0..present.len() {
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!(
+                "count(*) FILTER (WHERE search @@ ${}::tsquery)",
+                i + 2
+            ));
+        }
+        sql.push_str(" FROM messages WHERE search @@ $1::tsquery");
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(any);
+        for q in &present {
+            query = query.bind(*q);
+        }
+        let row = query
+            .fetch_one(pool)
+            .await
+            .map_err(|e| db("reading term statistics", e))?;
+        let mut column = 0usize;
+        for (i, q) in searchable.iter().enumerate() {
+            if q.is_some() {
+                let n: i64 = row
+                    .try_get(column)
+                    .map_err(|e| db("reading term statistics", e))?;
+                counts.insert(i, n.max(0) as u64);
+                column += 1;
+            }
+        }
+    }
+    Ok(TermStatistics {
+        documents: documents.max(0) as u64,
+        total_terms: total_terms.max(0) as u64,
+        document_frequency: (0..terms.len())
+            .map(|i| counts.get(&i).copied().unwrap_or(0))
+            .collect(),
+    })
+}
+
+/// Rebuilds every document (messages and passages) unless they were built by this analyzer.
+/// Runs in the store's setup transaction, under the migration lock.
+pub(crate) async fn rebuild_if_stale(tx: &mut PgConnection) -> Result<(), StoreError> {
+    if meta(&mut *tx, ANALYZER).await?.as_deref() == Some(ANALYZER_VERSION) {
+        return Ok(());
+    }
+    info!(
+        analyzer = ANALYZER_VERSION,
+        "building the search documents of every message and passage"
+    );
+    sqlx::query("DELETE FROM recall_statistics")
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db("resetting search statistics", e))?;
+    let mut builders: HashMap<AgentId, DocumentBuilder> = HashMap::new();
+    let mut totals: HashMap<AgentId, (i64, i64)> = HashMap::new();
+    let mut after = 0i64;
+    loop {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT m.seq, {MESSAGE_COLUMNS} FROM messages m WHERE m.seq > $1 ORDER BY m.seq LIMIT $2"
+        )))
+        .bind(after)
+        .bind(REBUILD_BATCH)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(|e| db("reading messages to index", e))?;
+        let Some(last) = rows.last() else { break };
+        after = last
+            .try_get("seq")
+            .map_err(|e| db("reading messages to index", e))?;
+        let (mut seqs, mut turns, mut texts, mut lengths) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for row in &rows {
+            let seq: i64 = row
+                .try_get("seq")
+                .map_err(|e| db("reading messages to index", e))?;
+            let message = message_from_row(row)?;
+            let document = builders
+                .entry(message.agent_id)
+                .or_insert_with(|| DocumentBuilder::new([], 0))
+                .add(&message);
+            let total = totals.entry(message.agent_id).or_default();
+            total.0 += 1;
+            total.1 += document.len() as i64;
+            seqs.push(seq);
+            turns.push(document.turn.map(|t| t as i64));
+            texts.push(document.text());
+            lengths.push(document.len() as i32);
+        }
+        sqlx::query(
+            "UPDATE messages m SET turn = u.turn, search_text = u.search_text, document_length = u.len \
+             FROM UNNEST($1::bigint[], $2::bigint[], $3::text[], $4::int4[]) AS u(seq, turn, search_text, len) \
+             WHERE m.seq = u.seq",
+        )
+        .bind(seqs)
+        .bind(turns)
+        .bind(texts)
+        .bind(lengths)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db("storing search documents", e))?;
+    }
+    for (agent, (documents, terms)) in totals {
+        count_documents(tx, agent, documents, terms).await?;
+    }
+    let mut after = 0i64;
+    loop {
+        let rows =
+            sqlx::query("SELECT seq, text FROM passages WHERE seq > $1 ORDER BY seq LIMIT $2")
+                .bind(after)
+                .bind(REBUILD_BATCH)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(|e| db("reading passages to index", e))?;
+        let Some(last) = rows.last() else { break };
+        after = last
+            .try_get("seq")
+            .map_err(|e| db("reading passages to index", e))?;
+        let mut seqs = Vec::with_capacity(rows.len());
+        let mut texts = Vec::with_capacity(rows.len());
+        for row in &rows {
+            seqs.push(
+                row.try_get::<i64, _>("seq")
+                    .map_err(|e| db("reading passages to index", e))?,
+            );
+            let text: String = row
+                .try_get("text")
+                .map_err(|e| db("reading passages to index", e))?;
+            texts.push(passage_search_text(&text));
+        }
+        sqlx::query(
+            "UPDATE passages p SET search_text = u.search_text \
+             FROM UNNEST($1::bigint[], $2::text[]) AS u(seq, search_text) WHERE p.seq = u.seq",
+        )
+        .bind(seqs)
+        .bind(texts)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db("storing passage documents", e))?;
+    }
+    sqlx::query(
+        "INSERT INTO memgpt_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+    )
+    .bind(ANALYZER)
+    .bind(ANALYZER_VERSION)
+    .execute(&mut *tx)
+    .await
+    .map_err(|e| db("recording the analyzer", e))?;
+    Ok(())
+}

@@ -1,0 +1,261 @@
+//! Search documents: what the full-text tables index for messages and passages, kept in step
+//! with memgpt-core's analyzer.
+//!
+//! A message's document comes from a [`DocumentBuilder`] continued from the agent's latest
+//! conversation turns (read in the commit's transaction), and is stored in the row
+//! (`document`, `document_length`) and in `message_terms`. The number of documents and their
+//! total length (BM25's collection statistics) are counters in `memgpt_meta`, updated by the
+//! same transactions. When the analyzer version recorded in `memgpt_meta` differs from
+//! [`ANALYZER_VERSION`] (a store created before hybrid search, or a newer analyzer), every
+//! document and both full-text tables are rebuilt on open.
+
+use std::collections::HashMap;
+
+use memgpt_core::ids::AgentId;
+use memgpt_core::message::Message;
+use memgpt_core::retrieval::{
+    ANALYZER_VERSION, DocumentBuilder, MessageDocument, TermStatistics, WINDOW_NEIGHBOURS,
+    document_terms,
+};
+use memgpt_core::store::{Passage, StoreError};
+use sqlx::{Row, SqliteConnection, SqlitePool};
+use tracing::info;
+
+use super::meta;
+use super::recall::{MESSAGE_COLUMNS, message_from_row};
+use crate::codec::db;
+
+/// The `memgpt_meta` keys of the message collection's statistics.
+const DOCUMENTS: &str = "message_documents";
+const TERMS: &str = "message_terms";
+const ANALYZER: &str = "analyzer";
+
+/// Rows rewritten per batch while rebuilding.
+const REBUILD_BATCH: i64 = 5_000;
+
+/// A builder continuing the agent's documents: its latest conversation turns (read in `tx`).
+pub(crate) async fn builder_for(
+    tx: &mut SqliteConnection,
+    agent: AgentId,
+) -> Result<DocumentBuilder, StoreError> {
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT {MESSAGE_COLUMNS}, m.turn FROM messages m WHERE m.agent_id = ? AND m.turn IS NOT NULL \
+         ORDER BY m.turn DESC LIMIT ?"
+    )))
+    .bind(agent.as_uuid())
+    .bind(WINDOW_NEIGHBOURS as i64)
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(|e| db("reading the latest turns", e))?;
+    let next_turn = match rows.first() {
+        Some(row) => {
+            let turn: i64 = row
+                .try_get("turn")
+                .map_err(|e| db("reading the latest turns", e))?;
+            turn as u64 + 1
+        }
+        None => 0,
+    };
+    let mut recent = rows
+        .iter()
+        .map(message_from_row)
+        .collect::<Result<Vec<Message>, _>>()?;
+    recent.reverse();
+    Ok(DocumentBuilder::new(&recent, next_turn))
+}
+
+/// Adds documents to the collection statistics (negative to remove).
+pub(crate) async fn count_documents(
+    tx: &mut SqliteConnection,
+    documents: i64,
+    terms: i64,
+) -> Result<(), StoreError> {
+    if documents == 0 && terms == 0 {
+        return Ok(());
+    }
+    for (key, delta) in [(DOCUMENTS, documents), (TERMS, terms)] {
+        sqlx::query(
+            "INSERT INTO memgpt_meta (key, value) VALUES (?, ?) \
+             ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + excluded.value",
+        )
+        .bind(key)
+        .bind(delta)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db("counting search documents", e))?;
+    }
+    Ok(())
+}
+
+/// The collection statistics of `terms` from `message_terms` and the counters.
+pub(crate) async fn fts_statistics(
+    pool: &SqlitePool,
+    terms: &[String],
+) -> Result<TermStatistics, StoreError> {
+    let counter = |value: Option<String>| value.and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    let mut conn = pool
+        .acquire()
+        .await
+        .map_err(|e| db("reading term statistics", e))?;
+    let documents = counter(meta(&mut *conn, DOCUMENTS).await?);
+    let total_terms = counter(meta(&mut *conn, TERMS).await?);
+    let mut document_frequency = Vec::with_capacity(terms.len());
+    for term in terms {
+        let df: Option<i64> = sqlx::query_scalar(
+            "SELECT doc FROM message_terms_vocab WHERE term = ? AND col = 'body'",
+        )
+        .bind(term)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(|e| db("reading term statistics", e))?;
+        document_frequency.push(df.unwrap_or(0).max(0) as u64);
+    }
+    Ok(TermStatistics {
+        documents,
+        total_terms,
+        document_frequency,
+    })
+}
+
+/// The text `passage_terms` indexes for a passage: its stemmed words.
+pub(crate) fn passage_document(passage: &Passage) -> String {
+    document_terms(&passage.text).join(" ")
+}
+
+/// Rebuilds every document and both full-text tables unless they were built by this analyzer.
+pub(crate) async fn rebuild_if_stale(pool: &SqlitePool) -> Result<(), StoreError> {
+    if meta(pool, ANALYZER).await?.as_deref() == Some(ANALYZER_VERSION) {
+        return Ok(());
+    }
+    let mut tx = pool
+        .begin_with("BEGIN IMMEDIATE")
+        .await
+        .map_err(|e| db("starting the search rebuild", e))?;
+    // Another process may have rebuilt while this one waited for the lock.
+    if meta(&mut *tx, ANALYZER).await?.as_deref() == Some(ANALYZER_VERSION) {
+        return Ok(());
+    }
+    info!(
+        analyzer = ANALYZER_VERSION,
+        "building the search documents of every message and passage"
+    );
+    for table in ["message_terms", "passage_terms"] {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO {table} ({table}) VALUES ('delete-all')"
+        )))
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db("clearing a full-text table", e))?;
+    }
+    let mut builders: HashMap<AgentId, DocumentBuilder> = HashMap::new();
+    let (mut documents, mut terms) = (0i64, 0i64);
+    let mut after = 0i64;
+    loop {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.seq > ? ORDER BY m.seq LIMIT ?"
+        )))
+        .bind(after)
+        .bind(REBUILD_BATCH)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(|e| db("reading messages to index", e))?;
+        let Some(last) = rows.last() else { break };
+        after = last
+            .try_get("seq")
+            .map_err(|e| db("reading messages to index", e))?;
+        for row in &rows {
+            let seq: i64 = row
+                .try_get("seq")
+                .map_err(|e| db("reading messages to index", e))?;
+            let message = message_from_row(row)?;
+            let document = builders
+                .entry(message.agent_id)
+                .or_insert_with(|| DocumentBuilder::new([], 0))
+                .add(&message);
+            write_message_document(&mut tx, seq, message.agent_id, &document, true).await?;
+            documents += 1;
+            terms += document.len() as i64;
+        }
+    }
+    for key in [DOCUMENTS, TERMS] {
+        sqlx::query("DELETE FROM memgpt_meta WHERE key = ?")
+            .bind(key)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db("resetting search statistics", e))?;
+    }
+    count_documents(&mut tx, documents, terms).await?;
+    let mut after = 0i64;
+    loop {
+        let rows = sqlx::query(
+            "SELECT seq, agent_id, text FROM passages WHERE seq > ? ORDER BY seq LIMIT ?",
+        )
+        .bind(after)
+        .bind(REBUILD_BATCH)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(|e| db("reading passages to index", e))?;
+        let Some(last) = rows.last() else { break };
+        after = last
+            .try_get("seq")
+            .map_err(|e| db("reading passages to index", e))?;
+        for row in &rows {
+            let get = |e| db("reading passages to index", e);
+            let seq: i64 = row.try_get("seq").map_err(get)?;
+            let agent: uuid::Uuid = row.try_get("agent_id").map_err(get)?;
+            let text: String = row.try_get("text").map_err(get)?;
+            sqlx::query("INSERT INTO passage_terms (rowid, agent, body) VALUES (?, ?, ?)")
+                .bind(seq)
+                .bind(agent.simple().to_string())
+                .bind(document_terms(&text).join(" "))
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| db("indexing a passage", e))?;
+        }
+    }
+    sqlx::query(
+        "INSERT INTO memgpt_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    )
+    .bind(ANALYZER)
+    .bind(ANALYZER_VERSION)
+    .execute(&mut *tx)
+    .await
+    .map_err(|e| db("recording the analyzer", e))?;
+    tx.commit()
+        .await
+        .map_err(|e| db("committing the search rebuild", e))?;
+    info!(documents, "search documents built");
+    Ok(())
+}
+
+/// Stores a message's document in its row (when `update_row`: rows inserted by a commit already
+/// carry it) and in `message_terms`.
+pub(crate) async fn write_message_document(
+    tx: &mut SqliteConnection,
+    seq: i64,
+    agent: AgentId,
+    document: &MessageDocument,
+    update_row: bool,
+) -> Result<(), StoreError> {
+    let text = document.text();
+    if update_row {
+        sqlx::query(
+            "UPDATE messages SET turn = ?, document = ?, document_length = ? WHERE seq = ?",
+        )
+        .bind(document.turn.map(|t| t as i64))
+        .bind(&text)
+        .bind(document.len() as i64)
+        .bind(seq)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db("storing a search document", e))?;
+    }
+    sqlx::query("INSERT INTO message_terms (rowid, agent, body) VALUES (?, ?, ?)")
+        .bind(seq)
+        .bind(agent.as_uuid().simple().to_string())
+        .bind(text)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db("indexing a message", e))?;
+    Ok(())
+}

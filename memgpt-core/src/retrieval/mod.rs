@@ -1,0 +1,39 @@
+//! Retrieval: how recall and archival search find and rank what an agent stored.
+//!
+//! One module serves every store, so every backend ranks the same way:
+//!
+//! * [`analyzer`](tokenize): words, Snowball stemming and stop words ([`document_terms`],
+//!   [`query_terms`]); stores index and look up only these terms.
+//! * [`DocumentBuilder`]: what recall storage indexes for a message (the message with the two
+//!   conversation turns before it, its own words counted twice).
+//! * [`Bm25`] and [`TermStatistics`]: lexical relevance; [`Bm25Index`] for documents in memory.
+//! * [`QueryCues`]: the participant and the months/years a query names.
+//! * [`reciprocal_rank_fusion`]: the one way rankings are combined.
+//! * [`search_recall`] and [`RecallRanking`]: hybrid recall search over the primitives of
+//!   [`RecallStore`](crate::store::RecallStore) (candidates by text and by vector), ranked by
+//!   [`rank_candidates`].
+//!
+//! The defaults and how they were chosen are in BENCHMARKS.md ("LoCoMo: evidence recall of
+//! conversation search").
+
+mod analyzer;
+mod bm25;
+mod cues;
+mod document;
+mod fusion;
+mod recall;
+
+pub use analyzer::{
+    ANALYZER_VERSION, MAX_TERM_BYTES, count_terms, document_terms, query_terms, tokenize,
+};
+pub use bm25::{Bm25, Bm25Index, TermStatistics};
+pub use cues::QueryCues;
+pub use document::{
+    DocumentBuilder, MessageDocument, SESSION_GAP, WINDOW_NEIGHBOURS, document_text,
+    is_conversation,
+};
+pub use fusion::{RRF_K, reciprocal_rank_fusion};
+pub use recall::{
+    CandidateKey, CueBoost, MAX_CANDIDATES, RecallCandidate, RecallRanking, TextCandidates,
+    rank_candidates, search_recall,
+};
