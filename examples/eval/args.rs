@@ -18,6 +18,7 @@ pub struct Args {
     pub model: Option<String>,
     pub base_url: Option<String>,
     pub judge: bool,
+    pub judge_model: Option<String>,
     pub levels: Vec<usize>,
     pub k: Vec<usize>,
     pub embedder: Option<PathBuf>,
@@ -58,6 +59,10 @@ impl Args {
                 "--fresh" => out.fresh = true,
                 "--offline" => out.offline = true,
                 "--judge" => out.judge = true,
+                "--judge-model" => {
+                    out.judge = true;
+                    out.judge_model = Some(take()?)
+                }
                 "--model" => out.model = Some(take()?),
                 "--base-url" => out.base_url = Some(take()?),
                 "--levels" => out.levels = list(&take()?, "--levels")?,
@@ -120,6 +125,38 @@ impl Args {
                 })
             })
             .collect()
+    }
+}
+
+impl Args {
+    /// What makes a run's results comparable: the harness, the data (by content), the models,
+    /// the sample and `extra` (harness settings). Result files remember it, and a run with
+    /// another fingerprint never reuses their lines.
+    pub fn fingerprint(&self, data: &Path, extra: serde_json::Value) -> Result<serde_json::Value> {
+        use sha2::Digest;
+        let mut hasher = sha2::Sha256::new();
+        let mut file =
+            std::fs::File::open(data).with_context(|| format!("reading {}", data.display()))?;
+        std::io::copy(&mut file, &mut hasher)?;
+        let digest: String = hasher
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        Ok(serde_json::json!({
+            "harness": self.command,
+            "data_sha256": digest,
+            "model": self.model.clone().or_else(|| std::env::var("MEMGPT_MODEL").ok()),
+            "base_url": self.base_url.clone().or_else(|| std::env::var("MEMGPT_BASE_URL").ok()),
+            "judge": self.judge,
+            "judge_model": self.judge_model,
+            "embedder": self.embedder.as_ref().map(|p| p.display().to_string()),
+            "embed_model": self.embed_model,
+            "embed_base_url": self.embed_base_url,
+            "limit": self.limit,
+            "seed": self.seed,
+            "extra": extra,
+        }))
     }
 }
 

@@ -32,8 +32,8 @@ use crate::args::Args;
 use crate::data::{self, NqQuestion};
 use crate::embed::CachedEmbedder;
 use crate::report::{Results, mean, percent, progress, table};
-use crate::retrieval::{Retriever, TextIndex};
 use crate::score;
+use memgpt::retrieval::{Bm25Index, RRF_K, reciprocal_rank_fusion};
 
 /// The corpus and the questions, with each question's gold passage index.
 pub struct Corpus {
@@ -45,7 +45,7 @@ impl Corpus {
     /// Reads the file: every question's gold passage joins the corpus (once per distinct text);
     /// `--limit` applies to the questions asked, never to the corpus.
     pub fn load(args: &Args) -> Result<Self> {
-        let path = args.data_file("nq_open/nq-open-oracle.jsonl.gz")?;
+        let path = Self::path(args)?;
         let all: Vec<NqQuestion> = data::json_lines(&path)?;
         let mut documents = Vec::new();
         let mut seen: HashMap<String, usize> = HashMap::new();
@@ -66,6 +66,13 @@ impl Corpus {
     }
 }
 
+impl Corpus {
+    /// The data file.
+    pub fn path(args: &Args) -> Result<std::path::PathBuf> {
+        args.data_file("nq_open/nq-open-oracle.jsonl.gz")
+    }
+}
+
 /// Offline retrieval result of one question: the gold passage's rank (0-based) per
 /// retriever, if within the deepest K.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -77,7 +84,12 @@ pub struct RetrievalResult {
 pub async fn run_retrieval(args: &Args) -> Result<String> {
     let corpus = Corpus::load(args)?;
     let embedder = crate::embed::embedder(args)?;
-    let results = Results::<RetrievalResult>::open(&args.out, "doc-qa-retrieval", args.fresh)?;
+    let fingerprint = args.fingerprint(
+        &Corpus::path(args)?,
+        json!({ "embedder": embedder.model(), "k": args.k }),
+    )?;
+    let results =
+        Results::<RetrievalResult>::open(&args.out, "doc-qa-retrieval", args.fresh, fingerprint)?;
     let todo: Vec<usize> = (0..corpus.questions.len())
         .filter(|i| !results.contains(&format!("q{i:04}")))
         .collect();
@@ -219,15 +231,15 @@ struct Shared {
     index: TextIndex,
     embedder: Option<Arc<CachedEmbedder>>,
     window: usize,
-    judge: bool,
+    judge: Option<Arc<dyn LlmProvider>>,
 }
 
 async fn judge(shared: &Shared, q: &NqQuestion, reply: &str) -> Result<Option<bool>> {
-    if !shared.judge {
+    let Some(judge) = &shared.judge else {
         return Ok(None);
-    }
+    };
     let (verdict, _) = crate::llm::ask(
-        shared.llm.as_ref(),
+        judge.as_ref(),
         "",
         &score::judge_prompt(&q.question, &q.answers, reply),
     )
@@ -322,20 +334,30 @@ pub async fn run(args: &Args) -> Result<String> {
     };
     let index = TextIndex::new(corpus.documents.iter().map(String::as_str), vectors);
     let window = llm.context_window().unwrap_or(8_192);
-    let results = Arc::new(Results::<QaResult>::open(&args.out, "doc-qa", args.fresh)?);
+    let fingerprint = args.fingerprint(
+        &Corpus::path(args)?,
+        json!({ "embedder": embedder.as_ref().map(|e| e.model().to_owned()), "k": args.k }),
+    )?;
+    let results = Arc::new(Results::<QaResult>::open(
+        &args.out,
+        "doc-qa",
+        args.fresh,
+        fingerprint,
+    )?);
     let mut arms: Vec<String> = args.k.iter().map(|k| format!("top-{k}")).collect();
     arms.push("memgpt".into());
     let todo: Vec<(usize, String)> = (0..corpus.questions.len())
         .flat_map(|i| arms.iter().map(move |a| (i, a.clone())))
         .filter(|(i, a)| !results.contains(&format!("q{i:04}-{a}")))
         .collect();
+    let judge = crate::llm::judge(args, &llm)?;
     let shared = Arc::new(Shared {
         llm,
         corpus,
         index,
         embedder,
         window,
-        judge: args.judge,
+        judge,
     });
     let bar = progress(todo.len(), "doc-qa");
     let gate = Arc::new(Semaphore::new(args.jobs));
@@ -453,5 +475,85 @@ mod tests {
         assert!(counter.count_text(&cut) + counter.count_text(BASELINE_SYSTEM) <= 250);
         assert!((2..5).contains(&n), "{n}");
         assert!(cut.ends_with("Question: q?\nAnswer:"));
+    }
+}
+
+/// Which ranking of the passages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Retriever {
+    Bm25,
+    Vector,
+    Hybrid,
+}
+
+impl Retriever {
+    pub const ALL: [Retriever; 3] = [Retriever::Bm25, Retriever::Vector, Retriever::Hybrid];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Retriever::Bm25 => "bm25",
+            Retriever::Vector => "vector",
+            Retriever::Hybrid => "hybrid",
+        }
+    }
+}
+
+/// The passages of the document-QA corpus, ranked with the library's parts: BM25 over the
+/// stemmed passages ([`Bm25Index`]), cosine similarity, and their reciprocal-rank fusion with
+/// equal weights (what archival search does).
+#[derive(Debug)]
+pub struct TextIndex {
+    bm25: Bm25Index,
+    vectors: Vec<Vec<f32>>,
+}
+
+impl TextIndex {
+    /// Indexes `texts`; `vectors` are their embeddings (empty: BM25 only).
+    pub fn new<'a>(texts: impl IntoIterator<Item = &'a str>, vectors: Vec<Vec<f32>>) -> Self {
+        Self {
+            bm25: Bm25Index::new(texts),
+            vectors,
+        }
+    }
+
+    /// Passage indexes, best first (at most `k`). Vector and hybrid need `embedding`; hybrid
+    /// without one is BM25.
+    pub fn search(
+        &self,
+        query: &str,
+        embedding: Option<&[f32]>,
+        retriever: Retriever,
+        k: usize,
+    ) -> Vec<usize> {
+        let ranked = |scores: Vec<f32>, keep: fn(f32) -> bool| {
+            let mut order: Vec<usize> = (0..scores.len()).filter(|&i| keep(scores[i])).collect();
+            order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+            order
+        };
+        let lexical = || ranked(self.bm25.scores(query), |s| s > 0.0);
+        let semantic = embedding.filter(|_| !self.vectors.is_empty()).map(|e| {
+            ranked(
+                self.vectors
+                    .iter()
+                    .map(|v| crate::embed::dot(v, e))
+                    .collect(),
+                |_| true,
+            )
+        });
+        let mut out = match (retriever, semantic) {
+            (Retriever::Vector, Some(v)) => v,
+            (Retriever::Vector, None) => Vec::new(),
+            (Retriever::Hybrid, Some(v)) => {
+                let b = lexical();
+                reciprocal_rank_fusion(&[(&b[..], 1.0), (&v[..], 1.0)], RRF_K, |a, b| a.cmp(b))
+                    .into_iter()
+                    .map(|(i, _)| i)
+                    .collect()
+            }
+            (Retriever::Bm25 | Retriever::Hybrid, _) => lexical(),
+        };
+        out.truncate(k);
+        out
     }
 }

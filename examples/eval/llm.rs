@@ -11,9 +11,25 @@ use crate::args::Args;
 /// The provider named by `--base-url`/`--model` (falling back to `MEMGPT_BASE_URL`,
 /// `MEMGPT_MODEL`, `OPENAI_API_KEY`...; see [`OpenAiConfig::from_lookup`]).
 pub fn provider(args: &Args) -> Result<Arc<dyn LlmProvider>> {
+    provider_for(args, args.model.clone())
+}
+
+/// The judge of `--judge`: the model of `--judge-model` on the same endpoint, else the model
+/// under evaluation; `None` without `--judge`.
+pub fn judge(args: &Args, llm: &Arc<dyn LlmProvider>) -> Result<Option<Arc<dyn LlmProvider>>> {
+    if !args.judge {
+        return Ok(None);
+    }
+    Ok(Some(match &args.judge_model {
+        Some(model) => provider_for(args, Some(model.clone()))?,
+        None => llm.clone(),
+    }))
+}
+
+fn provider_for(args: &Args, model: Option<String>) -> Result<Arc<dyn LlmProvider>> {
     let config = OpenAiConfig::from_lookup(|name| match name {
         "MEMGPT_BASE_URL" if args.base_url.is_some() => args.base_url.clone(),
-        "MEMGPT_MODEL" if args.model.is_some() => args.model.clone(),
+        "MEMGPT_MODEL" if model.is_some() => model.clone(),
         _ => std::env::var(name).ok(),
     })
     .context(

@@ -20,7 +20,7 @@ use anyhow::Result;
 use chrono::{DateTime, Duration, Utc};
 use memgpt::builtin::DEFAULT_FUNCTIONS;
 use memgpt::llm::LlmProvider;
-use memgpt::message::{Message, MessageKind};
+
 use memgpt::store::Storage;
 use memgpt::{Agent, Event};
 use serde::{Deserialize, Serialize};
@@ -44,31 +44,6 @@ pub fn question_time(conversation: &Conversation) -> DateTime<Utc> {
         + Duration::days(1)
 }
 
-/// The turns as recall messages of `agent` (one minute apart within a session).
-pub fn history(agent: &Agent, conversation: &Conversation) -> Vec<Message> {
-    let mut out = Vec::new();
-    let mut fallback = DateTime::<Utc>::UNIX_EPOCH;
-    for session in &conversation.sessions {
-        let start = session.date.unwrap_or(fallback);
-        for (i, turn) in session.turns.iter().enumerate() {
-            let kind = if turn.speaker == conversation.speakers[0] {
-                MessageKind::User
-            } else {
-                MessageKind::Assistant
-            };
-            let at = start + Duration::minutes(i as i64);
-            out.push(Message::new(
-                agent.id(),
-                kind,
-                format!("{}: {}", turn.speaker, turn.content()),
-                at,
-            ));
-            fallback = at + Duration::days(1);
-        }
-    }
-    out
-}
-
 /// A fresh agent who played the second speaker, with the whole conversation in recall.
 pub async fn replayed_agent(
     llm: Arc<dyn LlmProvider>,
@@ -86,7 +61,10 @@ pub async fn replayed_agent(
         .human(format!("{user}, my friend."))
         .build()
         .await?;
-    let messages = history(&agent, conversation);
+    let messages = crate::locomo_retrieval::history(&agent, conversation)
+        .into_iter()
+        .map(|(_, message)| message)
+        .collect();
     agent.import_history(messages).await?;
     Ok(agent)
 }
@@ -142,8 +120,7 @@ pub struct DmrResult {
 }
 
 async fn score_reply(
-    llm: &dyn LlmProvider,
-    judge: bool,
+    judge: Option<&dyn LlmProvider>,
     arm: &str,
     q: &Question,
     reply: String,
@@ -151,12 +128,14 @@ async fn score_reply(
     prompt_tokens: u64,
 ) -> Result<DmrResult> {
     let golds = vec![q.answer.clone()];
-    let judged_correct = if judge {
-        let (verdict, _) =
-            crate::llm::ask(llm, "", &score::judge_prompt(&q.question, &golds, &reply)).await?;
-        Some(score::judge_verdict(&verdict))
-    } else {
-        None
+    let judged_correct = match judge {
+        Some(judge) => {
+            let (verdict, _) =
+                crate::llm::ask(judge, "", &score::judge_prompt(&q.question, &golds, &reply))
+                    .await?;
+            Some(score::judge_verdict(&verdict))
+        }
+        None => None,
     };
     Ok(DmrResult {
         arm: arm.to_owned(),
@@ -175,15 +154,21 @@ async fn score_reply(
 /// Runs the harness.
 pub async fn run(args: &Args) -> Result<String> {
     let llm = crate::llm::provider(args)?;
-    let conversations = crate::locomo_retrieval::conversations(args)?;
-    let results = Arc::new(Results::<DmrResult>::open(&args.out, "locomo", args.fresh)?);
+    let judge_llm = crate::llm::judge(args, &llm)?;
+    let path = crate::locomo_retrieval::data_path(args)?;
+    let conversations = crate::data::locomo(&path)?;
+    let fingerprint = args.fingerprint(&path, json!({}))?;
+    let results = Arc::new(Results::<DmrResult>::open(
+        &args.out,
+        "locomo",
+        args.fresh,
+        fingerprint,
+    )?);
     let mut todo = Vec::new();
     for (c, conversation) in conversations.iter().enumerate() {
-        for (n, _) in args
-            .limited(conversation.questions.iter().collect())
-            .iter()
-            .enumerate()
-        {
+        // `--limit`/`--seed` pick which questions run; `n` is the question's own index, so the
+        // reported question is the sampled one.
+        for n in args.limited((0..conversation.questions.len()).collect()) {
             for arm in ["summary", "memgpt"] {
                 let id = format!("{}-q{n:04}-{arm}", conversation.sample_id);
                 if !results.contains(&id) {
@@ -205,7 +190,7 @@ pub async fn run(args: &Args) -> Result<String> {
     for (c, n, arm, id) in todo {
         let (llm, results, gate, bar) = (llm.clone(), results.clone(), gate.clone(), bar.clone());
         let (conversations, summaries, judge) =
-            (conversations.clone(), summaries.clone(), args.judge);
+            (conversations.clone(), summaries.clone(), judge_llm.clone());
         tasks.spawn(async move {
             let _permit = gate.acquire_owned().await?;
             let conversation = &conversations[c];
@@ -223,15 +208,14 @@ pub async fn run(args: &Args) -> Result<String> {
                         &format!("{}\nAnswer briefly.", q.question),
                     )
                     .await?;
-                    score_reply(llm.as_ref(), judge, arm, q, reply, 1, usage.prompt_tokens).await
+                    score_reply(judge.as_deref(), arm, q, reply, 1, usage.prompt_tokens).await
                 } else {
                     let mut agent = replayed_agent(llm.clone(), conversation).await?;
                     let record = agent
                         .step(Event::user(format!("{} (answer briefly)", q.question)).at(when))
                         .await?;
                     score_reply(
-                        llm.as_ref(),
-                        judge,
+                        judge.as_deref(),
                         arm,
                         q,
                         record.reply(),
@@ -359,11 +343,15 @@ mod tests {
         )
         .await
         .unwrap();
-        let h = history(&agent, &conversation);
-        assert_eq!(h[0].kind, MessageKind::User);
-        assert_eq!(h[1].kind, MessageKind::Assistant);
-        assert_eq!(h[1].text, "Bob: text D1:2");
-        assert_eq!(h[1].created_at - h[0].created_at, Duration::minutes(1));
+        let h = crate::locomo_retrieval::history(&agent, &conversation);
+        assert_eq!(h[0].0, "D1:1");
+        assert_eq!(h[0].1.kind, memgpt::message::MessageKind::User);
+        assert_eq!(h[1].1.kind, memgpt::message::MessageKind::Assistant);
+        assert_eq!(
+            (h[1].1.name.as_deref(), h[1].1.text.as_str()),
+            (Some("Bob"), "text D1:2")
+        );
+        assert_eq!(h[1].1.created_at - h[0].1.created_at, Duration::minutes(1));
         assert_eq!(
             question_time(&conversation),
             date.unwrap() + Duration::days(1)

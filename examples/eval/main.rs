@@ -34,7 +34,6 @@ mod nested_kv;
 mod opener;
 mod oracle;
 mod report;
-mod retrieval;
 mod score;
 mod vectors;
 

@@ -187,7 +187,13 @@ pub async fn run(args: &Args) -> Result<String> {
     } else {
         "nested-kv"
     };
-    let results = Arc::new(Results::<KvResult>::open(&args.out, name, args.fresh)?);
+    let fingerprint = args.fingerprint(&kv_path, serde_json::json!({ "levels": args.levels }))?;
+    let results = Arc::new(Results::<KvResult>::open(
+        &args.out,
+        name,
+        args.fresh,
+        fingerprint,
+    )?);
     let todo: Vec<(KvQuestion, &'static str)> = all
         .iter()
         .flat_map(|q| {

@@ -88,8 +88,11 @@ pub async fn run(args: &Args) -> Result<String> {
     // Fail early on configuration.
     let llm = crate::llm::provider(args)?;
     let embedder: Arc<dyn Embedder> = crate::embed::embedder(args)?;
-    let conversations = args.limited(crate::locomo_retrieval::conversations(args)?);
-    let results = Results::<OpenerResult>::open(&args.out, "opener", args.fresh)?;
+    let path = crate::locomo_retrieval::data_path(args)?;
+    let conversations = args.limited(crate::data::locomo(&path)?);
+    let fingerprint =
+        args.fingerprint(&path, serde_json::json!({ "embedder": embedder.model() }))?;
+    let results = Results::<OpenerResult>::open(&args.out, "opener", args.fresh, fingerprint)?;
     let bar = progress(conversations.len(), "openers");
     for conversation in &conversations {
         if !results.contains(&conversation.sample_id) {

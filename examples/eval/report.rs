@@ -26,26 +26,55 @@ struct Line<T> {
     result: T,
 }
 
+/// The first line of a results file: the run it belongs to.
+#[derive(serde::Deserialize, Serialize)]
+struct Header {
+    fingerprint: serde_json::Value,
+}
+
 impl<T: Serialize + DeserializeOwned + Clone> Results<T> {
-    /// Opens (or, with `fresh`, restarts) `dir/name.jsonl`. A torn last line from an
-    /// interrupted run is ignored; that item runs again.
-    pub fn open(dir: &Path, name: &str, fresh: bool) -> Result<Self> {
+    /// Opens (or, with `fresh`, restarts) `dir/name.jsonl` for the run `fingerprint` (see
+    /// [`Args::fingerprint`](crate::args::Args::fingerprint)). Lines of a run with another
+    /// fingerprint (other data, model, embedder, sample...) are never reused: the file starts
+    /// over, saying so. A torn last line from an interrupted run is ignored; that item runs
+    /// again.
+    pub fn open(
+        dir: &Path,
+        name: &str,
+        fresh: bool,
+        fingerprint: serde_json::Value,
+    ) -> Result<Self> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let path = dir.join(format!("{name}.jsonl"));
         let mut done = BTreeMap::new();
         if fresh {
             let _ = std::fs::remove_file(&path);
         } else if let Ok(file) = File::open(&path) {
-            for line in BufReader::new(file).lines() {
-                let line = line?;
-                if let Ok(Line { id, result }) = serde_json::from_str::<Line<T>>(&line) {
-                    done.insert(id, result);
+            let mut lines = BufReader::new(file).lines();
+            let same_run = match lines.next().transpose()? {
+                Some(first) => serde_json::from_str::<Header>(&first)
+                    .is_ok_and(|h| h.fingerprint == fingerprint),
+                None => true,
+            };
+            if same_run {
+                for line in lines {
+                    let line = line?;
+                    if let Ok(Line { id, result }) = serde_json::from_str::<Line<T>>(&line) {
+                        done.insert(id, result);
+                    }
                 }
+            } else {
+                eprintln!(
+                    "note: {} holds results of another run (other data, models or settings); starting over",
+                    path.display()
+                );
             }
         }
         // Rewrite the file from what parsed, so a torn line cannot glue onto the next one.
         let mut file =
             File::create(&path).with_context(|| format!("writing {}", path.display()))?;
+        serde_json::to_writer(&mut file, &Header { fingerprint })?;
+        file.write_all(b"\n")?;
         for (id, result) in &done {
             serde_json::to_writer(
                 &mut file,
@@ -159,7 +188,8 @@ mod tests {
     #[test]
     fn results_resume_and_survive_a_torn_line() {
         let dir = tempfile::tempdir().unwrap();
-        let r = Results::<u32>::open(dir.path(), "x", false).unwrap();
+        let run = || serde_json::json!({"model": "m1"});
+        let r = Results::<u32>::open(dir.path(), "x", false, run()).unwrap();
         r.record("a", 1).unwrap();
         r.record("b", 2).unwrap();
         drop(r);
@@ -167,13 +197,25 @@ mod tests {
         let mut text = std::fs::read_to_string(&path).unwrap();
         text.push_str("{\"id\": \"c\", \"res");
         std::fs::write(&path, text).unwrap();
-        let r = Results::<u32>::open(dir.path(), "x", false).unwrap();
+        let r = Results::<u32>::open(dir.path(), "x", false, run()).unwrap();
         assert!(r.contains("a") && r.contains("b") && !r.contains("c"));
         r.record("c", 3).unwrap();
         drop(r);
-        let r = Results::<u32>::open(dir.path(), "x", false).unwrap();
+        let r = Results::<u32>::open(dir.path(), "x", false, run()).unwrap();
         assert_eq!(r.all().len(), 3);
-        let r = Results::<u32>::open(dir.path(), "x", true).unwrap();
+        drop(r);
+        // Another run (here: another model) reuses nothing.
+        let other =
+            Results::<u32>::open(dir.path(), "x", false, serde_json::json!({"model": "m2"}))
+                .unwrap();
+        assert!(other.all().is_empty());
+        drop(other);
+        let r = Results::<u32>::open(dir.path(), "x", false, run()).unwrap();
+        assert!(
+            r.all().is_empty(),
+            "the other run's file replaced this one's"
+        );
+        let r = Results::<u32>::open(dir.path(), "x", true, run()).unwrap();
         assert!(r.all().is_empty());
     }
 

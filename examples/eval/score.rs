@@ -115,10 +115,15 @@ pub fn judge_prompt(question: &str, golds: &[String], prediction: &str) -> Strin
     )
 }
 
-/// Reads a judge's reply.
+/// Reads a judge's reply: correct only when its first word is exactly `CORRECT` (any case,
+/// punctuation and markdown around it ignored). `WRONG`, `INCORRECT`, `NOT CORRECT` and
+/// anything unreadable are not.
 pub fn judge_verdict(reply: &str) -> bool {
-    let reply = reply.trim().to_uppercase();
-    reply.starts_with("CORRECT") || (reply.contains("CORRECT") && !reply.contains("WRONG"))
+    let first = reply
+        .split(|c: char| !c.is_alphanumeric())
+        .find(|w| !w.is_empty())
+        .unwrap_or_default();
+    first.eq_ignore_ascii_case("CORRECT")
 }
 
 #[cfg(test)]
@@ -171,7 +176,18 @@ mod tests {
     fn judge_verdicts() {
         assert!(judge_verdict("CORRECT"));
         assert!(judge_verdict(" correct, it says 1969"));
+        assert!(judge_verdict("**CORRECT**."));
         assert!(!judge_verdict("WRONG"));
+        assert!(
+            !judge_verdict("INCORRECT"),
+            "a word containing CORRECT is not CORRECT"
+        );
+        assert!(!judge_verdict("Incorrect: the answer is 1970"));
         assert!(!judge_verdict("Not CORRECT: WRONG"));
+        assert!(
+            !judge_verdict("The answer is correct"),
+            "the verdict word comes first"
+        );
+        assert!(!judge_verdict(""));
     }
 }

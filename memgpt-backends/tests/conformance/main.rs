@@ -9,6 +9,7 @@
 
 mod crash;
 mod fixtures;
+mod hybrid;
 #[cfg(feature = "postgres")]
 mod leases;
 #[cfg(all(feature = "tantivy", feature = "usearch"))]
@@ -155,6 +156,22 @@ macro_rules! conformance {
             case!(concurrent_commits);
             case!(agrees_with_the_reference);
             case!(crash_mid_step_loses_nothing_committed);
+
+            macro_rules! hybrid_case {
+                ($test:ident) => {
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn $test() {
+                        if let Some(backend) = backend() {
+                            hybrid::$test(&backend).await;
+                        }
+                    }
+                };
+            }
+
+            hybrid_case!(hybrid_recall_agrees_with_the_reference);
+            hybrid_case!(message_embeddings_are_checked_and_backfilled);
+            hybrid_case!(extreme_pages_are_safe);
+            hybrid_case!(archival_filters_by_tag_and_date);
         }
     };
 }

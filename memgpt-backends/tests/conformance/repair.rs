@@ -205,3 +205,129 @@ async fn every_quantization_indexes_persists_and_rebuilds() {
         assert_each_finds_itself(&s, agent, &texts, &format!("{quantization} → {other}")).await;
     }
 }
+
+/// A data directory written before hybrid search (schema version 2: unstemmed FTS tables, no
+/// documents, no message embeddings) opens with its history searchable the new way, every
+/// conversation message listed for embedding, and its passage tags indexed.
+#[tokio::test]
+async fn a_version_2_store_is_migrated_and_its_documents_built() {
+    use sqlx::sqlite::{SqliteConnectOptions, SqlitePool};
+    let dir = tempfile::tempdir().unwrap();
+    let a = state(AgentId::new(), "old");
+    let (question, reply) = (
+        user(a.id, "Did you go to the charity race?", t0()),
+        memgpt_core::message::Message::new(
+            a.id,
+            memgpt_core::message::MessageKind::Assistant,
+            "Yes, last Saturday!",
+            t0() + chrono::Duration::minutes(1),
+        ),
+    );
+    let mut tagged = passage(a.id, "Paintings of sunsets", t0());
+    tagged
+        .metadata
+        .insert("tags".into(), serde_json::json!(["art"]));
+    {
+        let pool = SqlitePool::connect_with(
+            SqliteConnectOptions::new()
+                .filename(dir.path().join("memgpt.db"))
+                .create_if_missing(true),
+        )
+        .await
+        .unwrap();
+        sqlx::raw_sql(
+            "CREATE TABLE memgpt_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+        for (version, sql) in [
+            (1, include_str!("../../migrations/sqlite/0001_init.sql")),
+            (
+                2,
+                include_str!("../../migrations/sqlite/0002_embedded_passages.sql"),
+            ),
+        ] {
+            sqlx::raw_sql(sql).execute(&pool).await.unwrap();
+            sqlx::query("INSERT INTO memgpt_migrations VALUES (?, 'old', 0)")
+                .bind(version)
+                .execute(&pool)
+                .await
+                .unwrap();
+        }
+        sqlx::query("INSERT INTO agents (id, name, version, state, created_at, updated_at) VALUES (?, 'old', 0, ?, 0, 0)")
+            .bind(a.id.as_uuid())
+            .bind(serde_json::to_string(&a).unwrap())
+            .execute(&pool)
+            .await
+            .unwrap();
+        for m in [&question, &reply] {
+            sqlx::query("INSERT INTO messages (id, agent_id, kind, text, created_at) VALUES (?, ?, ?, ?, ?)")
+                .bind(m.id.as_uuid())
+                .bind(a.id.as_uuid())
+                .bind(m.kind.as_str())
+                .bind(&m.text)
+                .bind(m.created_at.timestamp_micros())
+                .execute(&pool)
+                .await
+                .unwrap();
+        }
+        sqlx::query("INSERT INTO passages (id, agent_id, text, metadata, created_at) VALUES (?, ?, ?, ?, ?)")
+            .bind(tagged.id.as_uuid())
+            .bind(a.id.as_uuid())
+            .bind(&tagged.text)
+            .bind(serde_json::to_string(&tagged.metadata).unwrap())
+            .bind(tagged.created_at.timestamp_micros())
+            .execute(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+    }
+    // FTS5 first (the migration and the document rebuild), then tantivy over the result.
+    for params in ["?recall=fts5&vectors=exact", ""] {
+        let s = open(dir.path(), params).await;
+        // "races" finds the question, and the reply through it (stemmed, with its turn before).
+        let found = s
+            .recall
+            .search(a.id, &RecallQuery::text("races", Page::first(5)))
+            .await
+            .unwrap();
+        let texts: Vec<&str> = found.hits.iter().map(|h| h.item.text.as_str()).collect();
+        assert_eq!(texts.len(), 2, "{params}: {texts:?}");
+        assert!(
+            texts.contains(&"Yes, last Saturday!"),
+            "{params}: {texts:?}"
+        );
+        assert_eq!(
+            s.recall.unembedded_messages(a.id, 10).await.unwrap().len(),
+            2
+        );
+        let q = ArchivalQuery {
+            tags: vec!["art".into()],
+            ..ArchivalQuery::new("painting", SearchMode::Text, Page::first(5))
+        };
+        let hits = s.archival.search(a.id, &q).await.unwrap();
+        assert_eq!(hits.total, 1, "{params}: stemmed and tagged passage found");
+    }
+    // New commits continue the agent's turns.
+    let s = open(dir.path(), "").await;
+    let mut current = s.agents.load_agent(a.id).await.unwrap().unwrap();
+    s.agents
+        .commit(&commit!(
+            current,
+            vec![user(
+                a.id,
+                "Which charity?",
+                t0() + chrono::Duration::minutes(2)
+            )],
+            vec![]
+        ))
+        .await
+        .unwrap();
+    let found = s
+        .recall
+        .search(a.id, &RecallQuery::text("saturday", Page::first(5)))
+        .await
+        .unwrap();
+    assert_eq!(found.total, 2, "the new turn's document holds the reply");
+}

@@ -488,9 +488,82 @@ impl Agent {
         });
     }
 
+    /// Runs one of the agent's functions as if the LLM had called it, outside any step: the
+    /// same argument validation (`arguments` is the JSON object the LLM would send, including
+    /// `request_heartbeat` where the function takes it), the same context and the same output
+    /// the LLM would read, in [`ToolCallRecord::output`].
+    ///
+    /// Nothing is added to recall storage or the FIFO queue. What the function writes (archival
+    /// inserts, memory edits, a timer pause) is committed as a step's writes are; a failed
+    /// commit leaves the agent unchanged. Search results count as uses, as in a step. Useful to
+    /// inspect memory the way the agent sees it (`conversation_search`,
+    /// `archival_memory_search`), in tools, tests and evaluations.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> memgpt_core::Result<()> {
+    /// use std::sync::Arc;
+    /// use memgpt_core::Agent;
+    /// use memgpt_core::testing::ScriptedProvider;
+    /// use serde_json::json;
+    ///
+    /// let mut agent = Agent::builder().provider(Arc::new(ScriptedProvider::new())).build().await?;
+    /// let record = agent
+    ///     .call("conversation_search", json!({"query": "cats", "request_heartbeat": false}))
+    ///     .await?;
+    /// assert!(record.ok);
+    /// assert!(record.output.starts_with("(ranked by words only"), "{}", record.output);
+    /// # Ok(()) }
+    /// ```
+    pub async fn call(&mut self, function: &str, arguments: Value) -> Result<ToolCallRecord> {
+        self.sync_with_store().await?;
+        let guard = Rollback::new(self);
+        let mut run = StepRun::new(None);
+        let call = ToolCall {
+            id: "direct".to_owned(),
+            name: function.to_owned(),
+            arguments: arguments.to_string(),
+        };
+        let (_, record, memory_changed) = guard.agent.execute_call(&mut run, &call).await;
+        let pause = run.writes.pause_until.take();
+        if let Some(pause) = pause {
+            guard.agent.state.heartbeats_paused_until = pause;
+        }
+        if memory_changed || pause.is_some() || !run.writes.passages.is_empty() {
+            let now = run.now(guard.agent.rt.clock.as_ref());
+            let passages = std::mem::take(&mut run.writes.passages);
+            guard
+                .agent
+                .commit(now, Vec::new(), Vec::new(), passages)
+                .await?;
+        }
+        guard.keep();
+        Ok(record)
+    }
+
     /// Validates and runs one function call and appends its result. Never fails: every problem
     /// becomes an error result the LLM reads.
     async fn call_function(&mut self, run: &mut StepRun, call: &ToolCall) -> ToolReturn {
+        let now = run.now(self.rt.clock.as_ref());
+        let (result, record, _) = self.execute_call(run, call).await;
+        run.tool_calls.push(record);
+        let message = Message::function_result(
+            self.id(),
+            call.id.clone(),
+            call.name.clone(),
+            result.result.clone(),
+            now,
+        );
+        self.push(run, message);
+        result
+    }
+
+    /// Validates and runs one function call: its result (capped), its record, and whether it
+    /// changed working context.
+    async fn execute_call(
+        &mut self,
+        run: &mut StepRun,
+        call: &ToolCall,
+    ) -> (ToolReturn, ToolCallRecord, bool) {
         let started = Instant::now();
         let now = run.now(self.rt.clock.as_ref());
         let result = match self.rt.toolset.get(&call.name).cloned() {
@@ -543,7 +616,7 @@ impl Agent {
             },
             ..result
         };
-        self.context.memory_changed(now);
+        let memory_changed = self.context.memory_changed(now);
         self.sync_archival_count(run);
         for id in std::mem::take(&mut run.writes.used) {
             self.context.queue_mut().touch(id);
@@ -551,7 +624,7 @@ impl Agent {
         let duration = started.elapsed();
         run.timings.functions += duration;
         debug!(function = %call.name, ok = !result.is_failure(), heartbeat = result.request_heartbeat, "function call");
-        run.tool_calls.push(ToolCallRecord {
+        let record = ToolCallRecord {
             call_id: call.id.clone(),
             name: call.name.clone(),
             arguments: call.arguments.clone(),
@@ -561,16 +634,8 @@ impl Agent {
             },
             request_heartbeat: result.request_heartbeat,
             duration,
-        });
-        let message = Message::function_result(
-            self.id(),
-            call.id.clone(),
-            call.name.clone(),
-            result.result.clone(),
-            now,
-        );
-        self.push(run, message);
-        result
+        };
+        (result, record, memory_changed)
     }
 
     fn record(

@@ -1466,3 +1466,368 @@ async fn attention_eviction_keeps_the_old_message_the_model_attends_to() {
     let (_, giraffe) = giraffe_after_a_flush("paper").await;
     assert!(giraffe.is_none());
 }
+
+/// An agent on `storage` with a hashing embedder of `dimension` and the default functions.
+async fn embedded_agent(
+    llm: &Arc<ScriptedProvider>,
+    storage: Storage,
+    dimension: usize,
+    defer: bool,
+) -> Agent {
+    Agent::builder()
+        .provider(llm.clone())
+        .storage(storage)
+        .embedder(Arc::new(HashingEmbedder::new(dimension)))
+        .defer_message_embeddings(defer)
+        .build()
+        .await
+        .unwrap()
+}
+
+async fn unembedded(agent: &Agent) -> usize {
+    agent
+        .storage()
+        .recall
+        .unembedded_messages(agent.id(), 100)
+        .await
+        .unwrap()
+        .len()
+}
+
+#[tokio::test]
+async fn steps_embed_their_conversation_messages_before_committing() {
+    let llm = llm();
+    let mut agent = embedded_agent(&llm, Storage::in_memory(), 32, false).await;
+    llm.push_call("send_message", json!({"message": "Noted."}));
+    let record = agent.step("My cat is called Mochi.").await.unwrap();
+    assert_eq!(
+        unembedded(&agent).await,
+        0,
+        "user and assistant messages embedded"
+    );
+    assert!(record.timings.embedding > std::time::Duration::ZERO);
+    let space = agent
+        .storage()
+        .agents
+        .embedding_space()
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (space.model.as_str(), space.dimension),
+        ("memgpt-hashing-v1-32", 32)
+    );
+}
+
+#[tokio::test]
+async fn deferred_embeddings_are_made_by_the_next_search_or_a_reindex() {
+    let llm = llm();
+    let mut agent = embedded_agent(&llm, Storage::in_memory(), 32, true).await;
+    llm.push_call("send_message", json!({"message": "Noted."}));
+    agent.step("My cat is called Mochi.").await.unwrap();
+    assert_eq!(
+        unembedded(&agent).await,
+        2,
+        "the user message and the reply"
+    );
+    let record = agent
+        .call(
+            "conversation_search",
+            json!({"query": "cat name", "request_heartbeat": false}),
+        )
+        .await
+        .unwrap();
+    assert!(record.ok, "{}", record.output);
+    assert!(
+        !record.output.contains("ranked by words only"),
+        "{}",
+        record.output
+    );
+    assert!(
+        record.output.contains("My cat is called Mochi."),
+        "{}",
+        record.output
+    );
+    assert_eq!(unembedded(&agent).await, 0, "embedded on demand");
+
+    llm.push_call("send_message", json!({"message": "Sunny."}));
+    agent.step("The weather is sunny.").await.unwrap();
+    assert_eq!(unembedded(&agent).await, 2);
+    assert_eq!(agent.reindex().await.unwrap(), 2);
+    assert_eq!(unembedded(&agent).await, 0);
+    assert_eq!(agent.reindex().await.unwrap(), 0, "nothing left");
+}
+
+#[tokio::test]
+async fn an_agent_without_embedder_imports_and_a_later_one_backfills() {
+    let llm = llm();
+    let storage = Storage::in_memory();
+    let mut plain = Agent::builder()
+        .provider(llm.clone())
+        .storage(storage.clone())
+        .build()
+        .await
+        .unwrap();
+    let at = Utc.with_ymd_and_hms(2023, 5, 8, 13, 56, 0).unwrap();
+    let history: Vec<Message> = (0..70)
+        .map(|i| {
+            Message::new(
+                plain.id(),
+                if i % 2 == 0 {
+                    MessageKind::User
+                } else {
+                    MessageKind::Assistant
+                },
+                format!("turn {i}"),
+                at + Duration::minutes(i),
+            )
+        })
+        .collect();
+    plain.import_history(history).await.unwrap();
+    assert_eq!(
+        storage
+            .recall
+            .unembedded_messages(plain.id(), 1_000)
+            .await
+            .unwrap()
+            .len(),
+        70
+    );
+    let mut embedded = Agent::builder()
+        .provider(llm.clone())
+        .storage(storage.clone())
+        .embedder(Arc::new(HashingEmbedder::new(16)))
+        .load(plain.id())
+        .await
+        .unwrap();
+    assert_eq!(
+        embedded.reindex().await.unwrap(),
+        70,
+        "in batches, none skipped"
+    );
+    assert!(
+        storage
+            .recall
+            .unembedded_messages(plain.id(), 1_000)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn an_embedder_of_another_space_is_refused_when_the_agent_is_built() {
+    let llm = llm();
+    let storage = Storage::in_memory();
+    let mut first = embedded_agent(&llm, storage.clone(), 32, false).await;
+    llm.push_call("send_message", json!({"message": "ok"}));
+    first.step("hello").await.unwrap();
+    let err = Agent::builder()
+        .provider(llm.clone())
+        .storage(storage.clone())
+        .embedder(Arc::new(HashingEmbedder::new(16)))
+        .build()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Store(StoreError::EmbeddingMismatch {
+                expected_dimension: 32,
+                found_dimension: 16,
+                ..
+            })
+        ),
+        "{err}"
+    );
+    let err = Agent::builder()
+        .provider(llm.clone())
+        .storage(storage)
+        .embedder(Arc::new(HashingEmbedder::new(16)))
+        .load(first.id())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("embedding mismatch"), "{err}");
+}
+
+#[tokio::test]
+async fn conversation_search_filters_by_role_and_date_and_survives_any_page() {
+    let llm = llm();
+    let mut agent = agent(&llm).await;
+    let t0 = Utc.with_ymd_and_hms(2024, 3, 1, 9, 0, 0).unwrap();
+    let mut history = Vec::new();
+    for (day, (user, reply)) in [
+        ("I planted tomatoes today.", "Tomatoes love sun."),
+        ("The tomatoes have flowers.", "Flowers mean fruit soon."),
+        ("First red tomato!", "Enjoy your tomato."),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let at = t0 + Duration::days(day as i64);
+        history.push(Message::new(agent.id(), MessageKind::User, user, at));
+        history.push(Message::new(
+            agent.id(),
+            MessageKind::Assistant,
+            reply,
+            at + Duration::minutes(1),
+        ));
+    }
+    agent.import_history(history).await.unwrap();
+    let search = |args: serde_json::Value| {
+        let mut args = args;
+        args["request_heartbeat"] = json!(false);
+        args
+    };
+    let out = agent
+        .call("conversation_search", search(json!({"query": "tomato"})))
+        .await
+        .unwrap();
+    assert!(
+        out.output
+            .starts_with("(ranked by words only (no embedding model"),
+        "{}",
+        out.output
+    );
+    let users = agent
+        .call(
+            "conversation_search",
+            search(json!({"query": "tomato", "roles": ["user"]})),
+        )
+        .await
+        .unwrap();
+    assert!(users.output.contains("of 3 "), "{}", users.output);
+    assert!(!users.output.contains("assistant:"), "{}", users.output);
+    let day2 = agent
+        .call(
+            "conversation_search",
+            search(
+                json!({"query": "tomato", "start_date": "2024-03-02", "end_date": "2024-03-02"}),
+            ),
+        )
+        .await
+        .unwrap();
+    assert!(day2.output.contains("of 2 "), "{}", day2.output);
+    assert!(day2.output.contains("flowers"), "{}", day2.output);
+    let far = agent
+        .call(
+            "conversation_search",
+            search(json!({"query": "tomato", "page": u32::MAX})),
+        )
+        .await
+        .unwrap();
+    assert!(
+        far.ok && far.output.contains("is past the end"),
+        "{}",
+        far.output
+    );
+    let bad = agent
+        .call(
+            "conversation_search",
+            search(json!({"query": "tomato", "roles": ["system"]})),
+        )
+        .await
+        .unwrap();
+    assert!(
+        !bad.ok && bad.output.contains("`roles[0]`"),
+        "{}",
+        bad.output
+    );
+    let bad = agent
+        .call(
+            "conversation_search",
+            search(
+                json!({"query": "tomato", "start_date": "2024-03-03", "end_date": "2024-03-01"}),
+            ),
+        )
+        .await
+        .unwrap();
+    assert!(
+        !bad.ok && bad.output.contains("must be before"),
+        "{}",
+        bad.output
+    );
+}
+
+#[tokio::test]
+async fn archival_memory_filters_by_tag_and_date_and_survives_any_page() {
+    let llm = llm();
+    let clock = Arc::new(ManualClock::new(
+        Utc.with_ymd_and_hms(2024, 6, 1, 9, 0, 0).unwrap(),
+    ));
+    let mut agent = Agent::builder()
+        .provider(llm.clone())
+        .clock(clock.clone())
+        .build()
+        .await
+        .unwrap();
+    let insert = |content: &str, tags: serde_json::Value| json!({"content": content, "tags": tags, "request_heartbeat": false});
+    agent
+        .call(
+            "archival_memory_insert",
+            insert("Sam likes green tea.", json!(["drinks"])),
+        )
+        .await
+        .unwrap();
+    clock.advance(Duration::days(10));
+    agent
+        .call(
+            "archival_memory_insert",
+            insert("Sam's tea kettle is blue.", json!(["home", " home "])),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        agent
+            .storage()
+            .archival
+            .count_passages(agent.id())
+            .await
+            .unwrap(),
+        2,
+        "committed"
+    );
+    let search = |extra: serde_json::Value| {
+        let mut args = json!({"query": "tea", "request_heartbeat": false});
+        for (k, v) in extra.as_object().unwrap() {
+            args[k] = v.clone();
+        }
+        args
+    };
+    let all = agent
+        .call("archival_memory_search", search(json!({})))
+        .await
+        .unwrap();
+    assert!(all.output.contains("of 2 "), "{}", all.output);
+    assert!(all.output.contains("[tags: home]"), "{}", all.output);
+    let home = agent
+        .call("archival_memory_search", search(json!({"tags": ["home"]})))
+        .await
+        .unwrap();
+    assert!(
+        home.output.contains("of 1 ") && home.output.contains("kettle"),
+        "{}",
+        home.output
+    );
+    let june1 = agent
+        .call(
+            "archival_memory_search",
+            search(json!({"start_date": "2024-06-01", "end_date": "2024-06-01"})),
+        )
+        .await
+        .unwrap();
+    assert!(
+        june1.output.contains("of 1 ") && june1.output.contains("green tea"),
+        "{}",
+        june1.output
+    );
+    let far = agent
+        .call("archival_memory_search", search(json!({"page": u32::MAX})))
+        .await
+        .unwrap();
+    assert!(
+        far.ok && far.output.contains("is past the end"),
+        "{}",
+        far.output
+    );
+}

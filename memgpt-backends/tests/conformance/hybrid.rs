@@ -1,0 +1,448 @@
+//! Hybrid recall search, message embeddings, filters and extreme pages: the same in every store.
+//!
+//! **Tolerance.** Stores only choose candidates; memgpt-core ranks them. When a store's
+//! candidate pools hold every match (as here: fewer messages than
+//! `RecallRanking::candidates`), its ranking must equal the in-memory reference's exactly:
+//! same messages, same order. Approximate vector indexes (usearch, pgvector HNSW) may only
+//! differ past the pool, which these corpora never reach.
+
+use std::sync::Arc;
+
+use chrono::Duration;
+use memgpt_core::Agent;
+use memgpt_core::embed::{Embedder, Embedding, HashingEmbedder};
+use memgpt_core::ids::AgentId;
+use memgpt_core::message::{Message, MessageKind};
+use memgpt_core::store::{
+    ArchivalQuery, InMemoryStore, MessageEmbedding, Page, Passage, RecallQuery, SearchMode,
+    Storage, StoreError, TAGS_KEY, TimeRange,
+};
+use memgpt_core::testing::ScriptedProvider;
+use serde_json::json;
+
+use crate::Backend;
+use crate::fixtures::*;
+
+/// A conversation between two named speakers over several sessions, with embeddings.
+fn conversation(agent: AgentId) -> (Vec<Message>, Vec<MessageEmbedding>) {
+    let sessions: [&[(&str, &str)]; 4] = [
+        &[
+            ("Ann", "Did you go to the charity race on Saturday?"),
+            ("Bob", "Yes! It was for mental health awareness."),
+            ("Ann", "I adopted a puppy named Rex this week."),
+            ("Bob", "Lovely. Is Rex a retriever?"),
+        ],
+        &[
+            ("Bob", "I started painting sunsets in oil."),
+            ("Ann", "Painting sounds relaxing. I went hiking with Rex."),
+            ("Bob", "Where did you hike?"),
+            ("Ann", "Up the ridge trail, Rex loved it."),
+        ],
+        &[
+            ("Ann", "My sister visits in June."),
+            ("Bob", "Take her hiking on the ridge trail."),
+            ("Ann", "She prefers painting classes, like yours."),
+        ],
+        &[
+            ("Bob", "The race raised money for the shelter."),
+            ("Ann", "Rex came from that shelter!"),
+        ],
+    ];
+    let e = embedder();
+    let mut messages = Vec::new();
+    let mut embeddings = Vec::new();
+    for (s, turns) in sessions.iter().enumerate() {
+        let start = t0() + Duration::days(30 * s as i64);
+        for (i, (who, text)) in turns.iter().enumerate() {
+            let kind = if *who == "Ann" {
+                MessageKind::User
+            } else {
+                MessageKind::Assistant
+            };
+            let mut m = Message::new(agent, kind, *text, start + Duration::minutes(i as i64));
+            m.name = Some((*who).to_owned());
+            if i % 3 != 2 {
+                // Some messages stay unembedded: they are found by words only.
+                embeddings.push(MessageEmbedding {
+                    message: m.id,
+                    embedding: Embedding {
+                        model: e.model().to_owned(),
+                        vector: e.vector(&format!("{who}: {text}")),
+                    },
+                });
+            }
+            messages.push(m);
+        }
+    }
+    (messages, embeddings)
+}
+
+async fn load(storage: &Storage, agent: &mut memgpt_core::store::AgentState) -> Vec<Message> {
+    let (messages, embeddings) = conversation(agent.id);
+    let mut c = commit!(*agent, messages.clone(), vec![]);
+    c.message_embeddings = embeddings;
+    storage.agents.commit(&c).await.expect("commit");
+    messages
+}
+
+fn ids(page: &memgpt_core::store::SearchPage<Message>) -> Vec<String> {
+    page.hits.iter().map(|h| h.item.text.clone()).collect()
+}
+
+pub async fn hybrid_recall_agrees_with_the_reference(backend: &Backend) {
+    let s = backend.open().await;
+    let reference = Storage::from_store(Arc::new(InMemoryStore::new()));
+    let mut a = state(AgentId::new(), "a");
+    let mut r = a.clone();
+    s.agents.create_agent(&a).await.unwrap();
+    reference.agents.create_agent(&r).await.unwrap();
+    load(&s, &mut a).await;
+    load(&reference, &mut r).await;
+    let queries = [
+        "When did Bob run the charity race?",
+        "What does Bob paint?",
+        "Where did Ann hike with her puppy?",
+        "shelter",
+        "Who visits in June?",
+        "zzz unmatched words",
+    ];
+    for text in queries {
+        for (label, mut query) in [
+            ("text", RecallQuery::text(text, Page::first(20))),
+            (
+                "hybrid",
+                RecallQuery::text(text, Page::first(20)).with_embedding(embed(text)),
+            ),
+        ] {
+            let ours = s.recall.search(a.id, &query).await.unwrap();
+            let theirs = reference.recall.search(a.id, &query).await.unwrap();
+            assert_eq!(
+                ids(&ours),
+                ids(&theirs),
+                "{}: {label} ranking of {text:?}",
+                backend.name
+            );
+            assert_eq!(ours.total, theirs.total, "{}: {label} total", backend.name);
+            // Filters: roles and a date range.
+            query.kinds = vec![MessageKind::Assistant];
+            query.range = TimeRange {
+                start: Some(t0() + Duration::days(20)),
+                end: Some(t0() + Duration::days(70)),
+            };
+            let ours = s.recall.search(a.id, &query).await.unwrap();
+            let theirs = reference.recall.search(a.id, &query).await.unwrap();
+            assert_eq!(
+                ids(&ours),
+                ids(&theirs),
+                "{}: filtered {label} {text:?}",
+                backend.name
+            );
+            assert!(
+                ours.hits
+                    .iter()
+                    .all(|h| h.item.kind == MessageKind::Assistant
+                        && query.range.contains(h.item.created_at)),
+                "{}: filters hold",
+                backend.name
+            );
+        }
+    }
+    // The reply is found through the question it answers; the named speaker wins.
+    let race = s
+        .recall
+        .search(
+            a.id,
+            &RecallQuery::text("When did Bob go to the race?", Page::first(3)),
+        )
+        .await
+        .unwrap();
+    assert!(
+        race.hits
+            .iter()
+            .any(|h| h.item.text.starts_with("Yes! It was for mental")),
+        "{}: {:?}",
+        backend.name,
+        ids(&race)
+    );
+    let paint = s
+        .recall
+        .search(
+            a.id,
+            &RecallQuery::text("What does Bob paint?", Page::first(1)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&paint),
+        ["I started painting sunsets in oil."],
+        "{}",
+        backend.name
+    );
+}
+
+pub async fn message_embeddings_are_checked_and_backfilled(backend: &Backend) {
+    let s = backend.open().await;
+    let mut a = new_agent(&s, "a").await;
+    let (messages, embeddings) = conversation(a.id);
+    s.agents
+        .commit(&commit!(a, messages.clone(), vec![]))
+        .await
+        .unwrap();
+    let pending = s.recall.unembedded_messages(a.id, 100).await.unwrap();
+    assert_eq!(
+        pending.len(),
+        messages.len(),
+        "{}: every turn pending",
+        backend.name
+    );
+    assert_eq!(
+        pending[0].id, messages[0].id,
+        "{}: oldest first",
+        backend.name
+    );
+    assert_eq!(
+        s.recall.unembedded_messages(a.id, 3).await.unwrap().len(),
+        3
+    );
+
+    // Another model is refused as a whole.
+    let mut wrong = embeddings.clone();
+    wrong[1].embedding = Embedding {
+        model: "other-model".into(),
+        vector: vec![0.5; 64],
+    };
+    // The space is not fixed yet: the first vector fixes it, the odd one is refused.
+    assert!(matches!(
+        s.agents.store_message_embeddings(a.id, &wrong).await,
+        Err(StoreError::EmbeddingMismatch { .. })
+    ));
+    assert_eq!(
+        s.recall.unembedded_messages(a.id, 100).await.unwrap().len(),
+        messages.len(),
+        "{}: nothing was written",
+        backend.name
+    );
+    s.agents
+        .store_message_embeddings(a.id, &embeddings)
+        .await
+        .unwrap();
+    s.agents
+        .store_message_embeddings(a.id, &embeddings)
+        .await
+        .unwrap();
+    let left = s.recall.unembedded_messages(a.id, 100).await.unwrap();
+    assert_eq!(
+        left.len(),
+        messages.len() - embeddings.len(),
+        "{}: idempotent",
+        backend.name
+    );
+    let space = s.agents.embedding_space().await.unwrap().unwrap();
+    assert_eq!(
+        (space.model.as_str(), space.dimension),
+        ("memgpt-hashing-v1-64", 64)
+    );
+
+    // A commit bringing another space changes nothing.
+    let mut m = user(a.id, "one more", t0() + Duration::days(400));
+    m.name = Some("Ann".into());
+    let mut c = commit!(a.clone(), vec![m.clone()], vec![]);
+    c.message_embeddings = vec![MessageEmbedding {
+        message: m.id,
+        embedding: Embedding {
+            model: "memgpt-hashing-v1-64".into(),
+            vector: vec![0.1; 32],
+        },
+    }];
+    assert!(matches!(
+        s.agents.commit(&c).await,
+        Err(StoreError::EmbeddingMismatch { .. })
+    ));
+    assert_eq!(
+        s.recall.count_messages(a.id).await.unwrap(),
+        messages.len() as u64,
+        "{}: the commit left nothing",
+        backend.name
+    );
+    // A query of another space is an error, never garbage.
+    let q = RecallQuery::text("race", Page::first(5)).with_embedding(Embedding {
+        model: "other-model".into(),
+        vector: vec![0.1; 64],
+    });
+    assert!(matches!(
+        s.recall.search(a.id, &q).await,
+        Err(StoreError::EmbeddingMismatch { .. })
+    ));
+}
+
+pub async fn extreme_pages_are_safe(backend: &Backend) {
+    let s = backend.open().await;
+    let mut a = new_agent(&s, "a").await;
+    let messages = load(&s, &mut a).await;
+    let passages: Vec<Passage> = (0..12)
+        .map(|i| {
+            let mut p = passage(a.id, &format!("passage about rivers {i}"), t0());
+            p.embedding = Some(embed(&p.text));
+            p
+        })
+        .collect();
+    s.agents
+        .commit(&commit!(a, vec![], passages))
+        .await
+        .unwrap();
+    for number in [u32::MAX as usize, usize::MAX / 5, usize::MAX] {
+        let page = Page::new(number, 5);
+        let text = RecallQuery::text("Rex", page).with_embedding(embed("Rex"));
+        let found = s.recall.search(a.id, &text).await.unwrap();
+        assert!(
+            found.hits.is_empty() && found.total > 0,
+            "{}: hybrid page {number}",
+            backend.name
+        );
+        let listed = s
+            .recall
+            .search(a.id, &RecallQuery::kinds([], page))
+            .await
+            .unwrap();
+        assert!(
+            listed.hits.is_empty(),
+            "{}: listing page {number}",
+            backend.name
+        );
+        assert_eq!(listed.total, messages.len(), "{}", backend.name);
+        for mode in [SearchMode::Vector, SearchMode::Text, SearchMode::Hybrid] {
+            let q = ArchivalQuery::new("rivers", mode, page).with_embedding(embed("rivers"));
+            let found = s.archival.search(a.id, &q).await.unwrap();
+            assert!(
+                found.hits.is_empty(),
+                "{}: archival {mode:?} page {number}",
+                backend.name
+            );
+            assert!(
+                found.total >= 12,
+                "{}: archival {mode:?} total",
+                backend.name
+            );
+        }
+        let listed = s.archival.list_passages(a.id, page).await.unwrap();
+        assert!(
+            listed.hits.is_empty() && listed.total == 12,
+            "{}",
+            backend.name
+        );
+    }
+    // Normal pages still work afterwards (no shared search depth was left raised or broken).
+    let q = ArchivalQuery::new("rivers", SearchMode::Vector, Page::first(3))
+        .with_embedding(embed("passage about rivers 7"));
+    let top = s.archival.search(a.id, &q).await.unwrap();
+    assert_eq!(
+        top.hits[0].item.text, "passage about rivers 7",
+        "{}",
+        backend.name
+    );
+
+    // Through the functions, as the LLM would page.
+    let mut agent = Agent::builder()
+        .provider(Arc::new(ScriptedProvider::new()))
+        .storage(s.clone())
+        .embedder(Arc::new(HashingEmbedder::new(64)))
+        .load(a.id)
+        .await
+        .unwrap();
+    for (function, query) in [
+        ("conversation_search", "Rex"),
+        ("archival_memory_search", "rivers"),
+    ] {
+        let record = agent
+            .call(
+                function,
+                json!({"query": query, "page": u32::MAX, "request_heartbeat": false}),
+            )
+            .await
+            .unwrap();
+        assert!(
+            record.ok && record.output.contains("is past the end"),
+            "{}: {function}: {}",
+            backend.name,
+            record.output
+        );
+    }
+}
+
+pub async fn archival_filters_by_tag_and_date(backend: &Backend) {
+    let s = backend.open().await;
+    let mut a = new_agent(&s, "a").await;
+    let tagged = |text: &str, tags: &[&str], days: i64| {
+        let mut p = passage(a.id, text, t0() + Duration::days(days));
+        p.embedding = Some(embed(text));
+        if !tags.is_empty() {
+            p.metadata.insert(TAGS_KEY.into(), json!(tags));
+        }
+        p
+    };
+    let passages = vec![
+        tagged("green tea in the morning", &["drinks"], 0),
+        tagged("the blue tea kettle", &["home", "kitchen"], 10),
+        tagged("tea with lemon", &[], 20),
+        tagged("kitchen tiles are white", &["kitchen"], 30),
+    ];
+    s.agents
+        .commit(&commit!(a, vec![], passages.clone()))
+        .await
+        .unwrap();
+    let reference = Storage::from_store(Arc::new(InMemoryStore::new()));
+    let mut r = state(a.id, "a");
+    reference.agents.create_agent(&r).await.unwrap();
+    reference
+        .agents
+        .commit(&commit!(r, vec![], passages))
+        .await
+        .unwrap();
+    let filters: [(Vec<&str>, TimeRange); 4] = [
+        (vec!["kitchen"], TimeRange::default()),
+        (vec!["drinks", "home"], TimeRange::default()),
+        (
+            vec![],
+            TimeRange {
+                start: Some(t0() + Duration::days(5)),
+                end: Some(t0() + Duration::days(25)),
+            },
+        ),
+        (
+            vec!["kitchen"],
+            TimeRange {
+                start: None,
+                end: Some(t0() + Duration::days(15)),
+            },
+        ),
+    ];
+    for (tags, range) in filters {
+        for mode in [SearchMode::Vector, SearchMode::Text, SearchMode::Hybrid] {
+            let q = ArchivalQuery {
+                tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+                range,
+                ..ArchivalQuery::new("tea kitchen", mode, Page::first(10))
+                    .with_embedding(embed("tea kitchen"))
+            };
+            let ours = s.archival.search(a.id, &q).await.unwrap();
+            let theirs = reference.archival.search(a.id, &q).await.unwrap();
+            let texts = |p: &memgpt_core::store::SearchPage<Passage>| {
+                let mut t: Vec<String> = p.hits.iter().map(|h| h.item.text.clone()).collect();
+                t.sort();
+                t
+            };
+            assert_eq!(
+                texts(&ours),
+                texts(&theirs),
+                "{}: {mode:?} with tags {tags:?} and {range:?}",
+                backend.name
+            );
+            assert_eq!(ours.total, theirs.total, "{}: total", backend.name);
+            assert!(
+                ours.hits.iter().all(|h| q.admits(&h.item)),
+                "{}",
+                backend.name
+            );
+        }
+    }
+}
