@@ -41,8 +41,10 @@ use memgpt_core::AgentConfig;
 use memgpt_core::embed::Embedding;
 use memgpt_core::ids::AgentId;
 use memgpt_core::message::{Message, MessageKind};
+use memgpt_core::retrieval::query_terms;
 use memgpt_core::store::{
-    AgentState, ArchivalQuery, Commit, Page, Passage, RecallQuery, SearchMode, Storage, Summary,
+    AgentState, ArchivalQuery, Commit, MessageEmbedding, Page, Passage, RecallQuery, SearchMode,
+    Storage, Summary,
 };
 
 mod vectors;
@@ -635,77 +637,160 @@ impl Zipf {
     }
 }
 
+/// Recall search as `conversation_search` runs it, over one agent's `messages`: a conversation
+/// of two named speakers in sessions of 20 turns a day apart, Zipf-distributed pseudo-words,
+/// every turn embedded (vectors from `dataset`: grown from real MiniLM embeddings with
+/// `--vectors DIR`). Each query is two mid-frequency words and a query vector; "words" ranks by
+/// BM25 alone (no embedder), "hybrid" adds the vector (what an agent with an embedder runs).
+/// PostgreSQL loads at most `--postgres-max-messages` (default 200,000): it inserts far slower.
 async fn recall(messages: usize, queries: usize) {
-    println!("\n## Recall text search ({messages} messages, one agent)\n");
-    println!("| backend | insert messages/s | p50 ms | p99 ms | mean hits | queries |");
-    println!("|---|---|---|---|---|---|");
+    let postgres_max: usize = arg("--postgres-max-messages")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200_000);
+    let real = real_vectors();
+    let data = dataset(real.as_ref(), messages, queries);
+    println!(
+        "\n## Recall search ({messages} messages, one agent, {} vectors)\n",
+        data.name
+    );
+    println!(
+        "| backend | messages | insert messages/s | words p50 ms | words p99 ms | hybrid p50 ms | hybrid p99 ms | queries |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
     let kinds: &[(&str, &str)] = &[
-        ("sqlite fts5", "?recall=fts5&vectors=exact"),
-        ("sqlite + tantivy", "?recall=tantivy&vectors=exact"),
+        ("sqlite fts5 + usearch", "?recall=fts5&vectors=usearch"),
+        (
+            "sqlite + tantivy + usearch",
+            "?recall=tantivy&vectors=usearch",
+        ),
         ("postgres", ""),
     ];
     let zipf = Zipf::new(VOCABULARY);
     let words: Vec<String> = (0..VOCABULARY).map(word).collect();
     for backend in backends(kinds) {
+        let n = if backend.name == "postgres" {
+            messages.min(postgres_max)
+        } else {
+            messages
+        };
         let s = open(&backend.url).await;
         let mut a = state(AgentId::new());
         s.agents.create_agent(&a).await.expect("create");
         let mut rng = Rng(0x7e47);
         let started = Instant::now();
         let mut done = 0;
-        while done < messages {
-            let batch = (messages - done).min(5_000);
-            let ms: Vec<Message> = (0..batch)
-                .map(|i| {
-                    let len = 8 + rng.below(13);
-                    let text = (0..len)
-                        .map(|_| words[zipf.sample(&mut rng)].as_str())
-                        .collect::<Vec<_>>()
-                        .join(" ");
-                    Message::new(
-                        a.id,
-                        MessageKind::User,
-                        text,
-                        t0() + chrono::Duration::seconds((done + i) as i64),
-                    )
-                })
-                .collect();
-            s.agents
-                .commit(&commit(&mut a, ms, vec![]))
-                .await
-                .expect("commit");
+        while done < n {
+            let batch = (n - done).min(5_000);
+            let mut ms = Vec::with_capacity(batch);
+            let mut embeddings = Vec::with_capacity(batch);
+            for i in done..done + batch {
+                let len = 8 + rng.below(13);
+                let text = (0..len)
+                    .map(|_| words[zipf.sample(&mut rng)].as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let (session, turn) = (i / 20, i % 20);
+                let at = t0()
+                    + chrono::Duration::days(session as i64)
+                    + chrono::Duration::minutes(turn as i64);
+                let (kind, name) = if i % 2 == 0 {
+                    (MessageKind::User, "Ann")
+                } else {
+                    (MessageKind::Assistant, "Bob")
+                };
+                let mut m = Message::new(a.id, kind, text, at);
+                m.name = Some(name.into());
+                embeddings.push(MessageEmbedding {
+                    message: m.id,
+                    embedding: Embedding {
+                        model: MODEL.into(),
+                        vector: data.base[i].clone(),
+                    },
+                });
+                ms.push(m);
+            }
+            let mut c = commit(&mut a, ms, vec![]);
+            c.message_embeddings = embeddings;
+            s.agents.commit(&c).await.expect("commit");
             done += batch;
         }
         settle(&backend.url).await;
-        let warm = RecallQuery::text(&words[100], Page::first(5));
+        // The first search catches the derived indexes up (tantivy, usearch): part of the load.
+        let warm = RecallQuery::text(&words[100], Page::first(5)).with_embedding(Embedding {
+            model: MODEL.into(),
+            vector: data.queries[0].clone(),
+        });
         s.recall.search(a.id, &warm).await.expect("search");
-        let insert_rate = messages as f64 / started.elapsed().as_secs_f64();
+        let insert_rate = n as f64 / started.elapsed().as_secs_f64();
         let mut qrng = Rng(0x9e37);
-        let mut latencies = Vec::new();
-        let mut hits = 0usize;
-        for _ in 0..queries {
+        let mut lexical = Vec::new();
+        let mut hybrid = Vec::new();
+        let mut parts: [Vec<Duration>; 3] = Default::default();
+        for q in 0..queries {
             // Two mid-frequency words, like a question's content words.
-            let q = format!(
+            let text = format!(
                 "{} {}",
                 words[50 + qrng.below(2_000)],
                 words[50 + qrng.below(2_000)]
             );
+            let words_only = RecallQuery::text(&text, Page::first(5));
             let t = Instant::now();
-            let page = s
+            s.recall.search(a.id, &words_only).await.expect("search");
+            lexical.push(t.elapsed());
+            let with_vector = words_only.with_embedding(Embedding {
+                model: MODEL.into(),
+                vector: data.queries[q % data.queries.len()].clone(),
+            });
+            let t = Instant::now();
+            let page = s.recall.search(a.id, &with_vector).await.expect("search");
+            hybrid.push(t.elapsed());
+            assert!(
+                !page.hits.is_empty(),
+                "a hybrid search always finds neighbours"
+            );
+            // Where the hybrid search's time goes: its store primitives, one at a time.
+            let terms = query_terms(&text);
+            let pool = with_vector.ranking.pool(with_vector.page.depth());
+            let t = Instant::now();
+            let lexical = s
                 .recall
-                .search(a.id, &RecallQuery::text(&q, Page::first(5)))
+                .text_candidates(a.id, &terms, &with_vector, pool)
                 .await
-                .expect("search");
-            latencies.push(t.elapsed());
-            hits += page.total;
+                .expect("text candidates");
+            parts[0].push(t.elapsed());
+            let embedding = with_vector.embedding.as_ref().expect("a query vector");
+            let t = Instant::now();
+            let semantic = s
+                .recall
+                .vector_candidates(a.id, embedding, &with_vector, pool)
+                .await
+                .expect("vector candidates");
+            parts[1].push(t.elapsed());
+            let mut keys = lexical.keys;
+            for key in semantic {
+                if !keys.contains(&key) {
+                    keys.push(key);
+                }
+            }
+            let t = Instant::now();
+            s.recall.candidates(a.id, &keys).await.expect("candidates");
+            parts[2].push(t.elapsed());
         }
         println!(
-            "| {} | {:.0} | {} | {} | {} | {queries} |",
+            "| {} | {n} | {:.0} | {} | {} | {} | {} | {queries} |",
             backend.name,
             insert_rate,
-            ms(percentile(&mut latencies.clone(), 0.5)),
-            ms(percentile(&mut latencies, 0.99)),
-            hits / queries
+            ms(percentile(&mut lexical.clone(), 0.5)),
+            ms(percentile(&mut lexical, 0.99)),
+            ms(percentile(&mut hybrid.clone(), 0.5)),
+            ms(percentile(&mut hybrid, 0.99)),
+        );
+        let [text, vector, fetch] = &mut parts;
+        println!(
+            "|   hybrid parts, p50 ms: text candidates {} / vector candidates {} / reading candidates {} | | | | | | | |",
+            ms(percentile(text, 0.5)),
+            ms(percentile(vector, 0.5)),
+            ms(percentile(fetch, 0.5)),
         );
     }
 }

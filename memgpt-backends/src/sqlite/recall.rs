@@ -263,8 +263,9 @@ impl RecallStore for SqliteStore {
         for chunk in keys.chunks(500) {
             let mut sql = QueryBuilder::<Sqlite>::new(format!(
                 "SELECT {MESSAGE_COLUMNS}, m.document, e.embedding FROM messages m \
-                 LEFT JOIN message_embeddings e ON e.message_seq = m.seq WHERE m.agent_id = "
+                 LEFT JOIN message_embeddings e ON e.message_seq = m.seq WHERE +m.agent_id = "
             ));
+            // `+agent_id`: look rows up by their keys, not by walking the agent's index.
             sql.push_bind(*agent.as_uuid()).push(" AND m.seq IN (");
             let mut list = sql.separated(", ");
             for key in chunk {

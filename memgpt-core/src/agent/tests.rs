@@ -1831,3 +1831,30 @@ async fn archival_memory_filters_by_tag_and_date_and_survives_any_page() {
         far.output
     );
 }
+
+#[tokio::test]
+async fn the_first_prompt_with_all_eight_functions_stays_under_1600_tokens() {
+    let llm = llm();
+    let mut agent = agent(&llm).await;
+    assert_eq!(agent.toolset().len(), 8);
+    println!("main context before the first message: {:?}", agent.stats());
+    llm.push_call("send_message", json!({"message": "Hi!"}));
+    agent.step("Hello, who are you?").await.unwrap();
+    let request = &llm.requests()[0];
+    let counter = crate::tokens::TiktokenCounter::cl100k();
+    let messages: usize = request
+        .messages
+        .iter()
+        .map(|m| crate::tokens::TokenCounter::count_message(&counter, m))
+        .sum();
+    let tools: usize = request
+        .tools
+        .iter()
+        .map(|t| {
+            crate::tokens::TokenCounter::count_text(&counter, &serde_json::to_string(t).unwrap())
+        })
+        .sum();
+    let total = messages + tools;
+    println!("first prompt: {total} tokens ({tools} in the function schemas)");
+    assert!(total <= 1_600, "the first prompt is {total} tokens");
+}
