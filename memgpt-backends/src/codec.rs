@@ -4,19 +4,8 @@
 #![cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 
 use chrono::{DateTime, Utc};
-use memgpt_core::embed::Embedding;
 use memgpt_core::retrieval::query_terms;
-use memgpt_core::store::{Commit, StoreError};
-
-/// Every embedding a commit brings: its passages' and its messages'.
-pub(crate) fn commit_embeddings(commit: &Commit) -> Vec<&Embedding> {
-    commit
-        .passages
-        .iter()
-        .filter_map(|p| p.embedding.as_ref())
-        .chain(commit.message_embeddings.iter().map(|e| &e.embedding))
-        .collect()
-}
+use memgpt_core::store::StoreError;
 
 /// Microseconds since the Unix epoch.
 pub(crate) fn micros(t: DateTime<Utc>) -> i64 {

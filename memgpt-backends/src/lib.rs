@@ -32,24 +32,22 @@
 #[cfg(feature = "_sql")]
 mod codec;
 mod config;
+#[cfg(feature = "_sql")]
+mod pages;
 pub mod vector;
 
 #[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
-#[cfg(feature = "tantivy")]
-mod tantivy_recall;
-#[cfg(feature = "usearch")]
-mod usearch_index;
 
 pub use config::{ConfigError, StoreConfig};
 pub use memgpt_core::store::{InMemoryStore, Storage};
 #[cfg(feature = "postgres")]
 pub use postgres::{PgOptions, PgStore};
+#[cfg(feature = "tantivy")]
+pub use sqlite::TantivyRecall;
+#[cfg(feature = "usearch")]
+pub use sqlite::{Quantization, UsearchIndexes, UsearchOptions};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{RecallIndex, SqliteOptions, SqliteStore, VectorIndex};
-#[cfg(feature = "tantivy")]
-pub use tantivy_recall::TantivyRecall;
-#[cfg(feature = "usearch")]
-pub use usearch_index::{Quantization, UsearchIndexes, UsearchOptions};

@@ -4,6 +4,7 @@ use crate::embed::EmbedError;
 use crate::function::RegistryError;
 use crate::ids::AgentId;
 use crate::memory::MemoryError;
+use crate::passages::PassageError;
 use crate::store::StoreError;
 
 /// Why an agent operation failed. When a step fails with one of these, nothing of it was
@@ -70,6 +71,23 @@ pub enum Error {
     /// The agent was configured inconsistently.
     #[error("invalid agent configuration: {0}")]
     Config(String),
+}
+
+impl Error {
+    /// The error of writing the document `name` as archival passages.
+    pub(crate) fn from_passages(name: &str, error: PassageError) -> Self {
+        match error {
+            PassageError::TooLarge { bytes, limit } => Self::DocumentTooLarge {
+                name: name.to_owned(),
+                bytes,
+                limit,
+            },
+            PassageError::Empty => Self::EmptyDocument {
+                name: name.to_owned(),
+            },
+            PassageError::Embed(e) => Self::Embed(e),
+        }
+    }
 }
 
 /// `Result` with this crate's [`Error`].

@@ -11,8 +11,10 @@
 //!   runs the LLM, executes its function calls and follows heartbeats.
 //! * [`context`]: [`MainContext`], exactly what the LLM sees, and [`ContextStats`].
 //! * [`memory`]: working context, labelled [`MemoryBlock`]s with character limits.
-//! * [`queue`]: the FIFO queue and page replacement: [`EvictionPolicy`], [`PaperPolicy`],
-//!   [`QueueManager`].
+//! * [`queue`]: the FIFO queue and page-replacement decisions: [`EvictionPolicy`],
+//!   [`PaperPolicy`], [`QueueManager`].
+//! * [`paging`]: the [`Pager`](paging::Pager), which carries those decisions out on main
+//!   context and folds evicted messages into the recursive summary.
 //! * [`summarizer`]: the recursive summary of evicted messages.
 //! * [`function`]: functions the LLM calls, defined with [`memgpt_fn`]; the registry and the
 //!   [`ToolContext`](function::ToolContext) they run with. [`builtin`] holds MemGPT's own.
@@ -48,6 +50,8 @@ mod indexing;
 pub mod llm;
 pub mod memory;
 pub mod message;
+pub mod paging;
+mod passages;
 pub mod queue;
 pub mod retrieval;
 pub mod store;

@@ -16,7 +16,7 @@ use sqlx::{PgConnection, Postgres};
 use tracing::{debug, info, warn};
 
 use super::documents::{builder_for, count_documents, passage_search_text};
-use super::{PgStore, SPACE_LOCK, Space, agent_lock_key, read_space};
+use super::{PgStore, SPACE_LOCK, agent_lock_key, read_space};
 use crate::codec::db;
 
 #[async_trait]
@@ -120,16 +120,8 @@ impl AgentStore for PgStore {
                 .fetch_optional(&mut *tx)
                 .await
                 .map_err(|e| db("reading an agent's version", e))?;
-        let current = current.ok_or(StoreError::AgentNotFound(id))? as u64;
-        let expected = commit.state.version.saturating_sub(1);
-        if current != expected || commit.state.version == 0 {
-            return Err(StoreError::Conflict {
-                agent: id,
-                expected,
-                found: current,
-            });
-        }
-        let embeddings = crate::codec::commit_embeddings(commit);
+        commit.check_version(current.ok_or(StoreError::AgentNotFound(id))? as u64)?;
+        let embeddings: Vec<&Embedding> = commit.embeddings().collect();
         let space = self.check_embeddings(&mut tx, &embeddings).await?;
         if !commit.messages.is_empty() {
             let mut builder = builder_for(&mut tx, id).await?;
@@ -217,10 +209,7 @@ impl AgentStore for PgStore {
     }
 
     async fn embedding_space(&self) -> Result<Option<EmbeddingSpace>, StoreError> {
-        Ok(self.space().await?.map(|space| EmbeddingSpace {
-            model: space.model,
-            dimension: space.dimension,
-        }))
+        self.space().await
     }
 
     async fn lock_agent(&self, id: AgentId) -> Result<Box<dyn AgentLease>, StoreError> {
@@ -259,7 +248,7 @@ impl PgStore {
         &self,
         tx: &mut PgConnection,
         embeddings: &[&Embedding],
-    ) -> Result<Option<Space>, StoreError> {
+    ) -> Result<Option<EmbeddingSpace>, StoreError> {
         let Some(first) = embeddings.first() else {
             return Ok(None);
         };
@@ -285,7 +274,7 @@ impl PgStore {
             }
         };
         for embedding in embeddings {
-            check_space(&space, embedding)?;
+            space.check(embedding)?;
         }
         Ok(Some(space))
     }
@@ -293,8 +282,8 @@ impl PgStore {
 
 /// Records `first`'s model and dimension as the store's space and creates the HNSW index over
 /// vectors of that dimension (the caller holds [`SPACE_LOCK`] in this transaction).
-async fn fix_space(tx: &mut PgConnection, first: &Embedding) -> Result<Space, StoreError> {
-    let space = Space {
+async fn fix_space(tx: &mut PgConnection, first: &Embedding) -> Result<EmbeddingSpace, StoreError> {
+    let space = EmbeddingSpace {
         model: first.model.clone(),
         dimension: first.dimension(),
     };
@@ -335,19 +324,6 @@ pub(super) async fn create_vector_indexes(
         .execute(&mut *tx)
         .await
         .map_err(|e| db("creating an HNSW index", e))?;
-    }
-    Ok(())
-}
-
-/// The error for an embedding outside the store's space.
-pub(super) fn check_space(space: &Space, embedding: &Embedding) -> Result<(), StoreError> {
-    if embedding.model != space.model || embedding.dimension() != space.dimension {
-        return Err(StoreError::EmbeddingMismatch {
-            expected_model: space.model.clone(),
-            expected_dimension: space.dimension,
-            found_model: embedding.model.clone(),
-            found_dimension: embedding.dimension(),
-        });
     }
     Ok(())
 }
@@ -465,7 +441,7 @@ async fn insert_message_embeddings(
 async fn insert_passages(
     tx: &mut PgConnection,
     passages: &[Passage],
-    space: Option<&Space>,
+    space: Option<&EmbeddingSpace>,
 ) -> Result<(), StoreError> {
     if passages.is_empty() {
         return Ok(());

@@ -6,22 +6,22 @@ use async_trait::async_trait;
 use memgpt_core::embed::Embedding;
 use memgpt_core::ids::{AgentId, PassageId};
 use memgpt_core::store::{
-    ArchivalQuery, ArchivalStore, Hit, Page, Passage, SearchMode, SearchPage, StoreError,
+    ArchivalQuery, ArchivalStore, EmbeddingSpace, Page, Passage, SearchMode, SearchPage, StoreError,
 };
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use sqlx::{PgConnection, Row};
 
-use super::agents::check_space;
 use memgpt_core::retrieval::{RRF_K, reciprocal_rank_fusion};
 
-use super::{MAX_EF_SEARCH, PgStore, Space, ts_query};
+use super::{MAX_EF_SEARCH, PgStore, ts_query};
 use crate::codec::{corrupt, db};
+use crate::pages;
 
 const PASSAGE_COLUMNS: &str =
     "p.seq, p.id, p.agent_id, p.text, p.embedding::real[] AS embedding, p.metadata, p.created_at";
 
-fn passage_from_row(row: &PgRow, space: Option<&Space>) -> Result<Passage, StoreError> {
+fn passage_from_row(row: &PgRow, space: Option<&EmbeddingSpace>) -> Result<Passage, StoreError> {
     let get_err = |e: sqlx::Error| db("reading a passage", e);
     let vector: Option<Vec<f32>> = row.try_get("embedding").map_err(get_err)?;
     let embedding = match vector {
@@ -144,7 +144,7 @@ impl PgStore {
         &self,
         agent: AgentId,
         query: &[f32],
-        space: &Space,
+        space: &EmbeddingSpace,
         filter: &ArchivalQuery,
         limit: usize,
     ) -> Result<(Vec<(f32, i64)>, usize), StoreError> {
@@ -320,19 +320,10 @@ impl PgStore {
         page: Page,
         total: usize,
     ) -> Result<SearchPage<Passage>, StoreError> {
-        let ranked = page.slice(ranked);
-        let scores: HashMap<i64, f32> = ranked.iter().map(|(score, seq)| (*seq, *score)).collect();
-        let seqs: Vec<i64> = ranked.iter().map(|(_, seq)| *seq).collect();
-        let hits = self
-            .passages_by_seq(agent, &seqs)
-            .await?
-            .into_iter()
-            .map(|(seq, item)| Hit {
-                score: scores.get(&seq).copied().unwrap_or_default(),
-                item,
-            })
-            .collect();
-        Ok(SearchPage { hits, page, total })
+        pages::ranked(ranked, page, total, |seqs| async move {
+            self.passages_by_seq(agent, &seqs).await
+        })
+        .await
     }
 
     async fn text_page(
@@ -387,7 +378,7 @@ impl ArchivalStore for PgStore {
     ) -> Result<SearchPage<Passage>, StoreError> {
         let space = self.space().await?;
         if let (Some(embedding), Some(space)) = (&query.embedding, &space) {
-            check_space(space, embedding)?;
+            space.check(embedding)?;
         }
         let depth = query.page.depth();
         match (query.mode, &query.embedding) {
@@ -480,33 +471,22 @@ impl ArchivalStore for PgStore {
         page: Page,
     ) -> Result<SearchPage<Passage>, StoreError> {
         let total = self.count_passages(agent).await? as usize;
-        if total == 0 || page.offset() >= total {
-            return Ok(SearchPage {
-                hits: Vec::new(),
-                page,
-                total,
-            });
-        }
-        let space = self.space().await?;
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = $1 ORDER BY p.seq LIMIT $2 OFFSET $3"
-        )))
-        .bind(agent.as_uuid())
-        .bind(page.size.min(i64::MAX as usize) as i64)
-        .bind(page.offset().min(i64::MAX as usize) as i64)
-        .fetch_all(&self.pool)
+        pages::listing(page, total, |limit, offset| async move {
+            let space = self.space().await?;
+            let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT {PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = $1 ORDER BY p.seq LIMIT $2 OFFSET $3"
+            )))
+            .bind(agent.as_uuid())
+            .bind(limit)
+            .bind(offset)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| db("listing passages", e))?;
+            rows.iter()
+                .map(|row| passage_from_row(row, space.as_ref()))
+                .collect()
+        })
         .await
-        .map_err(|e| db("listing passages", e))?;
-        let hits = rows
-            .iter()
-            .map(|row| {
-                Ok(Hit {
-                    item: passage_from_row(row, space.as_ref())?,
-                    score: 0.0,
-                })
-            })
-            .collect::<Result<_, StoreError>>()?;
-        Ok(SearchPage { hits, page, total })
     }
 
     async fn count_passages(&self, agent: AgentId) -> Result<u64, StoreError> {

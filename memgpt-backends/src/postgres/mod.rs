@@ -29,7 +29,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::OnceLock;
 
-use memgpt_core::store::StoreError;
+use memgpt_core::store::{EmbeddingSpace, StoreError};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Connection, Executor, PgConnection};
 use tracing::{debug, info};
@@ -171,13 +171,6 @@ fn percent_decode(value: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The store's embedding space: every vector has this model and dimension.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Space {
-    pub(crate) model: String,
-    pub(crate) dimension: usize,
-}
-
 /// [`PgOptions::ef_search`] unless the URL says otherwise.
 const DEFAULT_EF_SEARCH: usize = 100;
 
@@ -202,7 +195,7 @@ pub struct PgStore {
     locks: PgPool,
     schema: String,
     /// Known once the first embedded passage is committed; never changes after.
-    space: OnceLock<Space>,
+    space: OnceLock<EmbeddingSpace>,
     /// [`PgOptions::ef_search`].
     ef_search: usize,
 }
@@ -312,12 +305,12 @@ impl PgStore {
     }
 
     /// The store's embedding space if this handle already knows it.
-    pub(crate) fn known_space(&self) -> Option<Space> {
+    pub(crate) fn known_space(&self) -> Option<EmbeddingSpace> {
         self.space.get().cloned()
     }
 
     /// The store's embedding space, once fixed.
-    pub(crate) async fn space(&self) -> Result<Option<Space>, StoreError> {
+    pub(crate) async fn space(&self) -> Result<Option<EmbeddingSpace>, StoreError> {
         if let Some(space) = self.known_space() {
             return Ok(Some(space));
         }
@@ -334,7 +327,7 @@ impl PgStore {
     }
 
     /// Remembers the embedding space a committed transaction fixed or confirmed.
-    pub(crate) fn remember_space(&self, space: Space) {
+    pub(crate) fn remember_space(&self, space: EmbeddingSpace) {
         let _ = self.space.set(space);
     }
 }
@@ -488,11 +481,11 @@ async fn meta<'e, E: sqlx::PgExecutor<'e>>(
 }
 
 /// The embedding space recorded in `memgpt_meta`, if any.
-async fn read_space(conn: &mut PgConnection) -> Result<Option<Space>, StoreError> {
+async fn read_space(conn: &mut PgConnection) -> Result<Option<EmbeddingSpace>, StoreError> {
     let model = meta(&mut *conn, "embedding_model").await?;
     let dimension = meta(&mut *conn, "embedding_dimension").await?;
     Ok(match (model, dimension) {
-        (Some(model), Some(dimension)) => Some(Space {
+        (Some(model), Some(dimension)) => Some(EmbeddingSpace {
             model,
             dimension: dimension
                 .parse()

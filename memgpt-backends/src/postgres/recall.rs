@@ -9,7 +9,7 @@ use memgpt_core::embed::Embedding;
 use memgpt_core::ids::{AgentId, MessageId};
 use memgpt_core::message::{Message, MessageKind, ToolCall};
 use memgpt_core::retrieval::{CandidateKey, RecallCandidate, TextCandidates};
-use memgpt_core::store::{Hit, RecallQuery, RecallStore, SearchPage, StoreError};
+use memgpt_core::store::{RecallQuery, RecallStore, SearchPage, StoreError};
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use sqlx::{Postgres, QueryBuilder, Row};
@@ -17,6 +17,7 @@ use sqlx::{Postgres, QueryBuilder, Row};
 use super::PgStore;
 use super::documents::{statistics, terms_tsquery};
 use crate::codec::{corrupt, db};
+use crate::pages::{self, sql_int};
 
 pub(crate) const MESSAGE_COLUMNS: &str =
     "m.id, m.agent_id, m.kind, m.text, m.tool_calls, m.tool_call_id, m.name, m.created_at";
@@ -52,19 +53,6 @@ fn push_filters(sql: &mut QueryBuilder<Postgres>, query: &RecallQuery) {
     }
 }
 
-/// A page's `LIMIT` and `OFFSET`.
-fn push_page(sql: &mut QueryBuilder<Postgres>, query: &RecallQuery) {
-    sql.push(" LIMIT ")
-        .push_bind(sql_int(query.page.size))
-        .push(" OFFSET ")
-        .push_bind(sql_int(query.page.offset()));
-}
-
-/// A count as PostgreSQL's `bigint` (saturating).
-fn sql_int(n: usize) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
 impl PgStore {
     async fn list_chronological(
         &self,
@@ -80,39 +68,28 @@ impl PgStore {
             .fetch_one(&self.pool)
             .await
             .map_err(|e| db("listing recall storage", e))?;
-        if total == 0 || query.page.offset() >= total as usize {
-            return Ok(SearchPage {
-                hits: Vec::new(),
-                page: query.page,
-                total: total as usize,
-            });
-        }
-        let mut sql = QueryBuilder::<Postgres>::new(format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = "
-        ));
-        sql.push_bind(*agent.as_uuid());
-        push_filters(&mut sql, query);
-        sql.push(" ORDER BY m.created_at, m.seq");
-        push_page(&mut sql, query);
-        let rows = sql
-            .build()
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| db("listing recall storage", e))?;
-        let hits = rows
-            .iter()
-            .map(|row| {
-                Ok(Hit {
-                    item: message_from_row(row)?,
-                    score: 0.0,
-                })
-            })
-            .collect::<Result<_, StoreError>>()?;
-        Ok(SearchPage {
-            hits,
-            page: query.page,
-            total: total as usize,
-        })
+        pages::listing(
+            query.page,
+            total.max(0) as usize,
+            |limit, offset| async move {
+                let mut sql = QueryBuilder::<Postgres>::new(format!(
+                    "SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = "
+                ));
+                sql.push_bind(*agent.as_uuid());
+                push_filters(&mut sql, query);
+                sql.push(" ORDER BY m.created_at, m.seq LIMIT ")
+                    .push_bind(limit)
+                    .push(" OFFSET ")
+                    .push_bind(offset);
+                let rows = sql
+                    .build()
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(|e| db("listing recall storage", e))?;
+                rows.iter().map(message_from_row).collect()
+            },
+        )
+        .await
     }
 }
 
@@ -169,7 +146,7 @@ impl RecallStore for PgStore {
         let Some(space) = self.space().await? else {
             return Ok(Vec::new());
         };
-        super::agents::check_space(&space, embedding)?;
+        space.check(embedding)?;
         if limit == 0 || embedding.vector.iter().all(|x| *x == 0.0) {
             // A zero vector is equally (un)similar to everything; similarity cannot rank.
             return Ok(Vec::new());

@@ -148,16 +148,8 @@ impl AgentStore for SqliteStore {
             .fetch_optional(&mut *tx)
             .await
             .map_err(|e| db("reading an agent's version", e))?;
-        let current = current.ok_or(StoreError::AgentNotFound(id))? as u64;
-        let expected = commit.state.version.saturating_sub(1);
-        if current != expected || commit.state.version == 0 {
-            return Err(StoreError::Conflict {
-                agent: id,
-                expected,
-                found: current,
-            });
-        }
-        let embeddings = crate::codec::commit_embeddings(commit);
+        commit.check_version(current.ok_or(StoreError::AgentNotFound(id))? as u64)?;
+        let embeddings: Vec<&Embedding> = commit.embeddings().collect();
         let space = fix_space(&mut tx, &embeddings).await?;
         let token = agent_token(id);
         if !commit.messages.is_empty() {
@@ -237,31 +229,26 @@ async fn fix_space(
     tx: &mut SqliteConnection,
     embeddings: &[&Embedding],
 ) -> Result<Option<EmbeddingSpace>, StoreError> {
-    let Some(first) = embeddings.first() else {
+    if embeddings.is_empty() {
         return Ok(None);
-    };
-    let space = match embedding_space(&mut *tx).await? {
-        Some(space) => space,
-        None => {
-            let space = EmbeddingSpace::of(first);
-            for (key, value) in [
-                ("embedding_model", space.model.clone()),
-                ("embedding_dimension", space.dimension.to_string()),
-            ] {
-                sqlx::query("INSERT INTO memgpt_meta (key, value) VALUES (?, ?)")
-                    .bind(key)
-                    .bind(value)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(|e| db("recording the embedding model", e))?;
-            }
-            space
-        }
-    };
-    for embedding in embeddings {
-        space.check(embedding)?;
     }
-    Ok(Some(space))
+    let stored = embedding_space(&mut *tx).await?;
+    let first_ever = stored.is_none();
+    let space = EmbeddingSpace::settle(stored, embeddings.iter().copied())?;
+    if let (true, Some(space)) = (first_ever, &space) {
+        for (key, value) in [
+            ("embedding_model", space.model.clone()),
+            ("embedding_dimension", space.dimension.to_string()),
+        ] {
+            sqlx::query("INSERT INTO memgpt_meta (key, value) VALUES (?, ?)")
+                .bind(key)
+                .bind(value)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| db("recording the embedding model", e))?;
+        }
+    }
+    Ok(space)
 }
 
 /// Appends a message with its search document; returns the document's length.

@@ -7,18 +7,17 @@ use memgpt_core::embed::Embedding;
 use memgpt_core::ids::{AgentId, PassageId};
 use memgpt_core::retrieval::{RRF_K, reciprocal_rank_fusion};
 use memgpt_core::store::{
-    ArchivalQuery, ArchivalStore, EmbeddingSpace, Hit, Page, Passage, SearchMode, SearchPage,
-    StoreError,
+    ArchivalQuery, ArchivalStore, EmbeddingSpace, Page, Passage, SearchMode, SearchPage, StoreError,
 };
 use sqlx::sqlite::SqliteRow;
 use sqlx::{QueryBuilder, Row, Sqlite};
 
 use super::SqliteStore;
 use super::agents::agent_token;
-use super::recall::sql_int;
 use crate::codec::{
     blob_to_vector, blob_to_vector_into, corrupt, db, from_micros, fts5_query, micros,
 };
+use crate::pages::{self, sql_int};
 use crate::vector::{TopK, cosine_to_unit, normalized};
 
 const PASSAGE_COLUMNS: &str =
@@ -77,6 +76,7 @@ fn push_passage_filters(sql: &mut QueryBuilder<Sqlite>, agent: AgentId, query: &
 }
 
 /// Whether a query filters passages at all.
+#[cfg(feature = "usearch")]
 fn is_filtered(query: &ArchivalQuery) -> bool {
     !query.tags.is_empty() || !query.range.is_unbounded()
 }
@@ -200,6 +200,7 @@ impl SqliteStore {
     }
 
     /// How many embedded passages of `agent` the filter admits.
+    #[cfg(feature = "usearch")]
     async fn count_embedded(
         &self,
         agent: AgentId,
@@ -268,19 +269,10 @@ impl SqliteStore {
         page: Page,
         total: usize,
     ) -> Result<SearchPage<Passage>, StoreError> {
-        let ranked = page.slice(ranked);
-        let scores: HashMap<i64, f32> = ranked.iter().map(|(score, seq)| (*seq, *score)).collect();
-        let seqs: Vec<i64> = ranked.iter().map(|(_, seq)| *seq).collect();
-        let hits = self
-            .passages_by_seq(&seqs)
-            .await?
-            .into_iter()
-            .map(|(seq, item)| Hit {
-                score: scores.get(&seq).copied().unwrap_or_default(),
-                item,
-            })
-            .collect();
-        Ok(SearchPage { hits, page, total })
+        pages::ranked(ranked, page, total, |seqs| async move {
+            self.passages_by_seq(&seqs).await
+        })
+        .await
     }
 }
 
@@ -379,34 +371,23 @@ impl ArchivalStore for SqliteStore {
         agent: AgentId,
         page: Page,
     ) -> Result<SearchPage<Passage>, StoreError> {
-        let space = self.space().await?;
         let total = self.count_passages(agent).await? as usize;
-        if page.offset() >= total {
-            return Ok(SearchPage {
-                hits: Vec::new(),
-                page,
-                total,
-            });
-        }
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = ? ORDER BY p.seq LIMIT ? OFFSET ?"
-        )))
-        .bind(agent.as_uuid())
-        .bind(sql_int(page.size))
-        .bind(sql_int(page.offset()))
-        .fetch_all(&self.pool)
+        pages::listing(page, total, |limit, offset| async move {
+            let space = self.space().await?;
+            let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT {PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = ? ORDER BY p.seq LIMIT ? OFFSET ?"
+            )))
+            .bind(agent.as_uuid())
+            .bind(limit)
+            .bind(offset)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| db("listing passages", e))?;
+            rows.iter()
+                .map(|row| passage_from_row(row, space.as_ref()))
+                .collect()
+        })
         .await
-        .map_err(|e| db("listing passages", e))?;
-        let hits = rows
-            .iter()
-            .map(|row| {
-                Ok(Hit {
-                    item: passage_from_row(row, space.as_ref())?,
-                    score: 0.0,
-                })
-            })
-            .collect::<Result<_, StoreError>>()?;
-        Ok(SearchPage { hits, page, total })
     }
 
     async fn count_passages(&self, agent: AgentId) -> Result<u64, StoreError> {

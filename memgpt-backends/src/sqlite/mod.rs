@@ -16,8 +16,17 @@ mod agents;
 mod archival;
 mod documents;
 mod recall;
+#[cfg(feature = "tantivy")]
+mod tantivy_recall;
+#[cfg(feature = "usearch")]
+mod usearch_index;
 
+#[cfg(feature = "usearch")]
 pub(crate) use recall::push_filters as push_recall_filters;
+#[cfg(feature = "tantivy")]
+pub use tantivy_recall::TantivyRecall;
+#[cfg(feature = "usearch")]
+pub use usearch_index::{Quantization, UsearchIndexes, UsearchOptions};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -53,7 +62,7 @@ pub enum VectorIndex {
     /// usearch HNSW indexes in `archival.usearch/` (passages) and `recall.usearch/` (message
     /// embeddings) next to the database.
     #[cfg(feature = "usearch")]
-    Usearch(crate::usearch_index::UsearchOptions),
+    Usearch(usearch_index::UsearchOptions),
 }
 
 /// Where and how to open an [`SqliteStore`].
@@ -108,12 +117,12 @@ pub struct SqliteStore {
     pool: SqlitePool,
     dir: PathBuf,
     #[cfg(feature = "tantivy")]
-    tantivy: Option<crate::tantivy_recall::TantivyRecall>,
+    tantivy: Option<tantivy_recall::TantivyRecall>,
     #[cfg(feature = "usearch")]
-    usearch: Option<crate::usearch_index::UsearchIndexes>,
+    usearch: Option<usearch_index::UsearchIndexes>,
     /// HNSW indexes of the message embeddings (with `vectors=usearch`).
     #[cfg(feature = "usearch")]
-    recall_vectors: Option<crate::usearch_index::UsearchIndexes>,
+    recall_vectors: Option<usearch_index::UsearchIndexes>,
     /// The store's embedding space, once fixed (it never changes afterwards).
     space: std::sync::OnceLock<EmbeddingSpace>,
     /// Rows committed since the derived indexes last caught up.
@@ -176,34 +185,27 @@ impl SqliteStore {
             #[cfg(feature = "tantivy")]
             tantivy: match options.recall {
                 RecallIndex::Tantivy => Some(
-                    crate::tantivy_recall::TantivyRecall::open(
-                        &options.dir.join("recall.tantivy"),
-                        &pool,
-                    )
-                    .await?,
+                    tantivy_recall::TantivyRecall::open(&options.dir.join("recall.tantivy"), &pool)
+                        .await?,
                 ),
                 RecallIndex::Fts5 => None,
             },
             #[cfg(feature = "usearch")]
             usearch: match &options.vectors {
-                VectorIndex::Usearch(usearch_options) => {
-                    Some(crate::usearch_index::UsearchIndexes::open(
-                        &options.dir.join("archival.usearch"),
-                        crate::usearch_index::VectorSource::Passages,
-                        usearch_options.clone(),
-                    )?)
-                }
+                VectorIndex::Usearch(usearch_options) => Some(usearch_index::UsearchIndexes::open(
+                    &options.dir.join("archival.usearch"),
+                    usearch_index::VectorSource::Passages,
+                    usearch_options.clone(),
+                )?),
                 VectorIndex::Exact => None,
             },
             #[cfg(feature = "usearch")]
             recall_vectors: match &options.vectors {
-                VectorIndex::Usearch(usearch_options) => {
-                    Some(crate::usearch_index::UsearchIndexes::open(
-                        &options.dir.join("recall.usearch"),
-                        crate::usearch_index::VectorSource::Messages,
-                        usearch_options.clone(),
-                    )?)
-                }
+                VectorIndex::Usearch(usearch_options) => Some(usearch_index::UsearchIndexes::open(
+                    &options.dir.join("recall.usearch"),
+                    usearch_index::VectorSource::Messages,
+                    usearch_options.clone(),
+                )?),
                 VectorIndex::Exact => None,
             },
             pool,

@@ -8,7 +8,7 @@ use memgpt_core::embed::Embedding;
 use memgpt_core::ids::{AgentId, MessageId};
 use memgpt_core::message::{Message, MessageKind, ToolCall};
 use memgpt_core::retrieval::{CandidateKey, RecallCandidate, TextCandidates};
-use memgpt_core::store::{Hit, RecallQuery, RecallStore, SearchPage, StoreError};
+use memgpt_core::store::{RecallQuery, RecallStore, SearchPage, StoreError};
 use sqlx::sqlite::SqliteRow;
 use sqlx::{QueryBuilder, Row, Sqlite};
 
@@ -17,6 +17,7 @@ use super::agents::agent_token;
 use crate::codec::{
     blob_to_vector, blob_to_vector_into, corrupt, db, from_micros, fts5_terms_query, micros,
 };
+use crate::pages::{self, sql_int};
 use crate::vector::{TopK, cosine_to_unit, normalized};
 
 pub(crate) const MESSAGE_COLUMNS: &str =
@@ -62,11 +63,6 @@ pub(crate) fn push_filters(sql: &mut QueryBuilder<Sqlite>, query: &RecallQuery) 
     if let Some(end) = query.range.end {
         sql.push(" AND m.created_at < ").push_bind(micros(end));
     }
-}
-
-/// A count or offset as SQLite's 64-bit integer (saturating).
-pub(crate) fn sql_int(n: usize) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 impl SqliteStore {
@@ -159,42 +155,28 @@ impl SqliteStore {
             .fetch_one(&self.pool)
             .await
             .map_err(|e| db("listing recall storage", e))?;
-        let total = total.max(0) as usize;
-        if query.page.offset() >= total {
-            return Ok(SearchPage {
-                hits: Vec::new(),
-                page: query.page,
-                total,
-            });
-        }
-        let mut sql = QueryBuilder::<Sqlite>::new(format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = "
-        ));
-        sql.push_bind(*agent.as_uuid());
-        push_filters(&mut sql, query);
-        sql.push(" ORDER BY m.created_at, m.seq LIMIT ")
-            .push_bind(sql_int(query.page.size))
-            .push(" OFFSET ")
-            .push_bind(sql_int(query.page.offset()));
-        let rows = sql
-            .build()
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| db("listing recall storage", e))?;
-        let hits = rows
-            .iter()
-            .map(|row| {
-                Ok(Hit {
-                    item: message_from_row(row)?,
-                    score: 0.0,
-                })
-            })
-            .collect::<Result<_, StoreError>>()?;
-        Ok(SearchPage {
-            hits,
-            page: query.page,
-            total,
-        })
+        pages::listing(
+            query.page,
+            total.max(0) as usize,
+            |limit, offset| async move {
+                let mut sql = QueryBuilder::<Sqlite>::new(format!(
+                    "SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = "
+                ));
+                sql.push_bind(*agent.as_uuid());
+                push_filters(&mut sql, query);
+                sql.push(" ORDER BY m.created_at, m.seq LIMIT ")
+                    .push_bind(limit)
+                    .push(" OFFSET ")
+                    .push_bind(offset);
+                let rows = sql
+                    .build()
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(|e| db("listing recall storage", e))?;
+                rows.iter().map(message_from_row).collect()
+            },
+        )
+        .await
     }
 }
 

@@ -406,6 +406,7 @@ impl AgentBuilder {
             page_size: state.config.page_size,
             archival_search: state.config.archival_search,
             passage_tokens: state.config.passage_tokens,
+            max_document_bytes: state.config.max_document_bytes,
             recall_ranking: state.config.recall_ranking,
         };
         let runtime = Runtime {

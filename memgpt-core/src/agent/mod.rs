@@ -26,10 +26,11 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+pub use crate::paging::FlushRecord;
 pub use builder::AgentBuilder;
 pub use config::{AgentConfig, DEFAULT_COMPLETION_RESERVE};
 pub use event::{Event, EventKind};
-pub use record::{FlushRecord, StepRecord, StepTimings, StopReason, ToolCallRecord};
+pub use record::{StepRecord, StepTimings, StopReason, ToolCallRecord};
 
 use crate::context::{ContextStats, MainContext, MemoryCounts};
 use crate::embed::Embedder;
@@ -39,6 +40,7 @@ use crate::ids::{AgentId, MessageId, PassageId};
 use crate::llm::{ChatMessage, ChatRequest, LlmProvider};
 use crate::memory::{MemoryError, WorkingContext};
 use crate::message::Message;
+use crate::passages::PassageWriter;
 use crate::queue::QueueManager;
 use crate::store::{AgentState, Commit, MessageEmbedding, Storage, Summary};
 use crate::summarizer::Summarizer;
@@ -248,6 +250,16 @@ impl Agent {
         Ok(value)
     }
 
+    /// How this agent turns text into archival passages.
+    pub(crate) fn passage_writer(&self) -> PassageWriter<'_> {
+        PassageWriter {
+            counter: self.rt.counter.as_ref(),
+            embedder: self.rt.embedder.as_deref(),
+            passage_tokens: self.rt.settings.passage_tokens,
+            max_bytes: self.state.config.max_document_bytes,
+        }
+    }
+
     /// Stores text in archival storage outside any step (split into passages and embedded as
     /// the `archival_memory_insert` function would) and commits it. Empty text, or text over
     /// [`AgentConfig::max_document_bytes`], is refused.
@@ -257,33 +269,12 @@ impl Agent {
         metadata: serde_json::Map<String, serde_json::Value>,
     ) -> Result<Vec<PassageId>> {
         self.sync_with_store().await?;
-        let limit = self.state.config.max_document_bytes;
-        if text.len() > limit {
-            return Err(Error::DocumentTooLarge {
-                name: "archival insert".to_owned(),
-                bytes: text.len(),
-                limit,
-            });
-        }
         let now = self.rt.clock.now();
-        let chunks = crate::chunk::chunk_text(
-            text,
-            self.rt.settings.passage_tokens,
-            self.rt.counter.as_ref(),
-        );
-        if chunks.is_empty() {
-            return Err(Error::EmptyDocument {
-                name: "archival insert".to_owned(),
-            });
-        }
-        let passages = crate::function::build_passages(
-            self.id(),
-            chunks,
-            metadata,
-            self.rt.embedder.as_deref(),
-            now,
-        )
-        .await?;
+        let passages = self
+            .passage_writer()
+            .write(self.id(), text, metadata, false, now)
+            .await
+            .map_err(|e| Error::from_passages("archival insert", e))?;
         let ids = passages.iter().map(|p| p.id).collect();
         let guard = Rollback::new(self);
         guard

@@ -6,6 +6,7 @@ use crate::context::ContextStats;
 use crate::ids::AgentId;
 use crate::llm::Usage;
 use crate::message::Message;
+use crate::paging::FlushRecord;
 
 /// Why a step ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,24 +53,6 @@ pub struct ToolCallRecord {
     /// How long it ran.
     #[serde(with = "secs")]
     pub duration: Duration,
-}
-
-/// One flush of the FIFO queue.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FlushRecord {
-    /// Messages evicted (still in recall storage).
-    pub evicted_messages: usize,
-    /// Tokens freed.
-    pub evicted_tokens: usize,
-    /// Whether the recursive summary was rewritten (false: the summarizer failed and the old
-    /// summary was kept).
-    pub summary_updated: bool,
-    /// Whether it was forced by a provider context-overflow error.
-    pub forced: bool,
-    /// Prompt tokens before and after.
-    pub tokens_before: usize,
-    /// Prompt tokens after.
-    pub tokens_after: usize,
 }
 
 /// Where a step's time went.

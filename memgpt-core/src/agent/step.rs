@@ -12,17 +12,16 @@ use serde_json::Value;
 use tracing::{Instrument, debug, info_span, warn};
 
 use super::{
-    Agent, Event, EventKind, FlushRecord, Rollback, StepRecord, StepTimings, StopReason,
-    ToolCallRecord,
+    Agent, Event, EventKind, Rollback, StepRecord, StepTimings, StopReason, ToolCallRecord,
 };
-use crate::chunk::chunk_text;
 use crate::error::{Error, Result};
-use crate::function::{BoxFuture, StepWrites, ToolContext, ToolReturn, build_passages};
+use crate::function::{BoxFuture, StepWrites, ToolContext, ToolReturn};
 use crate::ids::MessageId;
 use crate::llm::Usage;
 use crate::message::{Message, MessageKind, ToolCall};
+use crate::paging::{FlushRecord, Pager};
 use crate::queue::Pressure;
-use crate::store::{Page, RecallQuery, Summary};
+use crate::store::{Page, RecallQuery};
 use crate::time::{Clock, format_time};
 
 /// The heartbeat after a function requested one.
@@ -134,15 +133,16 @@ impl Agent {
             self.relieve_pressure(&mut run, &protected).await;
             let request = self.request();
             let started = Instant::now();
-            let result = if self.rt.manager.policy().wants_attention() {
+            let pager = Self::pager(&self.rt);
+            let result = if pager.wants_attention() {
                 match self.rt.provider.complete_with_attention(&request).await {
                     Ok((response, weights)) => {
-                        if let Some(weights) = weights
-                            && weights.len() == request.messages.len()
-                        {
-                            let queued = self.context.queue().len();
-                            let tail = &weights[weights.len().saturating_sub(queued)..];
-                            self.context.queue_mut().add_attention(tail);
+                        if let Some(weights) = weights {
+                            pager.observe_attention(
+                                &mut self.context,
+                                &weights,
+                                request.messages.len(),
+                            );
                         }
                         Ok(response)
                     }
@@ -257,29 +257,13 @@ impl Agent {
                 Message::new(id, MessageKind::Login, text, now)
             }
             EventKind::DocumentUpload { name, text } => {
-                let limit = self.state.config.max_document_bytes;
-                if text.len() > limit {
-                    return Err(Error::DocumentTooLarge {
-                        name: name.clone(),
-                        bytes: text.len(),
-                        limit,
-                    });
-                }
-                let chunks = chunk_text(
-                    text,
-                    self.rt.settings.passage_tokens,
-                    self.rt.counter.as_ref(),
-                );
-                if chunks.is_empty() {
-                    return Err(Error::EmptyDocument { name: name.clone() });
-                }
                 let mut metadata = serde_json::Map::new();
                 metadata.insert("source".into(), Value::String(name.clone()));
-                let mut passages =
-                    build_passages(id, chunks, metadata, self.rt.embedder.as_deref(), now).await?;
-                for (i, passage) in passages.iter_mut().enumerate() {
-                    passage.metadata.insert("chunk".into(), Value::from(i));
-                }
+                let passages = self
+                    .passage_writer()
+                    .write(id, text, metadata, true, now)
+                    .await
+                    .map_err(|e| Error::from_passages(name, e))?;
                 let count = passages.len();
                 run.writes.passages.extend(passages);
                 self.sync_archival_count(run);
@@ -351,26 +335,26 @@ impl Agent {
         self.context.set_counts(counts);
     }
 
+    /// The pager for this agent's parts.
+    fn pager(rt: &super::Runtime) -> Pager<'_> {
+        Pager::new(&rt.manager, rt.summarizer.as_ref(), rt.embedder.as_deref())
+    }
+
     /// Warns once at the policy's warning level; flushes at its flush level.
     async fn relieve_pressure(&mut self, run: &mut StepRun, protected: &[MessageId]) {
-        let stats = self.context.stats();
-        let fixed = stats.total_tokens - stats.queue_tokens;
-        match self
-            .rt
-            .manager
-            .pressure(self.context.queue(), stats.window, fixed)
-        {
+        match Self::pager(&self.rt).pressure(&self.context) {
             Pressure::Flush => self.flush(run, protected, false).await,
             Pressure::Warn if !self.state.pressure_warned => {
                 self.state.pressure_warned = true;
                 run.pressure_warning = true;
+                let fraction = self.context.stats().fraction;
                 let text = format!(
                     "Memory pressure: your context is {:.0}% full. Older messages will soon be evicted: a summary is \
                      kept and the conversation stays searchable, but save anything you will need (including function \
                      results) to core memory or archival memory now.",
-                    stats.fraction * 100.0
+                    fraction * 100.0
                 );
-                debug!(fraction = stats.fraction, "memory-pressure warning");
+                debug!(fraction, "memory-pressure warning");
                 let now = run.now(self.rt.clock.as_ref());
                 self.push(
                     run,
@@ -381,111 +365,17 @@ impl Agent {
         }
     }
 
-    /// For a policy that asks for it (and an agent with an embedder): each queued message's
-    /// cosine similarity to the observation window (the latest messages), into the queue.
-    /// Embedding failures leave relevance unmeasured; the flush goes on.
-    async fn measure_relevance(&mut self) {
-        let (Some(window), Some(embedder)) = (
-            self.rt.manager.policy().relevance_window(),
-            self.rt.embedder.clone(),
-        ) else {
-            return;
-        };
-        let queue = self.context.queue();
-        let n = queue.len();
-        if n <= window {
-            return;
-        }
-        let text = |i: usize| {
-            queue
-                .get(i)
-                .map(|e| e.message().text.clone())
-                .unwrap_or_default()
-        };
-        let observation = (n - window..n).map(text).collect::<Vec<_>>().join("\n");
-        let mut texts = vec![observation];
-        texts.extend((0..n - window).map(text));
-        match embedder.embed(&texts).await {
-            Ok(vectors) if vectors.len() == texts.len() => {
-                let similarities: Vec<f32> = vectors[1..]
-                    .iter()
-                    .map(|v| crate::embed::cosine(&vectors[0], v))
-                    .collect();
-                for (i, similarity) in similarities.into_iter().enumerate() {
-                    self.context.queue_mut().set_relevance(i, similarity);
-                }
-            }
-            Ok(_) => {
-                warn!("the embedder returned the wrong number of vectors; relevance not measured")
-            }
-            Err(e) => warn!(error = %e, "embedding for relevance failed; relevance not measured"),
-        }
-    }
-
-    /// Evicts what the policy (and the manager's invariants) choose and folds it into the
-    /// recursive summary. A failed or empty summary keeps the previous one.
+    /// Pages out what the policy chooses (see [`Pager::flush`]).
     async fn flush(&mut self, run: &mut StepRun, protected: &[MessageId], forced: bool) {
-        self.measure_relevance().await;
-        let before = self.context.stats();
-        let fixed = before.total_tokens - before.queue_tokens;
-        let plan = self
-            .rt
-            .manager
-            .plan(self.context.queue(), before.window, fixed, protected);
-        if plan.is_empty() {
-            warn!(
-                tokens = before.total_tokens,
-                window = before.window,
-                "memory pressure, but nothing can be evicted"
-            );
-            return;
+        let clock = self.rt.clock.as_ref();
+        let fixed_time = run.fixed_time;
+        let now = || fixed_time.unwrap_or_else(|| clock.now());
+        let pager = Self::pager(&self.rt);
+        if let Some(flush) = pager.flush(&mut self.context, protected, forced, now).await {
+            run.timings.summarizer += flush.summarizer_time;
+            self.state.pressure_warned = false;
+            run.flushes.push(flush.record);
         }
-        let evicted: Vec<Arc<Message>> = self
-            .context
-            .queue_mut()
-            .remove(&plan.indices)
-            .into_iter()
-            .map(|entry| entry.message().clone())
-            .collect();
-        let previous = self.context.summary().clone();
-        let started = Instant::now();
-        let result = self.rt.summarizer.summarize(&previous.text, &evicted).await;
-        run.timings.summarizer += started.elapsed();
-        let (text, updated_at, summary_updated) = match result {
-            Ok(text) if !text.trim().is_empty() => {
-                (text, Some(run.now(self.rt.clock.as_ref())), true)
-            }
-            Ok(_) => {
-                warn!("the summarizer returned nothing; keeping the previous summary");
-                (previous.text, previous.updated_at, false)
-            }
-            Err(e) => {
-                warn!(error = %e, "the summarizer failed; keeping the previous summary");
-                (previous.text, previous.updated_at, false)
-            }
-        };
-        self.context.set_summary(Summary {
-            text,
-            evicted_messages: previous.evicted_messages + evicted.len() as u64,
-            updated_at,
-        });
-        self.state.pressure_warned = false;
-        let after = self.context.stats();
-        debug!(
-            evicted = evicted.len(),
-            tokens = plan.tokens,
-            forced,
-            summary_updated,
-            "flushed the queue"
-        );
-        run.flushes.push(FlushRecord {
-            evicted_messages: evicted.len(),
-            evicted_tokens: plan.tokens,
-            summary_updated,
-            forced,
-            tokens_before: before.total_tokens,
-            tokens_after: after.total_tokens,
-        });
     }
 
     /// Runs one of the agent's functions as if the LLM had called it, outside any step: the

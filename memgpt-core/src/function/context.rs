@@ -6,11 +6,11 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use super::ToolError;
-use crate::chunk::chunk_text;
-use crate::embed::{EmbedError, Embedder, Embedding};
+use crate::embed::Embedder;
 use crate::ids::{AgentId, MessageId, PassageId};
 use crate::memory::WorkingContext;
 use crate::message::Message;
+use crate::passages::{PassageError, PassageWriter};
 use crate::retrieval::{RRF_K, RecallRanking, reciprocal_rank_fusion};
 use crate::store::{
     ArchivalQuery, Hit, Page, Passage, RecallQuery, SearchMode, SearchPage, Storage, TimeRange,
@@ -30,6 +30,8 @@ pub struct ToolSettings {
     pub archival_search: SearchMode,
     /// Maximum tokens per archival passage; longer inserts are split.
     pub passage_tokens: usize,
+    /// Maximum bytes one archival insert may hold.
+    pub max_document_bytes: usize,
     /// How recall text searches rank.
     pub recall_ranking: RecallRanking,
 }
@@ -40,6 +42,7 @@ impl Default for ToolSettings {
             page_size: 5,
             archival_search: SearchMode::Hybrid,
             passage_tokens: 300,
+            max_document_bytes: 10 * 1024 * 1024,
             recall_ranking: RecallRanking::default(),
         }
     }
@@ -273,12 +276,22 @@ impl<'a> ToolContext<'a> {
         text: &str,
         metadata: serde_json::Map<String, serde_json::Value>,
     ) -> Result<Vec<PassageId>, ToolError> {
-        let chunks = chunk_text(text, self.settings.passage_tokens, self.counter);
-        if chunks.is_empty() {
-            return Err(ToolError::new("nothing to insert: the content is empty"));
-        }
-        let passages =
-            build_passages(self.agent_id, chunks, metadata, self.embedder, self.now).await?;
+        let writer = PassageWriter {
+            counter: self.counter,
+            embedder: self.embedder,
+            passage_tokens: self.settings.passage_tokens,
+            max_bytes: self.settings.max_document_bytes,
+        };
+        let passages = writer
+            .write(self.agent_id, text, metadata, false, self.now)
+            .await
+            .map_err(|e| match e {
+                PassageError::TooLarge { bytes, limit } => ToolError::new(format!(
+                    "the content is {bytes} bytes, over the limit of {limit} bytes: insert it in smaller parts"
+                )),
+                PassageError::Empty => ToolError::new("nothing to insert: the content is empty"),
+                PassageError::Embed(e) => e.into(),
+            })?;
         let ids = passages.iter().map(|p| p.id).collect();
         self.writes.passages.extend(passages);
         Ok(ids)
@@ -356,39 +369,4 @@ impl<'a> ToolContext<'a> {
             total,
         })
     }
-}
-
-/// Embeds `chunks` (when there is an embedder) into passages.
-pub(crate) async fn build_passages(
-    agent_id: AgentId,
-    chunks: Vec<String>,
-    metadata: serde_json::Map<String, serde_json::Value>,
-    embedder: Option<&dyn Embedder>,
-    now: DateTime<Utc>,
-) -> Result<Vec<Passage>, EmbedError> {
-    let vectors = match embedder {
-        Some(embedder) => {
-            let vectors = embedder.embed(&chunks).await?;
-            if vectors.len() != chunks.len() {
-                return Err(EmbedError::InvalidResponse {
-                    message: format!("{} vectors for {} texts", vectors.len(), chunks.len()),
-                });
-            }
-            vectors.into_iter().map(Some).collect()
-        }
-        None => vec![None; chunks.len()],
-    };
-    Ok(chunks
-        .into_iter()
-        .zip(vectors)
-        .map(|(text, vector)| {
-            let mut passage = Passage::new(agent_id, text, now);
-            passage.metadata = metadata.clone();
-            passage.embedding = vector.map(|vector| Embedding {
-                model: embedder.map(|e| e.model().to_owned()).unwrap_or_default(),
-                vector,
-            });
-            passage
-        })
-        .collect())
 }

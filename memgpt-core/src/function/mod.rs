@@ -42,8 +42,8 @@ mod def;
 mod registry;
 
 pub use args::{IntoToolOutput, Json, ToolError};
+pub(crate) use context::StepWrites;
 pub use context::{Extensions, RecallResults, ToolContext, ToolSettings};
-pub(crate) use context::{StepWrites, build_passages};
 pub use def::{BoxFuture, CallFn, FUNCTIONS, Function, FunctionDef, ToolReturn};
 pub use registry::{FunctionRegistry, RegisteredFunction, RegistryError, Toolset};
 

@@ -122,30 +122,6 @@ struct AgentArchival {
     passages: Vec<Passage>,
 }
 
-/// Checks that `embedding` is of the space a store already holds, if any.
-fn check_embedding(
-    fixed: Option<&EmbeddingSpace>,
-    embedding: &Embedding,
-) -> Result<(), StoreError> {
-    match fixed {
-        Some(space) => space.check(embedding),
-        None => Ok(()),
-    }
-}
-
-/// Validates `embeddings` against the store's space (fixing it with the first one); returns the
-/// space the store holds afterwards.
-fn fixed_space<'a>(
-    mut fixed: Option<EmbeddingSpace>,
-    embeddings: impl IntoIterator<Item = &'a Embedding>,
-) -> Result<Option<EmbeddingSpace>, StoreError> {
-    for embedding in embeddings {
-        check_embedding(fixed.as_ref(), embedding)?;
-        fixed.get_or_insert_with(|| EmbeddingSpace::of(embedding));
-    }
-    Ok(fixed)
-}
-
 impl InMemoryStore {
     /// An empty store.
     pub fn new() -> Self {
@@ -213,22 +189,8 @@ impl AgentStore for InMemoryStore {
         let mut inner = self.write();
         // Validate everything before changing anything: the commit is all or nothing.
         let current = inner.agents.get(&id).ok_or(StoreError::AgentNotFound(id))?;
-        let expected = commit.state.version.saturating_sub(1);
-        if current.version != expected || commit.state.version == 0 {
-            return Err(StoreError::Conflict {
-                agent: id,
-                expected,
-                found: current.version,
-            });
-        }
-        let fixed = fixed_space(
-            inner.embedding.clone(),
-            commit
-                .passages
-                .iter()
-                .filter_map(|p| p.embedding.as_ref())
-                .chain(commit.message_embeddings.iter().map(|e| &e.embedding)),
-        )?;
+        commit.check_version(current.version)?;
+        let fixed = EmbeddingSpace::settle(inner.embedding.clone(), commit.embeddings())?;
 
         inner.embedding = fixed;
         let archival = inner.archival.entry(id).or_default();
@@ -259,7 +221,7 @@ impl AgentStore for InMemoryStore {
         embeddings: &[MessageEmbedding],
     ) -> Result<(), StoreError> {
         let mut inner = self.write();
-        let fixed = fixed_space(
+        let fixed = EmbeddingSpace::settle(
             inner.embedding.clone(),
             embeddings.iter().map(|e| &e.embedding),
         )?;
@@ -357,7 +319,9 @@ impl RecallStore for InMemoryStore {
         _limit: usize,
     ) -> Result<Vec<CandidateKey>, StoreError> {
         let inner = self.read();
-        check_embedding(inner.embedding.as_ref(), embedding)?;
+        if let Some(space) = &inner.embedding {
+            space.check(embedding)?;
+        }
         Ok(inner
             .recall
             .get(&agent)
@@ -447,8 +411,8 @@ impl ArchivalStore for InMemoryStore {
         query: &ArchivalQuery,
     ) -> Result<SearchPage<Passage>, StoreError> {
         let inner = self.read();
-        if let Some(embedding) = &query.embedding {
-            check_embedding(inner.embedding.as_ref(), embedding)?;
+        if let (Some(embedding), Some(space)) = (&query.embedding, &inner.embedding) {
+            space.check(embedding)?;
         }
         let Some(archival) = inner.archival.get(&agent) else {
             return Ok(SearchPage::empty(query.page));

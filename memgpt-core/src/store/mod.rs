@@ -11,17 +11,20 @@
 //! [`InMemoryStore`] implements all three and is the reference the real backends
 //! (`memgpt-backends`) are tested against. A [`Storage`] bundles the three handles an agent uses.
 
+mod error;
 mod memory;
+mod space;
 mod types;
 
 use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 
+pub use error::StoreError;
 pub use memory::InMemoryStore;
 pub(crate) use memory::rank_passages;
+pub use space::EmbeddingSpace;
 pub use types::{
     AgentState, ArchivalQuery, Commit, Hit, MessageEmbedding, Page, Passage, RecallQuery,
     SearchMode, SearchPage, Summary, TAGS_KEY, TimeRange,
@@ -31,108 +34,6 @@ use crate::embed::Embedding;
 use crate::ids::{AgentId, MessageId, PassageId};
 use crate::message::Message;
 use crate::retrieval::{CandidateKey, RecallCandidate, TextCandidates};
-
-/// Why a storage operation failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// The agent does not exist.
-    #[error("agent {0} not found")]
-    AgentNotFound(AgentId),
-    /// An agent with this id already exists.
-    #[error("agent {0} already exists")]
-    AgentExists(AgentId),
-    /// Another writer committed this agent since it was loaded (optimistic concurrency).
-    #[error(
-        "agent {agent} was changed by another writer: expected version {expected}, found {found}"
-    )]
-    Conflict {
-        /// The agent.
-        agent: AgentId,
-        /// The version this writer started from.
-        expected: u64,
-        /// The version in the store.
-        found: u64,
-    },
-    /// Vectors from a different embedding model or dimension than the store already holds.
-    #[error(
-        "embedding mismatch: this store holds {expected_model} vectors of dimension {expected_dimension}, \
-         got {found_model} of dimension {found_dimension}"
-    )]
-    EmbeddingMismatch {
-        /// The model the store holds.
-        expected_model: String,
-        /// The dimension the store holds.
-        expected_dimension: usize,
-        /// The model offered.
-        found_model: String,
-        /// The dimension offered.
-        found_dimension: usize,
-    },
-    /// The query cannot be run (for example a vector search without a query vector).
-    #[error("invalid query: {0}")]
-    InvalidQuery(String),
-    /// The backend failed (I/O, SQL, index).
-    #[error("storage backend error: {message}")]
-    Backend {
-        /// What failed.
-        message: String,
-        /// The underlying error.
-        #[source]
-        source: Option<Box<dyn std::error::Error + Send + Sync>>,
-    },
-}
-
-/// The embedding model and dimension a store holds vectors of.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct EmbeddingSpace {
-    /// The model id.
-    pub model: String,
-    /// The vectors' dimension.
-    pub dimension: usize,
-}
-
-impl EmbeddingSpace {
-    /// The space of `embedding`.
-    pub fn of(embedding: &Embedding) -> Self {
-        Self {
-            model: embedding.model.clone(),
-            dimension: embedding.dimension(),
-        }
-    }
-
-    /// Fails with [`StoreError::EmbeddingMismatch`] unless `embedding` is of this space.
-    pub fn check(&self, embedding: &Embedding) -> Result<(), StoreError> {
-        self.check_model(&embedding.model, embedding.dimension())
-    }
-
-    /// Fails with [`StoreError::EmbeddingMismatch`] unless `model` and `dimension` are this
-    /// space's.
-    pub fn check_model(&self, model: &str, dimension: usize) -> Result<(), StoreError> {
-        if model != self.model || dimension != self.dimension {
-            return Err(StoreError::EmbeddingMismatch {
-                expected_model: self.model.clone(),
-                expected_dimension: self.dimension,
-                found_model: model.to_owned(),
-                found_dimension: dimension,
-            });
-        }
-        Ok(())
-    }
-}
-
-impl StoreError {
-    /// A backend error with a cause.
-    pub fn backend(
-        message: impl Into<String>,
-        source: impl std::error::Error + Send + Sync + 'static,
-    ) -> Self {
-        StoreError::Backend {
-            message: message.into(),
-            source: Some(Box::new(source)),
-        }
-    }
-}
 
 /// Durable agent state, and the single atomic write path of an agent step.
 #[async_trait]

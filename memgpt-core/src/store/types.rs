@@ -1,6 +1,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::error::StoreError;
 use crate::agent::AgentConfig;
 use crate::embed::Embedding;
 use crate::ids::{AgentId, MessageId, PassageId};
@@ -365,6 +366,29 @@ impl Commit {
             passages: Vec::new(),
             deleted_passages: Vec::new(),
         }
+    }
+
+    /// The optimistic version check every store runs before writing: the commit applies only
+    /// to the version it was built on (`state.version - 1`), and version 0 is never committed
+    /// (it is the created agent). Fails with [`StoreError::Conflict`] otherwise.
+    pub fn check_version(&self, stored: u64) -> Result<(), StoreError> {
+        let expected = self.state.version.saturating_sub(1);
+        if stored != expected || self.state.version == 0 {
+            return Err(StoreError::Conflict {
+                agent: self.state.id,
+                expected,
+                found: stored,
+            });
+        }
+        Ok(())
+    }
+
+    /// Every embedding the commit writes: its passages', then its messages'.
+    pub fn embeddings(&self) -> impl Iterator<Item = &Embedding> {
+        self.passages
+            .iter()
+            .filter_map(|p| p.embedding.as_ref())
+            .chain(self.message_embeddings.iter().map(|e| &e.embedding))
     }
 }
 

@@ -555,7 +555,7 @@ impl UsearchIndexes {
             "SELECT m.seq FROM messages m WHERE m.agent_id = ",
         );
         sql.push_bind(*agent.as_uuid()).push(" AND m.embedded = 1");
-        crate::sqlite::push_recall_filters(&mut sql, filter);
+        super::push_recall_filters(&mut sql, filter);
         let admitted: std::collections::HashSet<u64> = sql
             .build_query_scalar::<i64>()
             .fetch_all(pool)

@@ -33,8 +33,8 @@ use tantivy::tokenizer::{TextAnalyzer, WhitespaceTokenizer};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 use tracing::{debug, info};
 
+use super::meta;
 use crate::codec::{corrupt, db, micros};
-use crate::sqlite::meta;
 
 /// Rows indexed per batch while catching up.
 const BATCH: i64 = 20_000;

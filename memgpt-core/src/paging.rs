@@ -1,0 +1,257 @@
+//! Page replacement carried out on main context.
+//!
+//! Three parts share the work, each with one job: an [`EvictionPolicy`](crate::queue::EvictionPolicy)
+//! decides *when* and *what*, the [`QueueManager`] turns its choice into a plan that keeps the
+//! queue's invariants, and the [`Pager`] acts: it measures what the policy asked for, evicts the
+//! plan from the queue, and folds the evicted messages into the recursive summary.
+//!
+//! The pager lives beside `queue` and `context` rather than inside `queue`: it works on
+//! [`MainContext`], which holds the queue, so placing it in `queue` would make the two modules
+//! import each other.
+
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use tracing::{debug, warn};
+
+use crate::context::MainContext;
+use crate::embed::{Embedder, cosine};
+use crate::ids::MessageId;
+use crate::queue::{Pressure, QueueManager};
+use crate::store::Summary;
+use crate::summarizer::Summarizer;
+
+/// One flush of the FIFO queue.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FlushRecord {
+    /// Messages evicted (still in recall storage).
+    pub evicted_messages: usize,
+    /// Tokens freed.
+    pub evicted_tokens: usize,
+    /// Whether the recursive summary was rewritten (false: the summarizer failed and the old
+    /// summary was kept).
+    pub summary_updated: bool,
+    /// Whether it was forced by a provider context-overflow error.
+    pub forced: bool,
+    /// Prompt tokens before and after.
+    pub tokens_before: usize,
+    /// Prompt tokens after.
+    pub tokens_after: usize,
+}
+
+/// What [`Pager::flush`] did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Flush {
+    /// The flush, as a step reports it.
+    pub record: FlushRecord,
+    /// Time spent in the summarizer.
+    pub summarizer_time: Duration,
+}
+
+/// Carries out page replacement on [`MainContext`] for one agent.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// use std::sync::Arc;
+/// use memgpt_core::message::{Message, MessageKind};
+/// use memgpt_core::paging::Pager;
+/// use memgpt_core::summarizer::{SummarizeError, Summarizer};
+/// use memgpt_core::tokens::{TiktokenCounter, TokenCounter};
+/// use memgpt_core::{MainContext, QueueManager, WorkingContext};
+///
+/// #[derive(Debug)]
+/// struct Count;
+/// #[async_trait::async_trait]
+/// impl Summarizer for Count {
+///     async fn summarize(&self, _: &str, evicted: &[Arc<Message>]) -> Result<String, SummarizeError> {
+///         Ok(format!("{} messages", evicted.len()))
+///     }
+/// }
+///
+/// let now = chrono::Utc::now();
+/// let counter: Arc<dyn TokenCounter> = Arc::new(TiktokenCounter::cl100k());
+/// let mut context = MainContext::new(
+///     "You are helpful.".into(),
+///     WorkingContext::default(),
+///     Arc::from(vec![]),
+///     4_000,
+///     counter.clone(),
+///     now,
+/// );
+/// let agent = memgpt_core::ids::AgentId::new();
+/// for i in 0..10 {
+///     let m = Message::new(agent, MessageKind::User, format!("message {i}"), now);
+///     context.queue_mut().push(Arc::new(m), counter.as_ref());
+/// }
+///
+/// // The paper's policy: evict about half the queue, oldest first, into the summary.
+/// let manager = QueueManager::default();
+/// let pager = Pager::new(&manager, &Count, None);
+/// let flush = pager.flush(&mut context, &[], false, || now).await.unwrap();
+/// assert!(flush.record.evicted_messages > 0);
+/// assert_eq!(flush.record.evicted_messages + context.queue().len(), 10);
+/// assert_eq!(context.summary().text, format!("{} messages", flush.record.evicted_messages));
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Pager<'a> {
+    manager: &'a QueueManager,
+    summarizer: &'a dyn Summarizer,
+    embedder: Option<&'a dyn Embedder>,
+}
+
+impl<'a> Pager<'a> {
+    /// A pager that evicts what `manager` plans, summarises with `summarizer`, and measures
+    /// relevance with `embedder` when the policy asks for it.
+    pub fn new(
+        manager: &'a QueueManager,
+        summarizer: &'a dyn Summarizer,
+        embedder: Option<&'a dyn Embedder>,
+    ) -> Self {
+        Self {
+            manager,
+            summarizer,
+            embedder,
+        }
+    }
+
+    /// How full `context` is, in the policy's terms.
+    pub fn pressure(&self, context: &MainContext) -> Pressure {
+        let stats = context.stats();
+        let fixed = stats.total_tokens - stats.queue_tokens;
+        self.manager.pressure(context.queue(), stats.window, fixed)
+    }
+
+    /// Whether the policy reads attention weights (so the caller should ask the provider for
+    /// them).
+    pub fn wants_attention(&self) -> bool {
+        self.manager.policy().wants_attention()
+    }
+
+    /// Records the attention the provider reports for a prompt of `prompt_messages` messages:
+    /// the weights of its last messages (the queue's) go to the queue entries. Weights of
+    /// another length are ignored.
+    pub fn observe_attention(
+        &self,
+        context: &mut MainContext,
+        weights: &[f32],
+        prompt_messages: usize,
+    ) {
+        if weights.len() != prompt_messages {
+            return;
+        }
+        let queued = context.queue().len();
+        let tail = &weights[weights.len().saturating_sub(queued)..];
+        context.queue_mut().add_attention(tail);
+    }
+
+    /// Evicts what the policy (and the manager's invariants) choose and folds it into the
+    /// recursive summary; `protected` messages stay. `now` dates a new summary. A failed or
+    /// empty summary keeps the previous one. `None` when nothing can be evicted.
+    pub async fn flush(
+        &self,
+        context: &mut MainContext,
+        protected: &[MessageId],
+        forced: bool,
+        now: impl Fn() -> DateTime<Utc>,
+    ) -> Option<Flush> {
+        self.measure_relevance(context).await;
+        let before = context.stats();
+        let fixed = before.total_tokens - before.queue_tokens;
+        let plan = self
+            .manager
+            .plan(context.queue(), before.window, fixed, protected);
+        if plan.is_empty() {
+            warn!(
+                tokens = before.total_tokens,
+                window = before.window,
+                "memory pressure, but nothing can be evicted"
+            );
+            return None;
+        }
+        let evicted: Vec<_> = context
+            .queue_mut()
+            .remove(&plan.indices)
+            .into_iter()
+            .map(|entry| entry.message().clone())
+            .collect();
+        let previous = context.summary().clone();
+        let started = Instant::now();
+        let result = self.summarizer.summarize(&previous.text, &evicted).await;
+        let summarizer_time = started.elapsed();
+        let (text, updated_at, summary_updated) = match result {
+            Ok(text) if !text.trim().is_empty() => (text, Some(now()), true),
+            Ok(_) => {
+                warn!("the summarizer returned nothing; keeping the previous summary");
+                (previous.text, previous.updated_at, false)
+            }
+            Err(e) => {
+                warn!(error = %e, "the summarizer failed; keeping the previous summary");
+                (previous.text, previous.updated_at, false)
+            }
+        };
+        context.set_summary(Summary {
+            text,
+            evicted_messages: previous.evicted_messages + evicted.len() as u64,
+            updated_at,
+        });
+        let after = context.stats();
+        debug!(
+            evicted = evicted.len(),
+            tokens = plan.tokens,
+            forced,
+            summary_updated,
+            "flushed the queue"
+        );
+        Some(Flush {
+            record: FlushRecord {
+                evicted_messages: evicted.len(),
+                evicted_tokens: plan.tokens,
+                summary_updated,
+                forced,
+                tokens_before: before.total_tokens,
+                tokens_after: after.total_tokens,
+            },
+            summarizer_time,
+        })
+    }
+
+    /// For a policy that asks for it (and a pager with an embedder): each queued message's
+    /// cosine similarity to the observation window (the latest messages), into the queue.
+    /// Embedding failures leave relevance unmeasured; the flush goes on.
+    async fn measure_relevance(&self, context: &mut MainContext) {
+        let (Some(window), Some(embedder)) =
+            (self.manager.policy().relevance_window(), self.embedder)
+        else {
+            return;
+        };
+        let queue = context.queue();
+        let n = queue.len();
+        if n <= window {
+            return;
+        }
+        let text = |i: usize| {
+            queue
+                .get(i)
+                .map(|e| e.message().text.clone())
+                .unwrap_or_default()
+        };
+        let observation = (n - window..n).map(text).collect::<Vec<_>>().join("\n");
+        let mut texts = vec![observation];
+        texts.extend((0..n - window).map(text));
+        match embedder.embed(&texts).await {
+            Ok(vectors) if vectors.len() == texts.len() => {
+                for (i, vector) in vectors[1..].iter().enumerate() {
+                    context
+                        .queue_mut()
+                        .set_relevance(i, cosine(&vectors[0], vector));
+                }
+            }
+            Ok(_) => {
+                warn!("the embedder returned the wrong number of vectors; relevance not measured")
+            }
+            Err(e) => warn!(error = %e, "embedding for relevance failed; relevance not measured"),
+        }
+    }
+}

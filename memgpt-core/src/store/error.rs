@@ -1,0 +1,67 @@
+//! Why a storage operation failed.
+
+use crate::ids::AgentId;
+
+/// Why a storage operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The agent does not exist.
+    #[error("agent {0} not found")]
+    AgentNotFound(AgentId),
+    /// An agent with this id already exists.
+    #[error("agent {0} already exists")]
+    AgentExists(AgentId),
+    /// Another writer committed this agent since it was loaded (optimistic concurrency).
+    #[error(
+        "agent {agent} was changed by another writer: expected version {expected}, found {found}"
+    )]
+    Conflict {
+        /// The agent.
+        agent: AgentId,
+        /// The version this writer started from.
+        expected: u64,
+        /// The version in the store.
+        found: u64,
+    },
+    /// Vectors from a different embedding model or dimension than the store already holds.
+    #[error(
+        "embedding mismatch: this store holds {expected_model} vectors of dimension {expected_dimension}, \
+         got {found_model} of dimension {found_dimension}"
+    )]
+    EmbeddingMismatch {
+        /// The model the store holds.
+        expected_model: String,
+        /// The dimension the store holds.
+        expected_dimension: usize,
+        /// The model offered.
+        found_model: String,
+        /// The dimension offered.
+        found_dimension: usize,
+    },
+    /// The query cannot be run (for example a vector search without a query vector).
+    #[error("invalid query: {0}")]
+    InvalidQuery(String),
+    /// The backend failed (I/O, SQL, index).
+    #[error("storage backend error: {message}")]
+    Backend {
+        /// What failed.
+        message: String,
+        /// The underlying error.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+}
+
+impl StoreError {
+    /// A backend error with a cause.
+    pub fn backend(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        StoreError::Backend {
+            message: message.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+}
