@@ -1040,6 +1040,31 @@ async fn documents_go_to_archival_storage_within_limits() {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::EmptyDocument { .. }));
+    // The same limits hold for the three ways text enters archival storage.
+    let err = agent
+        .insert_archival(&"y".repeat(2_001), Default::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        Error::DocumentTooLarge {
+            bytes: 2_001,
+            limit: 2_000,
+            ..
+        }
+    ));
+    let record = agent
+        .call(
+            "archival_memory_insert",
+            json!({"content": "z".repeat(2_001), "request_heartbeat": false}),
+        )
+        .await
+        .unwrap();
+    assert!(!record.ok);
+    assert_eq!(
+        record.output,
+        "the content is 2001 bytes, over the limit of 2000 bytes: insert it in smaller parts"
+    );
     assert_eq!(
         agent
             .storage()
