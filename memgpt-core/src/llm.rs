@@ -13,7 +13,17 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::message::ToolCall;
+/// One function call requested by the LLM (also stored in the assistant's
+/// [`Message`](crate::message::Message), and re-exported as `message::ToolCall`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider-assigned id that the result must echo.
+    pub id: String,
+    /// The function name, exactly as the model wrote it (it may not exist).
+    pub name: String,
+    /// The raw JSON arguments, exactly as the model wrote them (they may not parse).
+    pub arguments: String,
+}
 
 /// The role of a chat message on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::ids::{AgentId, MessageId};
+pub use crate::llm::ToolCall;
 use crate::llm::{ChatMessage, Role};
 use crate::time::format_time;
 
@@ -85,17 +86,6 @@ impl MessageKind {
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.as_str() == s)
     }
-}
-
-/// One function call requested by the LLM.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolCall {
-    /// The provider-assigned id that the result must echo.
-    pub id: String,
-    /// The function name, exactly as the model wrote it (it may not exist).
-    pub name: String,
-    /// The raw JSON arguments, exactly as the model wrote them (they may not parse).
-    pub arguments: String,
 }
 
 /// One message of an agent's history. Recall storage keeps every one of them, forever.
