@@ -208,6 +208,19 @@ fn usearch_error(context: &str, e: impl std::fmt::Display) -> StoreError {
     }
 }
 
+/// Search matches as `(cosine similarity, key)`, best first, ties newest (highest key) first:
+/// the order every store's exact search gives.
+fn ranked(matches: &usearch::ffi::Matches) -> Vec<(f32, i64)> {
+    let mut ranked: Vec<(f32, i64)> = matches
+        .keys
+        .iter()
+        .zip(&matches.distances)
+        .map(|(key, distance)| (1.0 - distance, *key as i64))
+        .collect();
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+    ranked
+}
+
 /// Extra neighbours fetched so ties at the cut are ordered like an exact search.
 const TIE_MARGIN: usize = 16;
 
@@ -491,13 +504,7 @@ impl UsearchIndexes {
         let matches = index
             .search(query, fetch)
             .map_err(|e| usearch_error("searching a vector index", e))?;
-        let mut ranked: Vec<(f32, i64)> = matches
-            .keys
-            .iter()
-            .zip(&matches.distances)
-            .map(|(key, distance)| (1.0 - distance, *key as i64))
-            .collect();
-        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+        let mut ranked = ranked(&matches);
         ranked.truncate(k);
         Ok(ranked)
     }
@@ -522,14 +529,7 @@ impl UsearchIndexes {
         let matches = index
             .filtered_search(query, k, |key| admitted.contains(&key))
             .map_err(|e| usearch_error("searching a vector index", e))?;
-        let mut ranked: Vec<(f32, i64)> = matches
-            .keys
-            .iter()
-            .zip(&matches.distances)
-            .map(|(key, distance)| (1.0 - distance, *key as i64))
-            .collect();
-        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
-        Ok(ranked)
+        Ok(ranked(&matches))
     }
 
     /// The `k` messages of `agent` passing the query's kind and time filters nearest to `query`

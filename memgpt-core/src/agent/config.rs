@@ -82,7 +82,7 @@ impl Default for AgentConfig {
             max_completion_tokens: None,
             archival_search: SearchMode::Hybrid,
             passage_tokens: 300,
-            max_document_bytes: 10 * 1024 * 1024,
+            max_document_bytes: crate::passages::DEFAULT_MAX_DOCUMENT_BYTES,
             policy: "paper".to_owned(),
             max_function_output_chars: 6_000,
             recall_ranking: RecallRanking::default(),

@@ -252,12 +252,9 @@ impl Agent {
 
     /// How this agent turns text into archival passages.
     pub(crate) fn passage_writer(&self) -> PassageWriter<'_> {
-        PassageWriter {
-            counter: self.rt.counter.as_ref(),
-            embedder: self.rt.embedder.as_deref(),
-            passage_tokens: self.rt.settings.passage_tokens,
-            max_bytes: self.state.config.max_document_bytes,
-        }
+        self.rt
+            .settings
+            .passage_writer(self.rt.counter.as_ref(), self.rt.embedder.as_deref())
     }
 
     /// Stores text in archival storage outside any step (split into passages and embedded as

@@ -10,7 +10,7 @@ use crate::embed::Embedder;
 use crate::ids::{AgentId, MessageId, PassageId};
 use crate::memory::WorkingContext;
 use crate::message::Message;
-use crate::passages::{PassageError, PassageWriter};
+use crate::passages::{DEFAULT_MAX_DOCUMENT_BYTES, PassageError, PassageWriter};
 use crate::retrieval::{RRF_K, RecallRanking, reciprocal_rank_fusion};
 use crate::store::{
     ArchivalQuery, Hit, Page, Passage, RecallQuery, SearchMode, SearchPage, Storage, TimeRange,
@@ -36,13 +36,30 @@ pub struct ToolSettings {
     pub recall_ranking: RecallRanking,
 }
 
+impl ToolSettings {
+    /// How text becomes archival passages under these settings: the one construction shared
+    /// by the agent (uploads, `Agent::insert_archival`) and functions.
+    pub(crate) fn passage_writer<'a>(
+        &self,
+        counter: &'a dyn TokenCounter,
+        embedder: Option<&'a dyn Embedder>,
+    ) -> PassageWriter<'a> {
+        PassageWriter {
+            counter,
+            embedder,
+            passage_tokens: self.passage_tokens,
+            max_bytes: self.max_document_bytes,
+        }
+    }
+}
+
 impl Default for ToolSettings {
     fn default() -> Self {
         Self {
             page_size: 5,
             archival_search: SearchMode::Hybrid,
             passage_tokens: 300,
-            max_document_bytes: 10 * 1024 * 1024,
+            max_document_bytes: DEFAULT_MAX_DOCUMENT_BYTES,
             recall_ranking: RecallRanking::default(),
         }
     }
@@ -276,13 +293,9 @@ impl<'a> ToolContext<'a> {
         text: &str,
         metadata: serde_json::Map<String, serde_json::Value>,
     ) -> Result<Vec<PassageId>, ToolError> {
-        let writer = PassageWriter {
-            counter: self.counter,
-            embedder: self.embedder,
-            passage_tokens: self.settings.passage_tokens,
-            max_bytes: self.settings.max_document_bytes,
-        };
-        let passages = writer
+        let passages = self
+            .settings
+            .passage_writer(self.counter, self.embedder)
             .write(self.agent_id, text, metadata, false, self.now)
             .await
             .map_err(|e| match e {
