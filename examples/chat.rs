@@ -184,7 +184,7 @@ struct Llm {
 async fn choose_llm() -> Result<Option<Llm>> {
     #[cfg(feature = "anthropic")]
     {
-        use memgpt::anthropic::{AnthropicProvider, ConfigError as AnthropicConfigError};
+        use memgpt::anthropic::AnthropicProvider;
         match AnthropicProvider::from_env() {
             Ok(provider) => {
                 let description = format!(
@@ -198,7 +198,7 @@ async fn choose_llm() -> Result<Option<Llm>> {
                     description,
                 }));
             }
-            Err(AnthropicConfigError::NotConfigured) => {}
+            Err(ConfigError::NotConfigured { .. }) => {}
             Err(e) => return Err(e).context("reading the Anthropic configuration"),
         }
     }
@@ -225,7 +225,7 @@ async fn choose_llm() -> Result<Option<Llm>> {
                 description: format!("model {} at {}", config.model, config.base_url),
             }))
         }
-        Err(ConfigError::NotConfigured) => local_llm(),
+        Err(ConfigError::NotConfigured { .. }) => local_llm(),
         Err(e) => Err(e).context("reading the endpoint configuration"),
     }
 }

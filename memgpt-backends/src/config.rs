@@ -5,37 +5,7 @@ use std::sync::Arc;
 
 use memgpt_core::store::{InMemoryStore, Storage, StoreError};
 
-/// Why a store URL could not be used.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// The scheme is not one of `memory`, `sqlite`, `postgres`.
-    #[error("unsupported store URL `{0}`: use memory://, sqlite://PATH or postgres://...")]
-    UnknownScheme(String),
-    /// The URL needs a backend this build does not include.
-    #[error(
-        "`{url}` needs the `{feature}` Cargo feature of memgpt, which this build does not enable"
-    )]
-    FeatureDisabled {
-        /// The URL.
-        url: String,
-        /// The feature to enable.
-        feature: &'static str,
-    },
-    /// A query parameter is unknown or has a bad value.
-    #[error("invalid store URL parameter `{name}={value}`: {expected}")]
-    InvalidParameter {
-        /// The parameter.
-        name: String,
-        /// Its value.
-        value: String,
-        /// What is accepted.
-        expected: &'static str,
-    },
-    /// The URL has no path where one is needed.
-    #[error("`{0}` has no path: use sqlite://./data or sqlite:///absolute/path")]
-    MissingPath(String),
-}
+use crate::url::StoreUrlError;
 
 /// Which stores to use, parsed from a URL:
 ///
@@ -70,131 +40,38 @@ pub enum StoreConfig {
 
 impl StoreConfig {
     /// Parses a store URL (see the type's documentation).
-    pub fn from_url(url: &str) -> Result<Self, ConfigError> {
+    pub fn from_url(url: &str) -> Result<Self, StoreUrlError> {
         let url = url.trim();
-        let (scheme, rest) = url
-            .split_once(':')
-            .ok_or_else(|| ConfigError::UnknownScheme(url.to_owned()))?;
+        let scheme = url.split_once(':').map_or("", |(scheme, _)| scheme);
         match scheme {
             "memory" => Ok(StoreConfig::Memory),
-            "sqlite" => Self::sqlite(url, rest.strip_prefix("//").unwrap_or(rest)),
+            "sqlite" => Self::sqlite(url),
             "postgres" | "postgresql" => Self::postgres(url),
-            _ => Err(ConfigError::UnknownScheme(url.to_owned())),
+            _ => Err(StoreUrlError::UnknownScheme(url.to_owned())),
         }
     }
 
     #[cfg(feature = "sqlite")]
-    fn sqlite(url: &str, rest: &str) -> Result<Self, ConfigError> {
-        let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
-        if path.is_empty() {
-            return Err(ConfigError::MissingPath(url.to_owned()));
-        }
-        let mut options = crate::SqliteOptions::recommended(path);
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-            let invalid = |expected| ConfigError::InvalidParameter {
-                name: name.to_owned(),
-                value: value.to_owned(),
-                expected,
-            };
-            match (name, value) {
-                ("recall", "fts5") => options.recall = crate::RecallIndex::Fts5,
-                #[cfg(feature = "tantivy")]
-                ("recall", "tantivy") => options.recall = crate::RecallIndex::Tantivy,
-                #[cfg(not(feature = "tantivy"))]
-                ("recall", "tantivy") => {
-                    return Err(ConfigError::FeatureDisabled {
-                        url: url.to_owned(),
-                        feature: "tantivy",
-                    });
-                }
-                ("recall", _) => return Err(invalid("fts5 or tantivy")),
-                ("vectors", "exact") => options.vectors = crate::VectorIndex::Exact,
-                #[cfg(feature = "usearch")]
-                ("vectors", "usearch") => {
-                    if !matches!(options.vectors, crate::VectorIndex::Usearch(_)) {
-                        options.vectors = crate::VectorIndex::Usearch(Default::default());
-                    }
-                }
-                #[cfg(not(feature = "usearch"))]
-                ("vectors", "usearch") => {
-                    return Err(ConfigError::FeatureDisabled {
-                        url: url.to_owned(),
-                        feature: "usearch",
-                    });
-                }
-                ("vectors", _) => return Err(invalid("exact or usearch")),
-                #[cfg(feature = "usearch")]
-                ("quantization", q) => {
-                    let quantization: crate::Quantization =
-                        q.parse().map_err(|_| invalid("f32, f16, bf16 or i8"))?;
-                    let mut usearch = match &options.vectors {
-                        crate::VectorIndex::Usearch(u) => u.clone(),
-                        _ => crate::UsearchOptions::default(),
-                    };
-                    usearch.quantization = quantization;
-                    options.vectors = crate::VectorIndex::Usearch(usearch);
-                }
-                #[cfg(feature = "usearch")]
-                ("ef_search" | "ef_construction" | "connectivity", n) => {
-                    let n: usize = n
-                        .parse()
-                        .ok()
-                        .filter(|n| *n > 0)
-                        .ok_or_else(|| invalid("a positive integer"))?;
-                    let mut usearch = match &options.vectors {
-                        crate::VectorIndex::Usearch(u) => u.clone(),
-                        _ => crate::UsearchOptions::default(),
-                    };
-                    match name {
-                        "ef_search" => usearch.expansion_search = n,
-                        "ef_construction" => usearch.expansion_add = n,
-                        _ => usearch.connectivity = n,
-                    }
-                    options.vectors = crate::VectorIndex::Usearch(usearch);
-                }
-                ("sync", "normal") => options.full_sync = false,
-                ("sync", "full") => options.full_sync = true,
-                ("sync", _) => return Err(invalid("normal or full")),
-                _ => {
-                    return Err(invalid(
-                        "one of recall, vectors, quantization, ef_search, ef_construction, \
-                         connectivity, sync",
-                    ));
-                }
-            }
-        }
-        Ok(StoreConfig::Sqlite(options))
+    fn sqlite(url: &str) -> Result<Self, StoreUrlError> {
+        crate::SqliteOptions::from_url(url).map(StoreConfig::Sqlite)
     }
 
     #[cfg(not(feature = "sqlite"))]
-    fn sqlite(url: &str, _rest: &str) -> Result<Self, ConfigError> {
-        Err(ConfigError::FeatureDisabled {
+    fn sqlite(url: &str) -> Result<Self, StoreUrlError> {
+        Err(StoreUrlError::FeatureDisabled {
             url: url.to_owned(),
             feature: "sqlite",
         })
     }
 
     #[cfg(feature = "postgres")]
-    fn postgres(url: &str) -> Result<Self, ConfigError> {
-        let query = url.split_once('?').map_or("", |(_, q)| q);
-        for pair in query.split('&') {
-            if let Some(("ef_search", value)) = pair.split_once('=')
-                && crate::postgres::parse_ef_search(value).is_none()
-            {
-                return Err(ConfigError::InvalidParameter {
-                    name: "ef_search".into(),
-                    value: value.into(),
-                    expected: "an integer from 1 to 1000",
-                });
-            }
-        }
-        Ok(StoreConfig::Postgres(crate::postgres::PgOptions::new(url)))
+    fn postgres(url: &str) -> Result<Self, StoreUrlError> {
+        crate::postgres::PgOptions::from_url(url).map(StoreConfig::Postgres)
     }
 
     #[cfg(not(feature = "postgres"))]
-    fn postgres(url: &str) -> Result<Self, ConfigError> {
-        Err(ConfigError::FeatureDisabled {
+    fn postgres(url: &str) -> Result<Self, StoreUrlError> {
+        Err(StoreUrlError::FeatureDisabled {
             url: url.to_owned(),
             feature: "postgres",
         })
@@ -217,7 +94,7 @@ impl StoreConfig {
 }
 
 impl FromStr for StoreConfig {
-    type Err = ConfigError;
+    type Err = StoreUrlError;
 
     fn from_str(url: &str) -> Result<Self, Self::Err> {
         Self::from_url(url)
@@ -247,15 +124,15 @@ mod tests {
         assert_eq!(options.dir, std::path::PathBuf::from("/var/lib/memgpt"));
         assert!(matches!(
             StoreConfig::from_url("sqlite://"),
-            Err(ConfigError::MissingPath(_))
+            Err(StoreUrlError::MissingPath(_))
         ));
         assert!(matches!(
             StoreConfig::from_url("sqlite://x?recall=bm42"),
-            Err(ConfigError::InvalidParameter { .. })
+            Err(StoreUrlError::InvalidParameter { .. })
         ));
         assert!(matches!(
             StoreConfig::from_url("sqlite://x?colour=blue"),
-            Err(ConfigError::InvalidParameter { .. })
+            Err(StoreUrlError::InvalidParameter { .. })
         ));
     }
 
@@ -275,7 +152,7 @@ mod tests {
             assert!(
                 matches!(
                     StoreConfig::from_url(&format!("postgres://h/db?ef_search={bad}")),
-                    Err(ConfigError::InvalidParameter { .. })
+                    Err(StoreUrlError::InvalidParameter { .. })
                 ),
                 "ef_search={bad}"
             );
@@ -317,11 +194,11 @@ mod tests {
         ));
         assert!(matches!(
             StoreConfig::from_url("sqlite://x?quantization=f8"),
-            Err(ConfigError::InvalidParameter { .. })
+            Err(StoreUrlError::InvalidParameter { .. })
         ));
         assert!(matches!(
             StoreConfig::from_url("sqlite://x?ef_search=0"),
-            Err(ConfigError::InvalidParameter { .. })
+            Err(StoreUrlError::InvalidParameter { .. })
         ));
     }
 }

@@ -33,7 +33,8 @@
 mod codec;
 mod config;
 #[cfg(feature = "_sql")]
-mod pages;
+mod sql;
+mod url;
 pub mod vector;
 
 #[cfg(feature = "postgres")]
@@ -41,7 +42,7 @@ pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 
-pub use config::{ConfigError, StoreConfig};
+pub use config::StoreConfig;
 pub use memgpt_core::store::{InMemoryStore, Storage};
 #[cfg(feature = "postgres")]
 pub use postgres::{PgOptions, PgStore};
@@ -51,3 +52,4 @@ pub use sqlite::TantivyRecall;
 pub use sqlite::{Quantization, UsearchIndexes, UsearchOptions};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{RecallIndex, SqliteOptions, SqliteStore, VectorIndex};
+pub use url::StoreUrlError;

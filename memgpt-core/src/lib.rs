@@ -10,6 +10,7 @@
 //! * [`agent`]: the [`Agent`], its [`AgentBuilder`], events and step records: the loop that
 //!   runs the LLM, executes its function calls and follows heartbeats.
 //! * [`context`]: [`MainContext`], exactly what the LLM sees, and [`ContextStats`].
+//! * [`config`]: [`AgentConfig`], the persistent settings every layer reads, and their defaults.
 //! * [`memory`]: working context, labelled [`MemoryBlock`]s with character limits.
 //! * [`queue`]: the FIFO queue and page-replacement decisions: [`EvictionPolicy`],
 //!   [`PaperPolicy`], [`QueueManager`].
@@ -41,6 +42,7 @@ extern crate self as memgpt_core;
 pub mod agent;
 pub mod builtin;
 pub mod chunk;
+pub mod config;
 pub mod context;
 pub mod embed;
 mod error;

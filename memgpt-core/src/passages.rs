@@ -14,10 +14,6 @@ use crate::ids::AgentId;
 use crate::store::Passage;
 use crate::tokens::TokenCounter;
 
-/// The default limit on the bytes of text written at once ([`AgentConfig::max_document_bytes`](crate::AgentConfig::max_document_bytes)
-/// and [`ToolSettings::max_document_bytes`](crate::function::ToolSettings::max_document_bytes)).
-pub(crate) const DEFAULT_MAX_DOCUMENT_BYTES: usize = 10 * 1024 * 1024;
-
 /// Why text could not become passages.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum PassageError {

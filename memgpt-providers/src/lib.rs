@@ -22,6 +22,7 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod config_error;
 #[cfg(feature = "_http")]
 pub mod http;
 
@@ -41,3 +42,5 @@ pub mod local_embed;
 
 #[cfg(feature = "local")]
 pub mod local;
+
+pub use config_error::ConfigError;

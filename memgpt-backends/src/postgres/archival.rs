@@ -3,49 +3,19 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use memgpt_core::embed::Embedding;
 use memgpt_core::ids::{AgentId, PassageId};
 use memgpt_core::store::{
     ArchivalQuery, ArchivalStore, EmbeddingSpace, Page, Passage, SearchMode, SearchPage, StoreError,
 };
 use sqlx::postgres::PgRow;
-use sqlx::types::Json;
 use sqlx::{PgConnection, Row};
 
 use memgpt_core::retrieval::{RRF_K, reciprocal_rank_fusion};
 
+use super::dialect::{PASSAGE_COLUMNS, passage_from_row};
 use super::{MAX_EF_SEARCH, PgStore, ts_query};
-use crate::codec::{corrupt, db};
-use crate::pages;
-
-const PASSAGE_COLUMNS: &str =
-    "p.seq, p.id, p.agent_id, p.text, p.embedding::real[] AS embedding, p.metadata, p.created_at";
-
-fn passage_from_row(row: &PgRow, space: Option<&EmbeddingSpace>) -> Result<Passage, StoreError> {
-    let get_err = |e: sqlx::Error| db("reading a passage", e);
-    let vector: Option<Vec<f32>> = row.try_get("embedding").map_err(get_err)?;
-    let embedding = match vector {
-        None => None,
-        Some(vector) => {
-            let space =
-                space.ok_or_else(|| corrupt("an embedding in a store with no embedding model"))?;
-            Some(Embedding {
-                model: space.model.clone(),
-                vector,
-            })
-        }
-    };
-    let Json(metadata): Json<serde_json::Map<String, serde_json::Value>> =
-        row.try_get("metadata").map_err(get_err)?;
-    Ok(Passage {
-        id: PassageId::from_uuid(row.try_get("id").map_err(get_err)?),
-        agent_id: AgentId::from_uuid(row.try_get("agent_id").map_err(get_err)?),
-        text: row.try_get("text").map_err(get_err)?,
-        embedding,
-        metadata,
-        created_at: row.try_get("created_at").map_err(get_err)?,
-    })
-}
+use crate::codec::db;
+use crate::sql;
 
 /// Decodes `(distance, seq)` lists.
 fn distances(rows: &[PgRow]) -> Result<Vec<(f64, i64)>, StoreError> {
@@ -320,7 +290,7 @@ impl PgStore {
         page: Page,
         total: usize,
     ) -> Result<SearchPage<Passage>, StoreError> {
-        pages::ranked(ranked, page, total, |seqs| async move {
+        sql::ranked(ranked, page, total, |seqs| async move {
             self.passages_by_seq(agent, &seqs).await
         })
         .await
@@ -470,31 +440,10 @@ impl ArchivalStore for PgStore {
         agent: AgentId,
         page: Page,
     ) -> Result<SearchPage<Passage>, StoreError> {
-        let total = self.count_passages(agent).await? as usize;
-        pages::listing(page, total, |limit, offset| async move {
-            let space = self.space().await?;
-            let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT {PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = $1 ORDER BY p.seq LIMIT $2 OFFSET $3"
-            )))
-            .bind(agent.as_uuid())
-            .bind(limit)
-            .bind(offset)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| db("listing passages", e))?;
-            rows.iter()
-                .map(|row| passage_from_row(row, space.as_ref()))
-                .collect()
-        })
-        .await
+        sql::list_passages(self, agent, page).await
     }
 
     async fn count_passages(&self, agent: AgentId) -> Result<u64, StoreError> {
-        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM passages WHERE agent_id = $1")
-            .bind(agent.as_uuid())
-            .fetch_one(&self.pool)
-            .await
-            .map_err(|e| db("counting passages", e))?;
-        Ok(n as u64)
+        Ok(sql::count_passages(self, agent).await? as u64)
     }
 }

@@ -18,8 +18,8 @@ use memgpt_core::store::StoreError;
 use sqlx::{PgConnection, PgPool, Row};
 use tracing::info;
 
+use super::dialect::{MESSAGE_COLUMNS, message_from_row};
 use super::meta;
-use super::recall::{MESSAGE_COLUMNS, message_from_row};
 use crate::codec::db;
 
 const ANALYZER: &str = "analyzer";

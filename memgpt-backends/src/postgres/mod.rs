@@ -22,6 +22,7 @@
 
 mod agents;
 mod archival;
+mod dialect;
 mod documents;
 mod recall;
 
@@ -35,6 +36,7 @@ use sqlx::{Connection, Executor, PgConnection};
 use tracing::{debug, info};
 
 use crate::codec::{corrupt, db};
+use crate::url::{StoreUrlError, query_pairs};
 
 /// Where and how to open a [`PgStore`].
 ///
@@ -68,7 +70,7 @@ pub struct PgOptions {
 impl PgOptions {
     /// Options for a store URL: its `schema=NAME` and `ef_search=N` query parameters (if any)
     /// become [`PgOptions::schema`] and [`PgOptions::ef_search`] (an `ef_search` outside 1-1000
-    /// is ignored here; [`StoreConfig`](crate::StoreConfig) rejects it), and the rest of the URL
+    /// is ignored here; [`PgOptions::from_url`] rejects it), and the rest of the URL
     /// goes to sqlx.
     pub fn new(url: &str) -> Self {
         let url = url.trim();
@@ -104,6 +106,29 @@ impl PgOptions {
             max_leases: 16,
             ef_search,
         }
+    }
+
+    /// Options for a `postgres://` (or `postgresql://`) store URL, like [`PgOptions::new`] but
+    /// rejecting an `ef_search` outside 1-1000.
+    ///
+    /// ```
+    /// use memgpt_backends::PgOptions;
+    ///
+    /// assert_eq!(PgOptions::from_url("postgres://db/x?ef_search=40").unwrap().ef_search, 40);
+    /// assert!(PgOptions::from_url("postgres://db/x?ef_search=0").is_err());
+    /// ```
+    pub fn from_url(url: &str) -> Result<Self, StoreUrlError> {
+        let query = url.split_once('?').map_or("", |(_, q)| q);
+        for (name, value) in query_pairs(query) {
+            if name == "ef_search" && parse_ef_search(value).is_none() {
+                return Err(StoreUrlError::invalid(
+                    name,
+                    value,
+                    "an integer from 1 to 1000",
+                ));
+            }
+        }
+        Ok(Self::new(url))
     }
 
     /// The same options with the tables in `schema`.
@@ -178,7 +203,7 @@ const DEFAULT_EF_SEARCH: usize = 100;
 pub(crate) const MAX_EF_SEARCH: usize = 1_000;
 
 /// An `ef_search` URL value pgvector accepts (1 to [`MAX_EF_SEARCH`]).
-pub(crate) fn parse_ef_search(value: &str) -> Option<usize> {
+fn parse_ef_search(value: &str) -> Option<usize> {
     value
         .parse()
         .ok()

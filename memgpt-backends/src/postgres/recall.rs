@@ -7,91 +7,16 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use memgpt_core::embed::Embedding;
 use memgpt_core::ids::{AgentId, MessageId};
-use memgpt_core::message::{Message, MessageKind, ToolCall};
+use memgpt_core::message::Message;
 use memgpt_core::retrieval::{CandidateKey, RecallCandidate, TextCandidates};
 use memgpt_core::store::{RecallQuery, RecallStore, SearchPage, StoreError};
-use sqlx::postgres::PgRow;
-use sqlx::types::Json;
 use sqlx::{Postgres, QueryBuilder, Row};
 
 use super::PgStore;
+use super::dialect::{MESSAGE_COLUMNS, message_from_row, push_filters};
 use super::documents::{statistics, terms_tsquery};
-use crate::codec::{corrupt, db};
-use crate::pages::{self, sql_int};
-
-pub(crate) const MESSAGE_COLUMNS: &str =
-    "m.id, m.agent_id, m.kind, m.text, m.tool_calls, m.tool_call_id, m.name, m.created_at";
-
-/// Decodes a row selected with [`MESSAGE_COLUMNS`].
-pub(crate) fn message_from_row(row: &PgRow) -> Result<Message, StoreError> {
-    let get_err = |e: sqlx::Error| db("reading a message", e);
-    let kind: String = row.try_get("kind").map_err(get_err)?;
-    let tool_calls: Option<Json<Vec<ToolCall>>> = row.try_get("tool_calls").map_err(get_err)?;
-    Ok(Message {
-        id: MessageId::from_uuid(row.try_get("id").map_err(get_err)?),
-        agent_id: AgentId::from_uuid(row.try_get("agent_id").map_err(get_err)?),
-        kind: MessageKind::parse(&kind).ok_or_else(|| corrupt(format!("message kind `{kind}`")))?,
-        text: row.try_get("text").map_err(get_err)?,
-        tool_calls: tool_calls.map(|Json(calls)| calls).unwrap_or_default(),
-        tool_call_id: row.try_get("tool_call_id").map_err(get_err)?,
-        name: row.try_get("name").map_err(get_err)?,
-        created_at: row.try_get("created_at").map_err(get_err)?,
-    })
-}
-
-/// Appends the kind and time filters of `query` (after a `WHERE m.agent_id = $1`).
-fn push_filters(sql: &mut QueryBuilder<Postgres>, query: &RecallQuery) {
-    if !query.kinds.is_empty() {
-        let kinds: Vec<&str> = query.kinds.iter().map(|k| k.as_str()).collect();
-        sql.push(" AND m.kind = ANY(").push_bind(kinds).push(")");
-    }
-    if let Some(start) = query.range.start {
-        sql.push(" AND m.created_at >= ").push_bind(start);
-    }
-    if let Some(end) = query.range.end {
-        sql.push(" AND m.created_at < ").push_bind(end);
-    }
-}
-
-impl PgStore {
-    async fn list_chronological(
-        &self,
-        agent: AgentId,
-        query: &RecallQuery,
-    ) -> Result<SearchPage<Message>, StoreError> {
-        let mut count =
-            QueryBuilder::<Postgres>::new("SELECT count(*) FROM messages m WHERE m.agent_id = ");
-        count.push_bind(*agent.as_uuid());
-        push_filters(&mut count, query);
-        let total: i64 = count
-            .build_query_scalar()
-            .fetch_one(&self.pool)
-            .await
-            .map_err(|e| db("listing recall storage", e))?;
-        pages::listing(
-            query.page,
-            total.max(0) as usize,
-            |limit, offset| async move {
-                let mut sql = QueryBuilder::<Postgres>::new(format!(
-                    "SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = "
-                ));
-                sql.push_bind(*agent.as_uuid());
-                push_filters(&mut sql, query);
-                sql.push(" ORDER BY m.created_at, m.seq LIMIT ")
-                    .push_bind(limit)
-                    .push(" OFFSET ")
-                    .push_bind(offset);
-                let rows = sql
-                    .build()
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(|e| db("listing recall storage", e))?;
-                rows.iter().map(message_from_row).collect()
-            },
-        )
-        .await
-    }
-}
+use crate::codec::db;
+use crate::sql::{self, sql_int};
 
 #[async_trait]
 impl RecallStore for PgStore {
@@ -100,7 +25,7 @@ impl RecallStore for PgStore {
         agent: AgentId,
         query: &RecallQuery,
     ) -> Result<SearchPage<Message>, StoreError> {
-        self.list_chronological(agent, query).await
+        sql::list_messages(self, agent, query).await
     }
 
     async fn text_candidates(

@@ -3,57 +3,22 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use memgpt_core::embed::Embedding;
 use memgpt_core::ids::{AgentId, PassageId};
 use memgpt_core::retrieval::{RRF_K, reciprocal_rank_fusion};
 use memgpt_core::store::{
-    ArchivalQuery, ArchivalStore, EmbeddingSpace, Page, Passage, SearchMode, SearchPage, StoreError,
+    ArchivalQuery, ArchivalStore, Page, Passage, SearchMode, SearchPage, StoreError,
 };
-use sqlx::sqlite::SqliteRow;
 use sqlx::{QueryBuilder, Row, Sqlite};
 
 use super::SqliteStore;
 use super::agents::agent_token;
-use crate::codec::{
-    blob_to_vector, blob_to_vector_into, corrupt, db, from_micros, fts5_query, micros,
-};
-use crate::pages::{self, sql_int};
+use super::dialect::{PASSAGE_COLUMNS, passage_from_row};
+use crate::codec::{blob_to_vector_into, db, fts5_query, micros};
+use crate::sql::{self, sql_int};
 use crate::vector::{TopK, cosine_to_unit, normalized};
-
-const PASSAGE_COLUMNS: &str =
-    "p.seq, p.id, p.agent_id, p.text, p.embedding, p.metadata, p.created_at";
 
 /// Rows read per batch by the exact scan.
 const SCAN_BATCH: i64 = 4_096;
-
-fn passage_from_row(
-    row: &SqliteRow,
-    space: Option<&EmbeddingSpace>,
-) -> Result<Passage, StoreError> {
-    let get_err = |e: sqlx::Error| db("reading a passage", e);
-    let embedding: Option<Vec<u8>> = row.try_get("embedding").map_err(get_err)?;
-    let metadata: String = row.try_get("metadata").map_err(get_err)?;
-    let embedding = match embedding {
-        None => None,
-        Some(blob) => {
-            let space =
-                space.ok_or_else(|| corrupt("an embedding in a store with no embedding model"))?;
-            Some(Embedding {
-                model: space.model.clone(),
-                vector: blob_to_vector(&blob)?,
-            })
-        }
-    };
-    Ok(Passage {
-        id: PassageId::from_uuid(row.try_get("id").map_err(get_err)?),
-        agent_id: AgentId::from_uuid(row.try_get("agent_id").map_err(get_err)?),
-        text: row.try_get("text").map_err(get_err)?,
-        embedding,
-        metadata: serde_json::from_str(&metadata)
-            .map_err(|e| corrupt(format!("passage metadata: {e}")))?,
-        created_at: from_micros(row.try_get("created_at").map_err(get_err)?)?,
-    })
-}
 
 /// Appends the tag and time filters of `query` for the passages aliased `p` (after a `WHERE`).
 fn push_passage_filters(sql: &mut QueryBuilder<Sqlite>, agent: AgentId, query: &ArchivalQuery) {
@@ -269,7 +234,7 @@ impl SqliteStore {
         page: Page,
         total: usize,
     ) -> Result<SearchPage<Passage>, StoreError> {
-        pages::ranked(ranked, page, total, |seqs| async move {
+        sql::ranked(ranked, page, total, |seqs| async move {
             self.passages_by_seq(&seqs).await
         })
         .await
@@ -371,32 +336,11 @@ impl ArchivalStore for SqliteStore {
         agent: AgentId,
         page: Page,
     ) -> Result<SearchPage<Passage>, StoreError> {
-        let total = self.count_passages(agent).await? as usize;
-        pages::listing(page, total, |limit, offset| async move {
-            let space = self.space().await?;
-            let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT {PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = ? ORDER BY p.seq LIMIT ? OFFSET ?"
-            )))
-            .bind(agent.as_uuid())
-            .bind(limit)
-            .bind(offset)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| db("listing passages", e))?;
-            rows.iter()
-                .map(|row| passage_from_row(row, space.as_ref()))
-                .collect()
-        })
-        .await
+        sql::list_passages(self, agent, page).await
     }
 
     async fn count_passages(&self, agent: AgentId) -> Result<u64, StoreError> {
-        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM passages WHERE agent_id = ?")
-            .bind(agent.as_uuid())
-            .fetch_one(&self.pool)
-            .await
-            .map_err(|e| db("counting passages", e))?;
-        Ok(n as u64)
+        Ok(sql::count_passages(self, agent).await? as u64)
     }
 }
 

@@ -21,8 +21,8 @@ use memgpt_core::store::{Passage, StoreError};
 use sqlx::{Row, SqliteConnection, SqlitePool};
 use tracing::info;
 
+use super::dialect::{MESSAGE_COLUMNS, message_from_row};
 use super::meta;
-use super::recall::{MESSAGE_COLUMNS, message_from_row};
 use crate::codec::db;
 
 /// The `memgpt_meta` keys of the message collection's statistics.

@@ -14,15 +14,17 @@
 
 mod agents;
 mod archival;
+mod dialect;
 mod documents;
 mod recall;
 #[cfg(feature = "tantivy")]
 mod tantivy_recall;
+mod url;
 #[cfg(feature = "usearch")]
 mod usearch_index;
 
 #[cfg(feature = "usearch")]
-pub(crate) use recall::push_filters as push_recall_filters;
+pub(crate) use dialect::push_filters as push_recall_filters;
 #[cfg(feature = "tantivy")]
 pub use tantivy_recall::TantivyRecall;
 #[cfg(feature = "usearch")]

@@ -6,64 +6,20 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use memgpt_core::embed::Embedding;
 use memgpt_core::ids::{AgentId, MessageId};
-use memgpt_core::message::{Message, MessageKind, ToolCall};
+use memgpt_core::message::Message;
 use memgpt_core::retrieval::{CandidateKey, RecallCandidate, TextCandidates};
 use memgpt_core::store::{RecallQuery, RecallStore, SearchPage, StoreError};
-use sqlx::sqlite::SqliteRow;
 use sqlx::{QueryBuilder, Row, Sqlite};
 
 use super::SqliteStore;
 use super::agents::agent_token;
-use crate::codec::{
-    blob_to_vector, blob_to_vector_into, corrupt, db, from_micros, fts5_terms_query, micros,
-};
-use crate::pages::{self, sql_int};
+use super::dialect::{MESSAGE_COLUMNS, message_from_row, push_filters};
+use crate::codec::{blob_to_vector, blob_to_vector_into, db, from_micros, fts5_terms_query};
+use crate::sql::{self, sql_int};
 use crate::vector::{TopK, cosine_to_unit, normalized};
-
-pub(crate) const MESSAGE_COLUMNS: &str =
-    "m.seq, m.id, m.agent_id, m.kind, m.text, m.tool_calls, m.tool_call_id, m.name, m.created_at";
 
 /// Rows read per batch by the exact vector scan.
 const SCAN_BATCH: i64 = 4_096;
-
-/// Decodes a row selected with [`MESSAGE_COLUMNS`].
-pub(crate) fn message_from_row(row: &SqliteRow) -> Result<Message, StoreError> {
-    let get_err = |e: sqlx::Error| db("reading a message", e);
-    let kind: String = row.try_get("kind").map_err(get_err)?;
-    let tool_calls: Option<String> = row.try_get("tool_calls").map_err(get_err)?;
-    Ok(Message {
-        id: MessageId::from_uuid(row.try_get("id").map_err(get_err)?),
-        agent_id: AgentId::from_uuid(row.try_get("agent_id").map_err(get_err)?),
-        kind: MessageKind::parse(&kind).ok_or_else(|| corrupt(format!("message kind `{kind}`")))?,
-        text: row.try_get("text").map_err(get_err)?,
-        tool_calls: match tool_calls {
-            Some(json) => serde_json::from_str::<Vec<ToolCall>>(&json)
-                .map_err(|e| corrupt(format!("tool calls: {e}")))?,
-            None => Vec::new(),
-        },
-        tool_call_id: row.try_get("tool_call_id").map_err(get_err)?,
-        name: row.try_get("name").map_err(get_err)?,
-        created_at: from_micros(row.try_get("created_at").map_err(get_err)?)?,
-    })
-}
-
-/// Appends the kind and time filters of `query` (after a `WHERE m.agent_id = ?`).
-pub(crate) fn push_filters(sql: &mut QueryBuilder<Sqlite>, query: &RecallQuery) {
-    if !query.kinds.is_empty() {
-        sql.push(" AND m.kind IN (");
-        let mut kinds = sql.separated(", ");
-        for kind in &query.kinds {
-            kinds.push_bind(kind.as_str());
-        }
-        sql.push(")");
-    }
-    if let Some(start) = query.range.start {
-        sql.push(" AND m.created_at >= ").push_bind(micros(start));
-    }
-    if let Some(end) = query.range.end {
-        sql.push(" AND m.created_at < ").push_bind(micros(end));
-    }
-}
 
 impl SqliteStore {
     /// Up to `limit` of the agent's messages matching any of `terms`, best first by FTS5's BM25.
@@ -140,44 +96,6 @@ impl SqliteStore {
         }
         Ok(top.into_sorted().into_iter().map(|(_, seq)| seq).collect())
     }
-
-    async fn list_chronological(
-        &self,
-        agent: AgentId,
-        query: &RecallQuery,
-    ) -> Result<SearchPage<Message>, StoreError> {
-        let mut count =
-            QueryBuilder::<Sqlite>::new("SELECT count(*) FROM messages m WHERE m.agent_id = ");
-        count.push_bind(*agent.as_uuid());
-        push_filters(&mut count, query);
-        let total: i64 = count
-            .build_query_scalar()
-            .fetch_one(&self.pool)
-            .await
-            .map_err(|e| db("listing recall storage", e))?;
-        pages::listing(
-            query.page,
-            total.max(0) as usize,
-            |limit, offset| async move {
-                let mut sql = QueryBuilder::<Sqlite>::new(format!(
-                    "SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = "
-                ));
-                sql.push_bind(*agent.as_uuid());
-                push_filters(&mut sql, query);
-                sql.push(" ORDER BY m.created_at, m.seq LIMIT ")
-                    .push_bind(limit)
-                    .push(" OFFSET ")
-                    .push_bind(offset);
-                let rows = sql
-                    .build()
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(|e| db("listing recall storage", e))?;
-                rows.iter().map(message_from_row).collect()
-            },
-        )
-        .await
-    }
 }
 
 #[async_trait]
@@ -187,7 +105,7 @@ impl RecallStore for SqliteStore {
         agent: AgentId,
         query: &RecallQuery,
     ) -> Result<SearchPage<Message>, StoreError> {
-        self.list_chronological(agent, query).await
+        sql::list_messages(self, agent, query).await
     }
 
     async fn text_candidates(

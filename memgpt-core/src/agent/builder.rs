@@ -402,13 +402,7 @@ impl AgentBuilder {
             None => FunctionRegistry::linked()?,
         };
         let toolset = registry.toolset(&state.config.tools)?;
-        let settings = ToolSettings {
-            page_size: state.config.page_size,
-            archival_search: state.config.archival_search,
-            passage_tokens: state.config.passage_tokens,
-            max_document_bytes: state.config.max_document_bytes,
-            recall_ranking: state.config.recall_ranking,
-        };
+        let settings = ToolSettings::from(&state.config);
         let runtime = Runtime {
             clock: self.resolved_clock(),
             provider,

@@ -14,7 +14,6 @@
 //! was.
 
 mod builder;
-mod config;
 mod event;
 pub mod prompt;
 mod record;
@@ -26,9 +25,9 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+pub use crate::config::{AgentConfig, DEFAULT_COMPLETION_RESERVE};
 pub use crate::paging::FlushRecord;
 pub use builder::AgentBuilder;
-pub use config::{AgentConfig, DEFAULT_COMPLETION_RESERVE};
 pub use event::{Event, EventKind};
 pub use record::{StepRecord, StepTimings, StopReason, ToolCallRecord};
 

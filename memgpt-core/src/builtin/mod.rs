@@ -21,17 +21,7 @@ use chrono::{DateTime, Utc};
 use crate::store::SearchPage;
 use crate::time::format_time;
 
-/// The functions every MemGPT agent gets by default, in the order they are offered.
-pub const DEFAULT_FUNCTIONS: [&str; 8] = [
-    "send_message",
-    "pause_heartbeats",
-    "core_memory_append",
-    "core_memory_replace",
-    "archival_memory_insert",
-    "archival_memory_search",
-    "conversation_search",
-    "conversation_search_date",
-];
+pub use crate::config::DEFAULT_FUNCTIONS;
 
 /// Longest text shown per search hit; longer hits are cut (the full text stays in storage).
 /// A default page of five hits then fits the agent's 6,000-character function-output limit.

@@ -6,11 +6,12 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use super::ToolError;
+use crate::config::AgentConfig;
 use crate::embed::Embedder;
 use crate::ids::{AgentId, MessageId, PassageId};
 use crate::memory::WorkingContext;
 use crate::message::Message;
-use crate::passages::{DEFAULT_MAX_DOCUMENT_BYTES, PassageError, PassageWriter};
+use crate::passages::{PassageError, PassageWriter};
 use crate::retrieval::{RRF_K, RecallRanking, reciprocal_rank_fusion};
 use crate::store::{
     ArchivalQuery, Hit, Page, Passage, RecallQuery, SearchMode, SearchPage, Storage, TimeRange,
@@ -21,7 +22,7 @@ use crate::tokens::TokenCounter;
 /// by words until a later search or [`Agent::reindex`](crate::Agent::reindex) embeds them).
 const ON_DEMAND_EMBEDDINGS: usize = 512;
 
-/// Settings that built-in functions read.
+/// Settings that built-in functions read: the part of [`AgentConfig`] they obey.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolSettings {
     /// Results per page of every search function.
@@ -53,15 +54,23 @@ impl ToolSettings {
     }
 }
 
-impl Default for ToolSettings {
-    fn default() -> Self {
+impl From<&AgentConfig> for ToolSettings {
+    /// The settings an agent with this configuration gives its functions.
+    fn from(config: &AgentConfig) -> Self {
         Self {
-            page_size: 5,
-            archival_search: SearchMode::Hybrid,
-            passage_tokens: 300,
-            max_document_bytes: DEFAULT_MAX_DOCUMENT_BYTES,
-            recall_ranking: RecallRanking::default(),
+            page_size: config.page_size,
+            archival_search: config.archival_search,
+            passage_tokens: config.passage_tokens,
+            max_document_bytes: config.max_document_bytes,
+            recall_ranking: config.recall_ranking,
         }
+    }
+}
+
+impl Default for ToolSettings {
+    /// The settings of [`AgentConfig::default`].
+    fn default() -> Self {
+        Self::from(&AgentConfig::default())
     }
 }
 

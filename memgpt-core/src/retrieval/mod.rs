@@ -9,9 +9,10 @@
 //! * [`Bm25`] and [`TermStatistics`]: lexical relevance; [`Bm25Index`] for documents in memory.
 //! * [`QueryCues`]: the participant and the months/years a query names.
 //! * [`reciprocal_rank_fusion`]: the one way rankings are combined.
-//! * [`search_recall`] and [`RecallRanking`]: hybrid recall search over the primitives of
-//!   [`RecallStore`](crate::store::RecallStore) (candidates by text and by vector), ranked by
-//!   [`rank_candidates`].
+//! * [`rank_candidates`] and [`RecallRanking`]: hybrid recall ranking of the candidates a
+//!   [`RecallStore`](crate::store::RecallStore) finds by text and by vector (the search itself
+//!   is [`store::search_recall`](crate::store::search_recall)).
+//! * [`SearchMode`]: how archival search ranks passages.
 //!
 //! The defaults and how they were chosen are in BENCHMARKS.md ("LoCoMo: evidence recall of
 //! conversation search").
@@ -21,6 +22,7 @@ mod bm25;
 mod cues;
 mod document;
 mod fusion;
+mod mode;
 mod recall;
 
 pub use analyzer::{
@@ -33,7 +35,8 @@ pub use document::{
     is_conversation,
 };
 pub use fusion::{RRF_K, reciprocal_rank_fusion};
+pub use mode::SearchMode;
 pub use recall::{
     CandidateKey, CueBoost, MAX_CANDIDATES, RecallCandidate, RecallRanking, TextCandidates,
-    rank_candidates, search_recall,
+    rank_candidates,
 };

@@ -1,11 +1,11 @@
 //! Hybrid recall search: how `conversation_search` ranks an agent's messages in every store.
 //!
-//! A store contributes three primitives of [`RecallStore`]: the messages whose documents
-//! contain a query term ([`RecallStore::text_candidates`], with the collection statistics of
-//! those terms), the messages whose embeddings are nearest the query's
-//! ([`RecallStore::vector_candidates`]), and the details of both
-//! ([`RecallStore::candidates`]). [`search_recall`] then ranks the union the same way for every
-//! store:
+//! A store contributes three primitives of [`RecallStore`](crate::store::RecallStore): the
+//! messages whose documents contain a query term (`text_candidates`, with the collection
+//! statistics of those terms), the messages whose embeddings are nearest the query's
+//! (`vector_candidates`), and the details of both (`candidates`).
+//! [`search_recall`](crate::store::search_recall) then ranks the union with
+//! [`rank_candidates`], the same way for every store:
 //!
 //! 1. **BM25** of each candidate's document (the message with the turns before it, see
 //!    [`DocumentBuilder`](super::DocumentBuilder)) for the query's stemmed terms;
@@ -22,19 +22,15 @@
 //! them), so two stores rank identically whenever both pools hold every match; with more
 //! matches than [`RecallRanking::candidates`], only the tail of the list may differ.
 
-use std::collections::HashSet;
-
 use serde::{Deserialize, Serialize};
 
-use super::analyzer::{count_terms, query_terms};
+use super::analyzer::count_terms;
 use super::bm25::{Bm25, TermStatistics};
 use super::cues::QueryCues;
 use super::document::is_conversation;
 use super::fusion::{RRF_K, reciprocal_rank_fusion};
 use crate::embed::cosine;
-use crate::ids::AgentId;
 use crate::message::Message;
-use crate::store::{Hit, RecallQuery, RecallStore, SearchPage, StoreError};
 
 /// A store's handle on one message during a search (its row number, index position...).
 pub type CandidateKey = i64;
@@ -136,7 +132,7 @@ impl RecallRanking {
 
 /// Ranks candidates for a query: `(index into candidates, fused score)`, best first.
 ///
-/// `terms` are the query's [`query_terms`] and `statistics` their collection statistics;
+/// `terms` are the query's [`query_terms`](super::query_terms) and `statistics` their collection statistics;
 /// `query_vector` is the query's embedding, if any.
 pub fn rank_candidates(
     candidates: &[RecallCandidate],
@@ -204,80 +200,14 @@ pub fn rank_candidates(
     )
 }
 
-/// Runs a recall search with a text query on any [`RecallStore`]: gathers candidates from the
-/// store's primitives and ranks them with [`rank_candidates`] (see the module documentation).
-/// Queries without text are listed chronologically by the store.
-///
-/// The total counts the ranked candidates; pages past it are empty, whatever their number.
-pub async fn search_recall<S: RecallStore + ?Sized>(
-    store: &S,
-    agent: AgentId,
-    query: &RecallQuery,
-) -> Result<SearchPage<Message>, StoreError> {
-    let Some(text) = query.text_query() else {
-        return store.list_messages(agent, query).await;
-    };
-    let ranking = &query.ranking;
-    let terms = query_terms(text);
-    let pool = ranking.pool(query.page.depth());
-    let lexical = if terms.is_empty() {
-        TextCandidates::default()
-    } else {
-        store.text_candidates(agent, &terms, query, pool).await?
-    };
-    let semantic = match &query.embedding {
-        Some(embedding) => {
-            store
-                .vector_candidates(agent, embedding, query, pool)
-                .await?
-        }
-        None => Vec::new(),
-    };
-    let mut seen = HashSet::with_capacity(lexical.keys.len() + semantic.len());
-    let keys: Vec<CandidateKey> = lexical
-        .keys
-        .iter()
-        .chain(&semantic)
-        .copied()
-        .filter(|k| seen.insert(*k))
-        .collect();
-    if keys.is_empty() {
-        return Ok(SearchPage::empty(query.page));
-    }
-    let candidates = store.candidates(agent, &keys).await?;
-    let cues = QueryCues::parse(text);
-    let ranked = rank_candidates(
-        &candidates,
-        &terms,
-        &lexical.statistics,
-        query.embedding.as_ref().map(|e| e.vector.as_slice()),
-        &cues,
-        ranking,
-    );
-    let total = ranked.len();
-    let hits = query
-        .page
-        .slice(ranked)
-        .into_iter()
-        .map(|(i, score)| Hit {
-            item: candidates[i].message.clone(),
-            score,
-        })
-        .collect();
-    Ok(SearchPage {
-        hits,
-        page: query.page,
-        total,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use chrono::{Duration, TimeZone, Utc};
 
     use super::*;
+    use crate::ids::AgentId;
     use crate::message::MessageKind;
-    use crate::retrieval::DocumentBuilder;
+    use crate::retrieval::{DocumentBuilder, query_terms};
 
     /// Candidates `spacing` apart (20 days: each its own session; minutes: one session).
     fn candidates_spaced(

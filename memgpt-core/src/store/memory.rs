@@ -22,7 +22,7 @@ use crate::retrieval::{
 ///
 /// Search is exhaustive: every message whose document matches is a text candidate, and every
 /// embedded message a vector candidate (exact cosine), so its rankings are what
-/// [`search_recall`](crate::retrieval::search_recall) gives with unlimited pools.
+/// [`search_recall`](crate::store::search_recall) gives with unlimited pools.
 #[derive(Debug, Default)]
 pub struct InMemoryStore {
     inner: RwLock<Inner>,
@@ -418,21 +418,14 @@ impl ArchivalStore for InMemoryStore {
             return Ok(SearchPage::empty(query.page));
         };
         let ranked = rank_passages(&archival.passages, query)?;
-        let total = ranked.len();
-        let hits = query
-            .page
-            .slice(ranked)
-            .into_iter()
-            .map(|(score, i)| Hit {
+        Ok(SearchPage::from_ranking(
+            query.page,
+            ranked,
+            |(score, i)| Hit {
                 item: archival.passages[i].clone(),
                 score,
-            })
-            .collect();
-        Ok(SearchPage {
-            hits,
-            page: query.page,
-            total,
-        })
+            },
+        ))
     }
 
     async fn get_passages(
@@ -552,7 +545,7 @@ mod tests {
     use chrono::{Duration, TimeZone, Utc};
 
     use super::*;
-    use crate::agent::AgentConfig;
+    use crate::config::AgentConfig;
     use crate::embed::HashingEmbedder;
     use crate::message::MessageKind;
     use crate::store::{Summary, TimeRange};

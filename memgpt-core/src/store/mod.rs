@@ -13,6 +13,7 @@
 
 mod error;
 mod memory;
+mod search;
 mod space;
 mod types;
 
@@ -24,11 +25,15 @@ use async_trait::async_trait;
 pub use error::StoreError;
 pub use memory::InMemoryStore;
 pub(crate) use memory::rank_passages;
+pub use search::search_recall;
 pub use space::EmbeddingSpace;
 pub use types::{
     AgentState, ArchivalQuery, Commit, Hit, MessageEmbedding, Page, Passage, RecallQuery,
-    SearchMode, SearchPage, Summary, TAGS_KEY, TimeRange,
+    SearchPage, Summary, TAGS_KEY, TimeRange,
 };
+
+/// Re-exported from [`retrieval`](crate::retrieval): the archival ranking a query asks for.
+pub use crate::retrieval::SearchMode;
 
 use crate::embed::Embedding;
 use crate::ids::{AgentId, MessageId, PassageId};
@@ -121,7 +126,7 @@ impl AgentLease for NoLease {
 /// Read access to recall storage: every message ever exchanged.
 ///
 /// A store implements the primitives; [`RecallStore::search`] is provided and ranks with
-/// [`search_recall`](crate::retrieval::search_recall), so every store searches the same way.
+/// [`search_recall`], so every store searches the same way.
 ///
 /// **What a store indexes.** Each message has a search document built by a
 /// [`DocumentBuilder`](crate::retrieval::DocumentBuilder) in append order (stores keep each
@@ -141,7 +146,7 @@ pub trait RecallStore: Send + Sync + fmt::Debug {
         agent: AgentId,
         query: &RecallQuery,
     ) -> Result<SearchPage<Message>, StoreError> {
-        crate::retrieval::search_recall(self, agent, query).await
+        search_recall(self, agent, query).await
     }
 
     /// The agent's messages passing the query's kind and time filters, oldest first (ties: in

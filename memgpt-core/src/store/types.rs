@@ -2,12 +2,12 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::error::StoreError;
-use crate::agent::AgentConfig;
+use crate::config::AgentConfig;
 use crate::embed::Embedding;
 use crate::ids::{AgentId, MessageId, PassageId};
 use crate::memory::WorkingContext;
 use crate::message::{Message, MessageKind};
-use crate::retrieval::RecallRanking;
+use crate::retrieval::{RecallRanking, SearchMode};
 
 /// Which page of results to return. Pages are numbered from 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,6 +81,22 @@ impl<T> SearchPage<T> {
         }
     }
 
+    /// The `page` of a full ranking, best first: every entry counts towards
+    /// [`total`](SearchPage::total), and `hit` turns the page's entries into hits.
+    ///
+    /// ```
+    /// use memgpt_core::store::{Hit, Page, SearchPage};
+    ///
+    /// let ranking = vec![("a", 0.9), ("b", 0.5), ("c", 0.1)];
+    /// let page = SearchPage::from_ranking(Page::new(1, 2), ranking, |(item, score)| Hit { item, score });
+    /// assert_eq!((page.hits.len(), page.hits[0].item, page.total), (1, "c", 3));
+    /// ```
+    pub fn from_ranking<R>(page: Page, ranking: Vec<R>, hit: impl FnMut(R) -> Hit<T>) -> Self {
+        let total = ranking.len();
+        let hits = page.slice(ranking).into_iter().map(hit).collect();
+        Self { hits, page, total }
+    }
+
     /// How many pages the results span.
     pub fn page_count(&self) -> usize {
         self.total.div_ceil(self.page.size)
@@ -115,7 +131,7 @@ impl TimeRange {
 
 /// A recall-storage query.
 ///
-/// With text it is a hybrid search ([`search_recall`](crate::retrieval::search_recall)): BM25
+/// With text it is a hybrid search ([`search_recall`](crate::store::search_recall)): BM25
 /// over the message documents, plus embedding similarity when [`RecallQuery::embedding`] is
 /// given; without text it lists messages chronologically. The kind and time filters apply to
 /// both.
@@ -189,19 +205,6 @@ impl RecallQuery {
         (self.kinds.is_empty() || self.kinds.contains(&message.kind))
             && self.range.contains(message.created_at)
     }
-}
-
-/// How archival search ranks passages.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SearchMode {
-    /// By embedding similarity (needs a query embedding).
-    Vector,
-    /// By lexical relevance (BM25 or the backend's full-text ranking).
-    Text,
-    /// Reciprocal-rank fusion of both; falls back to text when there is no query embedding.
-    #[default]
-    Hybrid,
 }
 
 /// An archival-storage query.

@@ -1,22 +1,13 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::ConfigError;
 use crate::http::{HttpSettings, RetryPolicy};
 
-/// Why a configuration could not be built.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// Neither an API key nor a base URL is set in the environment.
-    #[error(
-        "Anthropic is not configured: set ANTHROPIC_API_KEY (for api.anthropic.com), or \
-         ANTHROPIC_BASE_URL for a compatible server, and optionally MEMGPT_MODEL"
-    )]
-    NotConfigured,
-    /// A value is malformed.
-    #[error("invalid configuration: {0}")]
-    Invalid(String),
-}
+const NOT_CONFIGURED: ConfigError = ConfigError::NotConfigured {
+    provider: "Anthropic",
+    help: "set ANTHROPIC_API_KEY (for api.anthropic.com), or ANTHROPIC_BASE_URL for a compatible server, and optionally MEMGPT_MODEL",
+};
 
 /// Where and how to reach Anthropic's Messages API (or a server speaking it).
 #[derive(Clone, PartialEq)]
@@ -99,7 +90,7 @@ impl AnthropicConfig {
     ///   [`DEFAULT_MODEL`](Self::DEFAULT_MODEL));
     /// * `MEMGPT_CONTEXT_WINDOW`: the context window in tokens.
     ///
-    /// Fails with [`ConfigError::NotConfigured`] when neither a key nor a base URL is set.
+    /// Fails with [`ConfigError::NotConfigured`](crate::ConfigError::NotConfigured) when neither a key nor a base URL is set.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
@@ -114,7 +105,7 @@ impl AnthropicConfig {
         let base_url = var(&["ANTHROPIC_BASE_URL"]);
         let api_key = var(&["ANTHROPIC_API_KEY"]);
         if base_url.is_none() && api_key.is_none() {
-            return Err(ConfigError::NotConfigured);
+            return Err(NOT_CONFIGURED);
         }
         let model = var(&["MEMGPT_MODEL", "ANTHROPIC_MODEL"])
             .unwrap_or_else(|| Self::DEFAULT_MODEL.to_owned());
@@ -203,11 +194,11 @@ mod tests {
     fn env_needs_a_key_or_a_url() {
         assert_eq!(
             AnthropicConfig::from_lookup(lookup(&[])),
-            Err(ConfigError::NotConfigured)
+            Err(NOT_CONFIGURED)
         );
         assert_eq!(
             AnthropicConfig::from_lookup(lookup(&[("OPENAI_API_KEY", "sk-x")])),
-            Err(ConfigError::NotConfigured),
+            Err(NOT_CONFIGURED),
             "another provider's key is not ours"
         );
         let c = AnthropicConfig::from_lookup(lookup(&[("ANTHROPIC_API_KEY", "sk-ant")])).unwrap();

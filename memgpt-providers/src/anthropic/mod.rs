@@ -57,8 +57,10 @@ mod sse;
 mod stream;
 mod wire;
 
+/// Re-exported: the configuration error of every provider.
+pub use crate::ConfigError;
 pub use chat::AnthropicProvider;
-pub use config::{AnthropicConfig, ConfigError};
+pub use config::AnthropicConfig;
 
 use std::time::Duration;
 

@@ -2,22 +2,13 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::ConfigError;
 use crate::http::{HttpSettings, RetryPolicy};
 
-/// Why a configuration could not be built.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// Neither an API key nor a base URL is set in the environment.
-    #[error(
-        "no OpenAI-compatible endpoint is configured: set OPENAI_API_KEY (for api.openai.com), or \
-         MEMGPT_BASE_URL for another server (e.g. http://localhost:11434/v1 for Ollama), and MEMGPT_MODEL"
-    )]
-    NotConfigured,
-    /// A value is malformed.
-    #[error("invalid configuration: {0}")]
-    Invalid(String),
-}
+const NOT_CONFIGURED: ConfigError = ConfigError::NotConfigured {
+    provider: "OpenAI (or a compatible server)",
+    help: "set OPENAI_API_KEY (for api.openai.com), or MEMGPT_BASE_URL for another server (e.g. http://localhost:11434/v1 for Ollama), and MEMGPT_MODEL",
+};
 
 /// How function calls travel between the agent and the server.
 ///
@@ -227,7 +218,7 @@ impl OpenAiConfig {
     /// * `MEMGPT_TOOL_CALLING`: `native` (default), `json_schema`, `guided_json`, `grammar` or
     ///   `text` (see [`ToolCalling`]).
     ///
-    /// Fails with [`ConfigError::NotConfigured`] when neither a key nor a base URL is set.
+    /// Fails with [`ConfigError::NotConfigured`](crate::ConfigError::NotConfigured) when neither a key nor a base URL is set.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
@@ -242,7 +233,7 @@ impl OpenAiConfig {
         let base_url = var(&["MEMGPT_BASE_URL", "OPENAI_BASE_URL"]);
         let api_key = var(&["MEMGPT_API_KEY", "OPENAI_API_KEY"]);
         if base_url.is_none() && api_key.is_none() {
-            return Err(ConfigError::NotConfigured);
+            return Err(NOT_CONFIGURED);
         }
         let model =
             var(&["MEMGPT_MODEL", "OPENAI_MODEL"]).unwrap_or_else(|| "gpt-4o-mini".to_owned());
@@ -325,13 +316,10 @@ mod tests {
 
     #[test]
     fn env_needs_a_key_or_a_url() {
-        assert_eq!(
-            OpenAiConfig::from_lookup(lookup(&[])),
-            Err(ConfigError::NotConfigured)
-        );
+        assert_eq!(OpenAiConfig::from_lookup(lookup(&[])), Err(NOT_CONFIGURED));
         assert_eq!(
             OpenAiConfig::from_lookup(lookup(&[("OPENAI_API_KEY", " ")])),
-            Err(ConfigError::NotConfigured)
+            Err(NOT_CONFIGURED)
         );
         let c = OpenAiConfig::from_lookup(lookup(&[("OPENAI_API_KEY", "sk-x")])).unwrap();
         assert_eq!(c.base_url, OpenAiConfig::OPENAI_BASE_URL);

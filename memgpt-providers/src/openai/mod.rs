@@ -30,8 +30,10 @@ mod config;
 mod embed;
 mod wire;
 
+/// Re-exported: the configuration error of every provider.
+pub use crate::ConfigError;
 pub use chat::OpenAiProvider;
-pub use config::{ConfigError, OpenAiConfig, ToolCalling};
+pub use config::{OpenAiConfig, ToolCalling};
 pub use embed::OpenAiEmbedder;
 
 use crate::http::HttpFailure;

@@ -1,9 +1,10 @@
+//! An agent's persistent configuration and its defaults: the settings every layer reads
+//! (stores keep it, the agent and its functions obey it).
+
 use serde::{Deserialize, Serialize};
 
-use crate::builtin::DEFAULT_FUNCTIONS;
 use crate::llm::ToolChoice;
-use crate::retrieval::RecallRanking;
-use crate::store::SearchMode;
+use crate::retrieval::{RecallRanking, SearchMode};
 
 /// An agent's persistent configuration (stored with its state).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -47,6 +48,22 @@ pub struct AgentConfig {
     pub defer_message_embeddings: bool,
 }
 
+/// The functions every MemGPT agent gets by default, in the order they are offered.
+pub const DEFAULT_FUNCTIONS: [&str; 8] = [
+    "send_message",
+    "pause_heartbeats",
+    "core_memory_append",
+    "core_memory_replace",
+    "archival_memory_insert",
+    "archival_memory_search",
+    "conversation_search",
+    "conversation_search_date",
+];
+
+/// The default limit on the bytes of text written at once ([`AgentConfig::max_document_bytes`](crate::AgentConfig::max_document_bytes)
+/// and [`ToolSettings::max_document_bytes`](crate::function::ToolSettings::max_document_bytes)).
+pub const DEFAULT_MAX_DOCUMENT_BYTES: usize = 10 * 1024 * 1024;
+
 /// Tokens kept free for the completion when [`AgentConfig::max_completion_tokens`] is not set
 /// (at most a quarter of the window).
 pub const DEFAULT_COMPLETION_RESERVE: usize = 1_024;
@@ -82,7 +99,7 @@ impl Default for AgentConfig {
             max_completion_tokens: None,
             archival_search: SearchMode::Hybrid,
             passage_tokens: 300,
-            max_document_bytes: crate::passages::DEFAULT_MAX_DOCUMENT_BYTES,
+            max_document_bytes: DEFAULT_MAX_DOCUMENT_BYTES,
             policy: "paper".to_owned(),
             max_function_output_chars: 6_000,
             recall_ranking: RecallRanking::default(),

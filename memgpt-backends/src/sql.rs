@@ -1,0 +1,208 @@
+//! What the SQL backends share: how result pages are assembled (one rule for counting,
+//! stopping past the end, binding a page as `LIMIT`/`OFFSET`, attaching ranked scores) and the
+//! listings written once over a [`SqlDialect`], which SQLite and PostgreSQL each implement.
+
+use std::collections::HashMap;
+
+use memgpt_core::ids::AgentId;
+use memgpt_core::message::Message;
+use memgpt_core::store::{EmbeddingSpace, Hit, Page, Passage, RecallQuery, SearchPage, StoreError};
+use sqlx::{Database, QueryBuilder};
+
+/// One SQL backend's dialect: how it binds values, filters, decodes rows and runs queries.
+/// The listings of this module are written once against it.
+pub(crate) trait SqlDialect: Sync {
+    /// The sqlx driver.
+    type Db: Database;
+    /// The message columns [`SqlDialect::message_from_row`] decodes (table alias `m`).
+    const MESSAGE_COLUMNS: &'static str;
+    /// The passage columns [`SqlDialect::passage_from_row`] decodes (table alias `p`).
+    const PASSAGE_COLUMNS: &'static str;
+
+    /// Binds an agent id.
+    fn push_agent(sql: &mut QueryBuilder<Self::Db>, agent: AgentId);
+    /// Binds an integer.
+    fn push_int(sql: &mut QueryBuilder<Self::Db>, n: i64);
+    /// Appends ` AND ...` conditions for a recall query's kinds and time range.
+    fn push_message_filters(sql: &mut QueryBuilder<Self::Db>, query: &RecallQuery);
+    /// Decodes a row selected with [`SqlDialect::MESSAGE_COLUMNS`].
+    fn message_from_row(row: &<Self::Db as Database>::Row) -> Result<Message, StoreError>;
+    /// Decodes a row selected with [`SqlDialect::PASSAGE_COLUMNS`].
+    fn passage_from_row(
+        row: &<Self::Db as Database>::Row,
+        space: Option<&EmbeddingSpace>,
+    ) -> Result<Passage, StoreError>;
+
+    /// The store's embedding space, if it has one yet.
+    fn space(&self) -> impl Future<Output = Result<Option<EmbeddingSpace>, StoreError>> + Send;
+    /// Runs a `SELECT count(*) ...`; `what` names the operation in errors.
+    fn count(
+        &self,
+        sql: QueryBuilder<Self::Db>,
+        what: &'static str,
+    ) -> impl Future<Output = Result<usize, StoreError>> + Send;
+    /// Runs a query and returns its rows; `what` names the operation in errors.
+    fn rows(
+        &self,
+        sql: QueryBuilder<Self::Db>,
+        what: &'static str,
+    ) -> impl Future<Output = Result<Vec<<Self::Db as Database>::Row>, StoreError>> + Send;
+}
+
+/// An agent's messages matching a recall query's filters, oldest first (ties: append order).
+pub(crate) async fn list_messages<S: SqlDialect>(
+    store: &S,
+    agent: AgentId,
+    query: &RecallQuery,
+) -> Result<SearchPage<Message>, StoreError> {
+    let mut count = QueryBuilder::new("SELECT count(*) FROM messages m WHERE m.agent_id = ");
+    S::push_agent(&mut count, agent);
+    S::push_message_filters(&mut count, query);
+    let total = store.count(count, "listing recall storage").await?;
+    listing(query.page, total, |limit, offset| async move {
+        let mut sql = QueryBuilder::new(format!(
+            "SELECT {} FROM messages m WHERE m.agent_id = ",
+            S::MESSAGE_COLUMNS
+        ));
+        S::push_agent(&mut sql, agent);
+        S::push_message_filters(&mut sql, query);
+        sql.push(" ORDER BY m.created_at, m.seq LIMIT ");
+        S::push_int(&mut sql, limit);
+        sql.push(" OFFSET ");
+        S::push_int(&mut sql, offset);
+        let rows = store.rows(sql, "listing recall storage").await?;
+        rows.iter().map(S::message_from_row).collect()
+    })
+    .await
+}
+
+/// How many passages an agent has.
+pub(crate) async fn count_passages<S: SqlDialect>(
+    store: &S,
+    agent: AgentId,
+) -> Result<usize, StoreError> {
+    let mut sql = QueryBuilder::new("SELECT count(*) FROM passages WHERE agent_id = ");
+    S::push_agent(&mut sql, agent);
+    store.count(sql, "counting passages").await
+}
+
+/// An agent's passages in insertion order.
+pub(crate) async fn list_passages<S: SqlDialect>(
+    store: &S,
+    agent: AgentId,
+    page: Page,
+) -> Result<SearchPage<Passage>, StoreError> {
+    let total = count_passages(store, agent).await?;
+    listing(page, total, |limit, offset| async move {
+        let space = store.space().await?;
+        let mut sql = QueryBuilder::new(format!(
+            "SELECT {} FROM passages p WHERE p.agent_id = ",
+            S::PASSAGE_COLUMNS
+        ));
+        S::push_agent(&mut sql, agent);
+        sql.push(" ORDER BY p.seq LIMIT ");
+        S::push_int(&mut sql, limit);
+        sql.push(" OFFSET ");
+        S::push_int(&mut sql, offset);
+        let rows = store.rows(sql, "listing passages").await?;
+        rows.iter()
+            .map(|row| S::passage_from_row(row, space.as_ref()))
+            .collect()
+    })
+    .await
+}
+
+/// `n` as an SQL integer (saturating: a huge page number from an LLM never wraps).
+pub(crate) fn sql_int(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// A page of a chronological listing: `total` items match, and `rows(limit, offset)` reads the
+/// page's items in order. Nothing is read for a page past the end.
+pub(crate) async fn listing<T, F, Fut>(
+    page: Page,
+    total: usize,
+    rows: F,
+) -> Result<SearchPage<T>, StoreError>
+where
+    F: FnOnce(i64, i64) -> Fut,
+    Fut: Future<Output = Result<Vec<T>, StoreError>>,
+{
+    if page.offset() >= total {
+        return Ok(SearchPage {
+            hits: Vec::new(),
+            page,
+            total,
+        });
+    }
+    let hits = rows(sql_int(page.size), sql_int(page.offset()))
+        .await?
+        .into_iter()
+        .map(|item| Hit { item, score: 0.0 })
+        .collect();
+    Ok(SearchPage { hits, page, total })
+}
+
+/// The page of a full ranking (`(score, key)`, best first, cut at least as deep as the page)
+/// of `total` results: `fetch` reads the page's items by key (in any order, each with its key)
+/// and they come back in rank order with their scores.
+pub(crate) async fn ranked<T, F, Fut>(
+    ranked: Vec<(f32, i64)>,
+    page: Page,
+    total: usize,
+    fetch: F,
+) -> Result<SearchPage<T>, StoreError>
+where
+    F: FnOnce(Vec<i64>) -> Fut,
+    Fut: Future<Output = Result<Vec<(i64, T)>, StoreError>>,
+{
+    let ranked = page.slice(ranked);
+    let keys: Vec<i64> = ranked.iter().map(|(_, key)| *key).collect();
+    let mut items: HashMap<i64, T> = fetch(keys).await?.into_iter().collect();
+    let hits = ranked
+        .into_iter()
+        .filter_map(|(score, key)| items.remove(&key).map(|item| Hit { item, score }))
+        .collect();
+    Ok(SearchPage { hits, page, total })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn listings_stop_past_the_end_and_saturate() {
+        let page = Page::new(usize::MAX, 5);
+        let out: SearchPage<u8> = listing(page, 3, |_, _| async {
+            panic!("a page past the end reads nothing")
+        })
+        .await
+        .unwrap();
+        assert_eq!((out.hits.len(), out.total), (0, 3));
+        let out = listing(Page::new(1, 2), 5, |limit, offset| async move {
+            Ok(vec![limit as u8, offset as u8])
+        })
+        .await
+        .unwrap();
+        assert_eq!(
+            out.hits.iter().map(|h| h.item).collect::<Vec<_>>(),
+            vec![2, 2]
+        );
+        assert_eq!(sql_int(usize::MAX), i64::MAX);
+    }
+
+    #[tokio::test]
+    async fn ranked_pages_keep_rank_order_and_scores() {
+        let ranking = vec![(0.9, 7), (0.8, 3), (0.7, 5), (0.6, 1)];
+        let out = ranked(ranking, Page::new(0, 3), 4, |keys| async move {
+            assert_eq!(keys, vec![7, 3, 5]);
+            // Rows come back in storage order; one vanished meanwhile.
+            Ok(vec![(3, "c"), (7, "g")])
+        })
+        .await
+        .unwrap();
+        let got: Vec<_> = out.hits.iter().map(|h| (h.item, h.score)).collect();
+        assert_eq!(got, vec![("g", 0.9), ("c", 0.8)]);
+        assert_eq!(out.total, 4);
+    }
+}
