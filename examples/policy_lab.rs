@@ -42,8 +42,8 @@ use memgpt::embed::{HashingEmbedder, cosine};
 use memgpt::ids::{AgentId, MessageId};
 use memgpt::message::{Message, MessageKind};
 use memgpt::queue::{
-    AttentionPolicy, ContextUsage, EvictionPolicy, FifoQueue, LruPolicy, PaperPolicy, Pressure,
-    QueueManager, QueueView,
+    ContextUsage, EvictionPolicy, FifoQueue, PaperPolicy, Pressure, QueueManager, QueueView,
+    policy_by_name,
 };
 use memgpt::retrieval::Bm25Index;
 use memgpt::tokens::{TiktokenCounter, TokenCounter};
@@ -227,19 +227,7 @@ impl EvictionPolicy for Belady {
                 .cmp(&next_use(&view.entries[a].id))
                 .then(a.cmp(&b))
         });
-        let target = (view.usage.queue_tokens as f64 * self.paper.evict_fraction).ceil() as usize;
-        let mut freed = 0;
-        let mut chosen = Vec::new();
-        for i in order {
-            if freed >= target {
-                break;
-            }
-            if !view.entries[i].pinned {
-                freed += view.entries[i].tokens;
-                chosen.push(i);
-            }
-        }
-        chosen
+        view.take_until_freed(order, self.paper.evict_fraction)
     }
 }
 
@@ -448,10 +436,8 @@ async fn main() -> Result<()> {
             for replay in &replays {
                 let belady = Arc::new(Belady::default());
                 let policy: Arc<dyn EvictionPolicy> = match *name {
-                    "paper" => Arc::new(PaperPolicy::default()),
-                    "lru" => Arc::new(LruPolicy::default()),
-                    "attention" => Arc::new(AttentionPolicy::default()),
-                    _ => belady.clone(),
+                    "opt" => belady.clone(),
+                    registered => policy_by_name(registered)?,
                 };
                 let oracle = (*name == "opt").then_some(belady.as_ref());
                 total.add(&run_one(

@@ -88,10 +88,11 @@ extern crate self as memgpt;
 
 #[doc(inline)]
 pub use memgpt_core::{
-    Agent, AgentBuilder, AgentConfig, ContextStats, Error, Event, EvictionPolicy, MainContext,
-    MemoryBlock, PaperPolicy, QueueManager, Result, StepRecord, StopReason, WorkingContext, agent,
-    builtin, chrono, chunk, context, embed, function, ids, llm, memgpt_fn, memory, message, queue,
-    retrieval, store, summarizer, testing, time, tokens,
+    Agent, AgentBuilder, AgentConfig, ContextStats, Error, ErrorKind, Event, EvictionPolicy,
+    MainContext, MemoryBlock, PaperPolicy, QueueManager, Result, StepRecord, StopReason,
+    WorkingContext, agent, builtin, chrono, chunk, config, context, embed, function, ids, llm,
+    memgpt_fn, memory, message, queue, register_policy, retrieval, store, summarizer, testing,
+    time, tokens,
 };
 
 /// Storage backends: SQLite, tantivy, usearch, PostgreSQL, chosen by feature and URL.

@@ -45,10 +45,7 @@ pub(crate) fn blob_to_vector(blob: &[u8]) -> Result<Vec<f32>, StoreError> {
 
 /// A store-level inconsistency: data that cannot have been written by this crate.
 pub(crate) fn corrupt(message: impl Into<String>) -> StoreError {
-    StoreError::Backend {
-        message: format!("corrupt data: {}", message.into()),
-        source: None,
-    }
+    StoreError::Corrupt(message.into())
 }
 
 /// Wraps a database error.
@@ -56,7 +53,34 @@ pub(crate) fn db(
     context: &str,
     error: impl std::error::Error + Send + Sync + 'static,
 ) -> StoreError {
-    StoreError::backend(context.to_owned(), error)
+    if is_transient(&error) {
+        StoreError::transient(context.to_owned(), error)
+    } else {
+        StoreError::backend(context.to_owned(), error)
+    }
+}
+
+/// Whether a database error may go away by retrying: a lost or exhausted connection, or a
+/// busy/locked database (SQLite `SQLITE_BUSY`/`SQLITE_LOCKED`; PostgreSQL serialization
+/// failures, deadlocks, and server shutdown or connection-class SQLSTATEs).
+fn is_transient(error: &(dyn std::error::Error + 'static)) -> bool {
+    let Some(error) = error.downcast_ref::<sqlx::Error>() else {
+        return false;
+    };
+    match error {
+        sqlx::Error::Io(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(e) => e.code().is_some_and(|code| {
+            // SQLite primary result codes 5 (BUSY) and 6 (LOCKED), with extended variants.
+            let sqlite_busy = code.parse::<i32>().is_ok_and(|c| matches!(c & 0xff, 5 | 6));
+            let postgres_retry =
+                matches!(&*code, "40001" | "40P01" | "57P01" | "57P03") || code.starts_with("08");
+            sqlite_busy || postgres_retry
+        }),
+        _ => false,
+    }
 }
 
 /// An SQLite FTS5 query matching any of `text`'s terms within one agent's rows, or `None` when
@@ -83,7 +107,19 @@ pub(crate) fn fts5_terms_query(agent_hex: &str, terms: &[String]) -> Option<Stri
 
 #[cfg(test)]
 mod tests {
+    use memgpt_core::ErrorKind;
+
     use super::*;
+
+    #[test]
+    fn lost_connections_are_transient_and_corruption_is_not() {
+        assert_eq!(
+            db("x", sqlx::Error::PoolTimedOut).kind(),
+            ErrorKind::Unavailable
+        );
+        assert_eq!(db("x", sqlx::Error::RowNotFound).kind(), ErrorKind::Backend);
+        assert_eq!(corrupt("a bad row").kind(), ErrorKind::Corrupt);
+    }
 
     #[test]
     fn vectors_round_trip() {

@@ -32,9 +32,9 @@ pub struct AgentConfig {
     pub passage_tokens: usize,
     /// The largest document a document-upload event accepts, in bytes.
     pub max_document_bytes: usize,
-    /// The eviction policy: a built-in one by name (`paper`, the default, or `lru`; see
-    /// [`policy_by_name`](crate::queue::policy_by_name)) when the builder is given no policy
-    /// object; otherwise the given policy's name.
+    /// The eviction policy, by its registered name (built in: `paper`, the default, `lru` and
+    /// `attention`; see [`policy_by_name`](crate::queue::policy_by_name)), resolved when the
+    /// agent is built or loaded unless the builder is given a policy object.
     pub policy: String,
     /// Longest function result the model sees, in characters; longer results are cut with a
     /// note saying how much was left out (Letta's limit, 6,000 by default).

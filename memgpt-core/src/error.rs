@@ -2,9 +2,10 @@
 
 use crate::embed::EmbedError;
 use crate::function::RegistryError;
-use crate::ids::AgentId;
+use crate::ids::{AgentId, MessageId};
 use crate::memory::MemoryError;
 use crate::passages::PassageError;
+use crate::queue::PolicyError;
 use crate::store::StoreError;
 
 /// Why an agent operation failed. When a step fails with one of these, nothing of it was
@@ -24,9 +25,19 @@ pub enum Error {
     /// Embedding failed.
     #[error("embedding failed: {0}")]
     Embed(#[from] EmbedError),
-    /// No agent with this id exists in the store.
-    #[error("agent {0} not found")]
-    AgentNotFound(AgentId),
+    /// An eviction policy name did not resolve.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    /// Messages handed to an agent belong to another agent.
+    #[error("message {message} belongs to agent {owner}, not {agent}")]
+    ForeignMessage {
+        /// The message.
+        message: MessageId,
+        /// The agent it belongs to.
+        owner: AgentId,
+        /// The agent it was given to.
+        agent: AgentId,
+    },
     /// A document upload was larger than [`AgentConfig::max_document_bytes`](crate::agent::AgentConfig::max_document_bytes).
     #[error(
         "document \"{name}\" is {bytes} bytes, over the limit of {limit} bytes; split it or raise \
@@ -71,6 +82,57 @@ pub enum Error {
     /// The agent was configured inconsistently.
     #[error("invalid agent configuration: {0}")]
     Config(String),
+}
+
+/// What kind of failure an [`Error`] (or [`StoreError`]) is: what a caller can do about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The agent does not exist.
+    NotFound,
+    /// An agent with this id already exists.
+    AlreadyExists,
+    /// Another writer changed the agent meanwhile: reload it and try again.
+    Conflict,
+    /// The caller's input was refused (too large, empty, another agent's, a bad edit or
+    /// query); nothing was stored.
+    InvalidInput,
+    /// The agent's or store's configuration cannot work (unknown function or policy, no
+    /// provider, a window too small, another embedding model).
+    Config,
+    /// A service was unavailable (storage connection, the embedder): retrying may succeed.
+    Unavailable,
+    /// Stored data is corrupt or inconsistent.
+    Corrupt,
+    /// Storage failed for another reason.
+    Backend,
+}
+
+impl Error {
+    /// What kind of failure this is.
+    ///
+    /// ```
+    /// use memgpt_core::{Error, ErrorKind};
+    ///
+    /// let error = Error::EmptyDocument { name: "notes.txt".into() };
+    /// assert_eq!(error.kind(), ErrorKind::InvalidInput);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Store(e) => e.kind(),
+            Error::Registry(_)
+            | Error::Policy(_)
+            | Error::Config(_)
+            | Error::ContextFull { .. } => ErrorKind::Config,
+            Error::Memory(_)
+            | Error::DocumentTooLarge { .. }
+            | Error::EmptyDocument { .. }
+            | Error::MessageTooLarge { .. }
+            | Error::ForeignMessage { .. } => ErrorKind::InvalidInput,
+            Error::Embed(EmbedError::Transient { .. }) => ErrorKind::Unavailable,
+            Error::Embed(_) => ErrorKind::Backend,
+        }
+    }
 }
 
 impl Error {

@@ -75,7 +75,7 @@ pub use serde_json;
 
 pub use agent::{Agent, AgentBuilder, AgentConfig, Event, StepRecord, StopReason};
 pub use context::{ContextStats, MainContext};
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use memgpt_macros::memgpt_fn;
 pub use memory::{MemoryBlock, WorkingContext};
 pub use queue::{EvictionPolicy, PaperPolicy, QueueManager};

@@ -19,6 +19,7 @@ mod local;
 #[cfg(feature = "models")]
 mod models;
 mod providers;
+mod registries;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -288,10 +288,9 @@ async fn fix_space(tx: &mut PgConnection, first: &Embedding) -> Result<Embedding
         dimension: first.dimension(),
     };
     if space.dimension == 0 {
-        return Err(StoreError::Backend {
-            message: "pgvector cannot store an embedding of dimension 0".into(),
-            source: None,
-        });
+        return Err(StoreError::InvalidQuery(
+            "pgvector cannot store an embedding of dimension 0".into(),
+        ));
     }
     for (key, value) in [
         ("embedding_model", space.model.clone()),

@@ -402,10 +402,11 @@ async fn set_up(
                 .fetch_one(&mut *tx)
                 .await
                 .map_err(|e| db("reading the current schema", e))?;
-            current.ok_or_else(|| StoreError::Backend {
-                message: "the connection has no current schema: add ?schema=NAME to the store URL"
-                    .into(),
-                source: None,
+            current.ok_or_else(|| {
+                StoreError::InvalidQuery(
+                    "the connection has no current schema: add ?schema=NAME to the store URL"
+                        .into(),
+                )
             })?
         }
     };

@@ -204,6 +204,7 @@ impl std::fmt::Debug for UsearchIndexes {
 fn usearch_error(context: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend {
         message: format!("{context}: {e}"),
+        transient: false,
         source: None,
     }
 }

@@ -9,7 +9,7 @@ use crate::ids::AgentId;
 use crate::llm::{LlmProvider, known_context_window};
 use crate::memory::{MemoryBlock, WorkingContext};
 use crate::queue::{EvictionPolicy, QueueManager, policy_by_name};
-use crate::store::{AgentState, SearchMode, Storage};
+use crate::store::{AgentState, SearchMode, Storage, StoreError};
 use crate::summarizer::{LlmSummarizer, Summarizer};
 use crate::time::{Clock, SystemClock};
 use crate::tokens::{TiktokenCounter, TokenCounter};
@@ -132,8 +132,8 @@ impl AgentBuilder {
         self.edit(move |c| c.page_size = size.max(1))
     }
 
-    /// Selects a built-in eviction policy by name (`paper` or `lru`; see
-    /// [`policy_by_name`]). [`AgentBuilder::policy`] takes any policy object instead.
+    /// Selects a registered eviction policy by name (built in: `paper`, `lru`, `attention`;
+    /// yours with [`register_policy!`](crate::register_policy); see [`policy_by_name`]). [`AgentBuilder::policy`] takes any policy object instead.
     pub fn policy_named(self, name: impl Into<String>) -> Self {
         let name = name.into();
         self.edit(move |c| c.policy = name)
@@ -327,7 +327,7 @@ impl AgentBuilder {
             .agents
             .load_agent(id)
             .await?
-            .ok_or(Error::AgentNotFound(id))?;
+            .ok_or(StoreError::AgentNotFound(id))?;
         for edit in self.edits.drain(..) {
             edit(&mut state.config);
         }
@@ -388,13 +388,7 @@ impl AgentBuilder {
         });
         let policy = match self.policy.take() {
             Some(policy) => policy,
-            None => policy_by_name(&state.config.policy).ok_or_else(|| {
-                Error::Config(format!(
-                    "unknown eviction policy `{}`: the built-in ones are `paper` and `lru`; \
-                     give any other with AgentBuilder::policy",
-                    state.config.policy
-                ))
-            })?,
+            None => policy_by_name(&state.config.policy)?,
         };
         state.config.policy = policy.name().to_owned();
         let registry = match self.registry.take() {
@@ -498,10 +492,11 @@ pub(super) async fn load_queue(
     let id = state.id;
     let queued = runtime.storage.recall.get_messages(id, &state.fifo).await?;
     if queued.len() != state.fifo.len() {
-        return Err(Error::Config(format!(
+        return Err(StoreError::Corrupt(format!(
             "agent {id}: {} queued messages are missing from recall storage",
             state.fifo.len() - queued.len()
-        )));
+        ))
+        .into());
     }
     let counts = MemoryCounts {
         recall: runtime.storage.recall.count_messages(id).await?,

@@ -41,7 +41,7 @@ use crate::memory::{MemoryError, WorkingContext};
 use crate::message::Message;
 use crate::passages::PassageWriter;
 use crate::queue::QueueManager;
-use crate::store::{AgentState, Commit, MessageEmbedding, Storage, Summary};
+use crate::store::{AgentState, Commit, MessageEmbedding, Storage, StoreError, Summary};
 use crate::summarizer::Summarizer;
 use crate::time::Clock;
 use crate::tokens::TokenCounter;
@@ -292,12 +292,11 @@ impl Agent {
     pub async fn import_history(&mut self, messages: Vec<Message>) -> Result<()> {
         self.sync_with_store().await?;
         if let Some(m) = messages.iter().find(|m| m.agent_id != self.id()) {
-            return Err(Error::Config(format!(
-                "message {} belongs to agent {}, not {}",
-                m.id,
-                m.agent_id,
-                self.id()
-            )));
+            return Err(Error::ForeignMessage {
+                message: m.id,
+                owner: m.agent_id,
+                agent: self.id(),
+            });
         }
         let imported = messages.len() as u64;
         let embeddings = self.embed_for_commit(&messages).await;
@@ -380,7 +379,7 @@ impl Agent {
             match self.rt.storage.agents.agent_version(self.id()).await? {
                 Some(version) if version == self.state.version => return Ok(()),
                 Some(_) => self.stale = true,
-                None => return Err(Error::AgentNotFound(self.id())),
+                None => return Err(StoreError::AgentNotFound(self.id()).into()),
             }
         }
         self.resync_if_stale().await
@@ -398,7 +397,7 @@ impl Agent {
             .agents
             .load_agent(id)
             .await?
-            .ok_or(Error::AgentNotFound(id))?;
+            .ok_or(StoreError::AgentNotFound(id))?;
         let (queued, counts) = builder::load_queue(&self.rt, &state).await?;
         *self = Agent::assemble(self.rt.clone(), state, queued, counts)?;
         tracing::info!(agent = %id, version = self.state.version, "resynchronised from storage after an interrupted commit");

@@ -661,6 +661,7 @@ impl AgentStore for FaultyStore {
         if self.fail.load(Ordering::SeqCst) {
             return Err(StoreError::Backend {
                 message: "disk full".into(),
+                transient: false,
                 source: None,
             });
         }
@@ -1194,7 +1195,7 @@ async fn agents_reload_from_storage() {
         .storage(storage)
         .load(AgentId::new())
         .await;
-    assert!(matches!(missing, Err(Error::AgentNotFound(_))));
+    assert!(matches!(missing, Err(ref e) if e.kind() == crate::ErrorKind::NotFound));
 }
 
 #[tokio::test]

@@ -6,7 +6,8 @@
 //!   [`QueueView`]. [`PaperPolicy`] is MemGPT's: warn at 70% of the window, flush at 100%, evict
 //!   about 50% of the queue, oldest first; [`LruPolicy`] evicts the least recently used
 //!   messages instead; [`AttentionPolicy`] keeps what the latest turns attend to (relevance,
-//!   heavy hitters, recency). [`policy_by_name`] maps a config name to a built-in policy.
+//!   heavy hitters, recency). [`register_policy!`](crate::register_policy) registers a policy (built-in
+//!   or yours) under a name; [`policy_by_name`] resolves the name an agent's config stores.
 //! * [`QueueManager`]: carries a policy's decisions out and enforces the invariants whatever the
 //!   policy returns: a function call is never separated from its results, pinned and protected
 //!   messages stay, and a flush always frees enough to leave the flush zone when that is
@@ -15,10 +16,12 @@
 mod fifo;
 mod manager;
 mod policy;
+mod registry;
 
 pub use fifo::{FifoQueue, QueueEntry};
 pub use manager::{EvictionPlan, QueueManager};
 pub use policy::{
     AttentionPolicy, ContextUsage, EntryView, EvictionPolicy, LruPolicy, PaperPolicy, Pressure,
-    QueueView, policy_by_name,
+    QueueView,
 };
+pub use registry::{POLICIES, PolicyError, PolicyRegistration, policy_by_name, policy_names};

@@ -77,6 +77,33 @@ pub struct QueueView<'a> {
     pub usage: ContextUsage,
 }
 
+impl QueueView<'_> {
+    /// Takes entries in `order` (indices into [`QueueView::entries`], most evictable first),
+    /// skipping pinned ones, until `fraction` of the queue's tokens is freed: what a policy's
+    /// [`select`](EvictionPolicy::select) returns once it has ranked the entries.
+    pub fn take_until_freed(
+        &self,
+        order: impl IntoIterator<Item = usize>,
+        fraction: f64,
+    ) -> Vec<usize> {
+        let target = (self.usage.queue_tokens as f64 * fraction).ceil() as usize;
+        let mut freed = 0;
+        let mut chosen = Vec::new();
+        for i in order {
+            if freed >= target {
+                break;
+            }
+            let entry = &self.entries[i];
+            if entry.pinned {
+                continue;
+            }
+            freed += entry.tokens;
+            chosen.push(i);
+        }
+        chosen
+    }
+}
+
 /// A page-replacement policy: when to warn, when to flush, what to evict.
 ///
 /// Policies decide; the [`QueueManager`](super::QueueManager) acts and enforces the invariants
@@ -149,30 +176,6 @@ fn threshold_pressure(usage: &ContextUsage, warn_at: f64, flush_at: f64) -> Pres
     }
 }
 
-/// Takes entries in `order` (skipping pinned ones) until `fraction` of the queue's tokens
-/// is freed.
-fn take_until_freed(
-    view: &QueueView<'_>,
-    order: impl IntoIterator<Item = usize>,
-    fraction: f64,
-) -> Vec<usize> {
-    let target = (view.usage.queue_tokens as f64 * fraction).ceil() as usize;
-    let mut freed = 0;
-    let mut chosen = Vec::new();
-    for i in order {
-        if freed >= target {
-            break;
-        }
-        let entry = &view.entries[i];
-        if entry.pinned {
-            continue;
-        }
-        freed += entry.tokens;
-        chosen.push(i);
-    }
-    chosen
-}
-
 impl EvictionPolicy for PaperPolicy {
     fn name(&self) -> &str {
         "paper"
@@ -183,7 +186,7 @@ impl EvictionPolicy for PaperPolicy {
     }
 
     fn select(&self, view: &QueueView<'_>) -> Vec<usize> {
-        take_until_freed(view, 0..view.entries.len(), self.evict_fraction)
+        view.take_until_freed(0..view.entries.len(), self.evict_fraction)
     }
 }
 
@@ -237,7 +240,7 @@ impl EvictionPolicy for LruPolicy {
         let mut order: Vec<usize> = (0..view.entries.len()).collect();
         // Stable: equal recency keeps queue order (oldest first).
         order.sort_by_key(|&i| view.entries[i].last_used);
-        take_until_freed(view, order, self.evict_fraction)
+        view.take_until_freed(order, self.evict_fraction)
     }
 }
 
@@ -354,7 +357,7 @@ impl EvictionPolicy for AttentionPolicy {
             .collect();
         // Lowest score first; ties go to the older message.
         order.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(a.cmp(&b)));
-        take_until_freed(view, order, self.evict_fraction)
+        view.take_until_freed(order, self.evict_fraction)
     }
 
     fn relevance_window(&self) -> Option<usize> {
@@ -366,25 +369,14 @@ impl EvictionPolicy for AttentionPolicy {
     }
 }
 
-/// The built-in policy called `name` (`"paper"`, `"lru"` or `"attention"`) with its default settings: what
-/// [`AgentConfig::policy`](crate::AgentConfig::policy) selects when no policy object is given.
-///
-/// ```
-/// assert_eq!(memgpt_core::queue::policy_by_name("lru").unwrap().name(), "lru");
-/// assert!(memgpt_core::queue::policy_by_name("clock").is_none());
-/// ```
-pub fn policy_by_name(name: &str) -> Option<std::sync::Arc<dyn EvictionPolicy>> {
-    match name {
-        "paper" => Some(std::sync::Arc::new(PaperPolicy::default())),
-        "lru" => Some(std::sync::Arc::new(LruPolicy::default())),
-        "attention" => Some(std::sync::Arc::new(AttentionPolicy::default())),
-        _ => None,
-    }
-}
+crate::register_policy!("paper", PaperPolicy::default());
+crate::register_policy!("lru", LruPolicy::default());
+crate::register_policy!("attention", AttentionPolicy::default());
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::queue::policy_by_name;
 
     #[test]
     fn lru_evicts_least_recently_used_first_skipping_pinned() {
@@ -479,7 +471,7 @@ mod tests {
         assert_eq!(policy_by_name("attention").unwrap().name(), "attention");
         assert_eq!(policy_by_name("paper").unwrap().name(), "paper");
         assert_eq!(policy_by_name("lru").unwrap().name(), "lru");
-        assert!(policy_by_name("").is_none());
+        assert!(policy_by_name("").is_err());
     }
 
     fn entries(tokens: &[usize]) -> Vec<EntryView> {

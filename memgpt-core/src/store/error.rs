@@ -1,5 +1,6 @@
 //! Why a storage operation failed.
 
+use crate::error::ErrorKind;
 use crate::ids::AgentId;
 
 /// Why a storage operation failed.
@@ -42,11 +43,17 @@ pub enum StoreError {
     /// The query cannot be run (for example a vector search without a query vector).
     #[error("invalid query: {0}")]
     InvalidQuery(String),
+    /// Stored data is corrupt or inconsistent (an undecodable row, a queued message missing
+    /// from recall storage...).
+    #[error("corrupt or inconsistent stored data: {0}")]
+    Corrupt(String),
     /// The backend failed (I/O, SQL, index).
     #[error("storage backend error: {message}")]
     Backend {
         /// What failed.
         message: String,
+        /// Whether retrying may succeed (lost connection, pool timeout, a busy database).
+        transient: bool,
         /// The underlying error.
         #[source]
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
@@ -61,7 +68,44 @@ impl StoreError {
     ) -> Self {
         StoreError::Backend {
             message: message.into(),
+            transient: false,
             source: Some(Box::new(source)),
+        }
+    }
+
+    /// A backend error that retrying may fix (see [`ErrorKind::Unavailable`]).
+    pub fn transient(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        StoreError::Backend {
+            message: message.into(),
+            transient: true,
+            source: Some(Box::new(source)),
+        }
+    }
+
+    /// What kind of failure this is, for callers deciding what to do about it.
+    ///
+    /// ```
+    /// use memgpt_core::ErrorKind;
+    /// use memgpt_core::ids::AgentId;
+    /// use memgpt_core::store::StoreError;
+    ///
+    /// assert_eq!(StoreError::AgentNotFound(AgentId::new()).kind(), ErrorKind::NotFound);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            StoreError::AgentNotFound(_) => ErrorKind::NotFound,
+            StoreError::AgentExists(_) => ErrorKind::AlreadyExists,
+            StoreError::Conflict { .. } => ErrorKind::Conflict,
+            StoreError::EmbeddingMismatch { .. } => ErrorKind::Config,
+            StoreError::InvalidQuery(_) => ErrorKind::InvalidInput,
+            StoreError::Corrupt(_) => ErrorKind::Corrupt,
+            StoreError::Backend {
+                transient: true, ..
+            } => ErrorKind::Unavailable,
+            StoreError::Backend { .. } => ErrorKind::Backend,
         }
     }
 }
