@@ -1,6 +1,7 @@
 //! The crate's error type.
 
 use crate::embed::EmbedError;
+pub use crate::error_kind::ErrorKind;
 use crate::function::RegistryError;
 use crate::ids::{AgentId, MessageId};
 use crate::memory::MemoryError;
@@ -82,30 +83,6 @@ pub enum Error {
     /// The agent was configured inconsistently.
     #[error("invalid agent configuration: {0}")]
     Config(String),
-}
-
-/// What kind of failure an [`Error`] (or [`StoreError`]) is: what a caller can do about it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ErrorKind {
-    /// The agent does not exist.
-    NotFound,
-    /// An agent with this id already exists.
-    AlreadyExists,
-    /// Another writer changed the agent meanwhile: reload it and try again.
-    Conflict,
-    /// The caller's input was refused (too large, empty, another agent's, a bad edit or
-    /// query); nothing was stored.
-    InvalidInput,
-    /// The agent's or store's configuration cannot work (unknown function or policy, no
-    /// provider, a window too small, another embedding model).
-    Config,
-    /// A service was unavailable (storage connection, the embedder): retrying may succeed.
-    Unavailable,
-    /// Stored data is corrupt or inconsistent.
-    Corrupt,
-    /// Storage failed for another reason.
-    Backend,
 }
 
 impl Error {

@@ -46,6 +46,7 @@ pub mod config;
 pub mod context;
 pub mod embed;
 mod error;
+mod error_kind;
 pub mod function;
 pub mod ids;
 mod indexing;

@@ -272,31 +272,61 @@ pub trait LlmProvider: Send + Sync + fmt::Debug {
     /// Runs one chat completion.
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError>;
 
+    /// This provider's streaming, if it streams (see [`StreamingProvider`]). The default: it
+    /// does not. [`complete_streaming`] works with every provider either way.
+    fn as_streaming(&self) -> Option<&dyn StreamingProvider> {
+        None
+    }
+
+    /// This provider's attention reporting, if it can tell (see [`AttentionProvider`]). The
+    /// default: it cannot.
+    fn as_attention(&self) -> Option<&dyn AttentionProvider> {
+        None
+    }
+}
+
+/// Optional capability of an [`LlmProvider`]: responses streamed as they are generated.
+/// A provider that implements it returns `Some(self)` from [`LlmProvider::as_streaming`].
+#[async_trait]
+pub trait StreamingProvider: LlmProvider {
     /// Runs one chat completion, reporting text and function-call pieces to `sink` as they are
     /// generated, and returns the same complete response as [`LlmProvider::complete`].
-    ///
-    /// The default implementation calls [`LlmProvider::complete`] and reports the whole
-    /// response at once, so every provider can be used where streaming is wanted; providers
-    /// with a streaming wire protocol override it.
     async fn complete_streaming(
         &self,
         request: &ChatRequest,
         sink: &StreamSink<'_>,
-    ) -> Result<ChatResponse, LlmError> {
-        let response = self.complete(request).await?;
-        replay(&response, sink);
-        Ok(response)
-    }
+    ) -> Result<ChatResponse, LlmError>;
+}
 
-    /// Completes `request` and, if the provider can tell (a local model can; hosted APIs
-    /// cannot), reports the attention the model paid to each of the request's messages: one
-    /// non-negative weight per message, in order. The default reports none. Attention-weighted
-    /// eviction ([`AttentionPolicy`](crate::queue::AttentionPolicy)) accumulates these.
+/// Optional capability of an [`LlmProvider`]: the attention the model paid to each message of
+/// a request (a local model can tell; hosted APIs cannot). A provider that implements it
+/// returns `Some(self)` from [`LlmProvider::as_attention`]. Attention-weighted eviction
+/// ([`AttentionPolicy`](crate::queue::AttentionPolicy)) accumulates these weights.
+#[async_trait]
+pub trait AttentionProvider: LlmProvider {
+    /// Completes `request` and reports one non-negative weight per request message, in order
+    /// (`None` when the model could not tell this time).
     async fn complete_with_attention(
         &self,
         request: &ChatRequest,
-    ) -> Result<(ChatResponse, Option<Vec<f32>>), LlmError> {
-        Ok((self.complete(request).await?, None))
+    ) -> Result<(ChatResponse, Option<Vec<f32>>), LlmError>;
+}
+
+/// Runs a chat completion on any provider, reporting its pieces to `sink`: streamed as they
+/// are generated when the provider streams ([`LlmProvider::as_streaming`]), otherwise the whole
+/// response at once, one piece per part, when it is complete.
+pub async fn complete_streaming(
+    provider: &dyn LlmProvider,
+    request: &ChatRequest,
+    sink: &StreamSink<'_>,
+) -> Result<ChatResponse, LlmError> {
+    match provider.as_streaming() {
+        Some(streaming) => streaming.complete_streaming(request, sink).await,
+        None => {
+            let response = provider.complete(request).await?;
+            replay(&response, sink);
+            Ok(response)
+        }
     }
 }
 
@@ -359,55 +389,36 @@ impl<P: LlmProvider + ?Sized> LlmProvider for Arc<P> {
         (**self).complete(request).await
     }
 
-    async fn complete_streaming(
-        &self,
-        request: &ChatRequest,
-        sink: &StreamSink<'_>,
-    ) -> Result<ChatResponse, LlmError> {
-        (**self).complete_streaming(request, sink).await
+    fn as_streaming(&self) -> Option<&dyn StreamingProvider> {
+        (**self).as_streaming()
     }
-}
 
-/// The context window of well-known models, by name prefix; `None` for unknown models.
-///
-/// ```
-/// assert_eq!(memgpt_core::llm::known_context_window("gpt-4o-mini"), Some(128_000));
-/// assert_eq!(memgpt_core::llm::known_context_window("my-local-model"), None);
-/// ```
-pub fn known_context_window(model: &str) -> Option<usize> {
-    let model = model.rsplit('/').next().unwrap_or(model);
-    const TABLE: &[(&str, usize)] = &[
-        ("gpt-4.1", 1_047_576),
-        ("gpt-4o", 128_000),
-        ("gpt-4-turbo", 128_000),
-        ("gpt-4-1106", 128_000),
-        ("gpt-4-0125", 128_000),
-        ("gpt-4-32k", 32_768),
-        ("gpt-4", 8_192),
-        ("gpt-3.5-turbo-instruct", 4_096),
-        ("gpt-3.5-turbo", 16_385),
-        ("gpt-5", 400_000),
-        ("o1", 200_000),
-        ("o3", 200_000),
-        ("o4", 200_000),
-        ("claude", 200_000),
-    ];
-    TABLE
-        .iter()
-        .find(|(prefix, _)| model.starts_with(prefix))
-        .map(|&(_, window)| window)
+    fn as_attention(&self) -> Option<&dyn AttentionProvider> {
+        (**self).as_attention()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn known_windows_prefer_the_longest_matching_prefix_listed_first() {
-        assert_eq!(known_context_window("gpt-4-turbo-preview"), Some(128_000));
-        assert_eq!(known_context_window("gpt-4-0613"), Some(8_192));
-        assert_eq!(known_context_window("openai/gpt-4o"), Some(128_000));
-        assert_eq!(known_context_window("gpt-3.5-turbo"), Some(16_385));
+    #[tokio::test]
+    async fn providers_that_do_not_stream_are_replayed_whole() {
+        let provider = crate::testing::ScriptedProvider::new();
+        // A request without functions is answered from the scripted summaries.
+        provider.push_summary(Ok("Hello there.".to_owned()));
+        assert!(provider.as_streaming().is_none());
+        let pieces = std::sync::Mutex::new(Vec::new());
+        let request = ChatRequest::new("", vec![ChatMessage::user("Hi")]);
+        let response = complete_streaming(&provider, &request, &|delta| {
+            if let StreamDelta::Text(text) = delta {
+                pieces.lock().unwrap().push(text.to_owned());
+            }
+        })
+        .await
+        .unwrap();
+        assert_eq!(response.content, "Hello there.");
+        assert_eq!(pieces.into_inner().unwrap(), vec!["Hello there."]);
     }
 
     #[test]

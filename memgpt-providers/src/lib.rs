@@ -42,5 +42,7 @@ pub mod local_embed;
 
 #[cfg(feature = "local")]
 pub mod local;
+mod windows;
 
 pub use config_error::ConfigError;
+pub use windows::known_context_window;

@@ -5,7 +5,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use memgpt::anthropic::{AnthropicConfig, AnthropicProvider};
-use memgpt::llm::{ChatMessage, ChatRequest, LlmError, LlmProvider, StreamDelta, ToolSchema};
+use memgpt::llm::{
+    ChatMessage, ChatRequest, LlmError, LlmProvider, StreamDelta, StreamingProvider, ToolSchema,
+};
 use memgpt::{Agent, StopReason};
 use serde_json::{Value, json};
 

@@ -255,7 +255,9 @@ mod chat {
         use std::sync::Mutex;
 
         use memgpt::function::FunctionRegistry;
-        use memgpt::llm::{ChatMessage, ChatRequest, LlmProvider, StreamDelta, ToolChoice};
+        use memgpt::llm::{
+            ChatMessage, ChatRequest, LlmProvider, StreamDelta, StreamingProvider, ToolChoice,
+        };
 
         let Some(provider) = provider() else { return };
         let tools = FunctionRegistry::linked()

@@ -14,6 +14,7 @@ mod agent_loop;
 #[cfg(feature = "anthropic")]
 mod anthropic;
 mod custom_tools;
+mod layering;
 #[cfg(feature = "local-embed")]
 mod local;
 #[cfg(feature = "models")]

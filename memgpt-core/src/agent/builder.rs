@@ -6,7 +6,7 @@ use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::function::{Extensions, FunctionRegistry, ToolSettings};
 use crate::ids::AgentId;
-use crate::llm::{LlmProvider, known_context_window};
+use crate::llm::LlmProvider;
 use crate::memory::{MemoryBlock, WorkingContext};
 use crate::queue::{EvictionPolicy, QueueManager, policy_by_name};
 use crate::store::{AgentState, SearchMode, Storage, StoreError};
@@ -290,7 +290,7 @@ impl AgentBuilder {
             edit(&mut config);
         }
         if config.context_window == 0 {
-            config.context_window = self.default_window(&config.model);
+            config.context_window = self.default_window();
         }
         let state = AgentState {
             id: self.id.unwrap_or_default(),
@@ -342,21 +342,11 @@ impl AgentBuilder {
         self.clock.clone().unwrap_or_else(|| Arc::new(SystemClock))
     }
 
-    fn default_window(&self, model: &str) -> usize {
-        let provider_model = self
-            .provider
-            .as_ref()
-            .map(|p| p.model().to_owned())
-            .unwrap_or_default();
-        let model = if model.is_empty() {
-            provider_model.as_str()
-        } else {
-            model
-        };
+    /// The window of the provider's model (providers know their models' windows), or 8,192.
+    fn default_window(&self) -> usize {
         self.provider
             .as_ref()
             .and_then(|p| p.context_window())
-            .or_else(|| known_context_window(model))
             .unwrap_or(8_192)
     }
 

@@ -134,8 +134,12 @@ impl Agent {
             let request = self.request();
             let started = Instant::now();
             let pager = Self::pager(&self.rt);
-            let result = if pager.wants_attention() {
-                match self.rt.provider.complete_with_attention(&request).await {
+            let attention = pager
+                .wants_attention()
+                .then(|| self.rt.provider.as_attention())
+                .flatten();
+            let result = if let Some(attention) = attention {
+                match attention.complete_with_attention(&request).await {
                     Ok((response, weights)) => {
                         if let Some(weights) = weights {
                             pager.observe_attention(

@@ -1421,6 +1421,13 @@ impl LlmProvider for Attentive {
         self.0.complete(request).await
     }
 
+    fn as_attention(&self) -> Option<&dyn crate::llm::AttentionProvider> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl crate::llm::AttentionProvider for Attentive {
     async fn complete_with_attention(
         &self,
         request: &crate::llm::ChatRequest,

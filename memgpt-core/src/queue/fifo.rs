@@ -56,7 +56,7 @@ impl QueueEntry {
     }
 
     /// Attention the model paid to it, summed over the calls whose provider reported it
-    /// (see [`LlmProvider::complete_with_attention`](crate::llm::LlmProvider::complete_with_attention)).
+    /// (see [`AttentionProvider`](crate::llm::AttentionProvider)).
     pub fn attention(&self) -> f32 {
         self.attention
     }

@@ -1,6 +1,6 @@
 //! Why a storage operation failed.
 
-use crate::error::ErrorKind;
+use crate::error_kind::ErrorKind;
 use crate::ids::AgentId;
 
 /// Why a storage operation failed.

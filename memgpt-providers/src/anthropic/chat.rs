@@ -1,6 +1,6 @@
 use async_trait::async_trait;
 use memgpt_core::llm::{
-    ChatRequest, ChatResponse, LlmError, LlmProvider, StreamSink, known_context_window, replay,
+    ChatRequest, ChatResponse, LlmError, LlmProvider, StreamSink, StreamingProvider, replay,
 };
 use reqwest::Client;
 use tracing::debug;
@@ -10,6 +10,7 @@ use super::stream::StreamDecoder;
 use super::wire::{self, MessageResponse, MessagesBody};
 use super::{AnthropicConfig, ConfigError, llm_error};
 use crate::http::{self, HttpResponse};
+use crate::known_context_window;
 
 /// A chat provider for Anthropic's Messages API (Claude models).
 ///
@@ -18,7 +19,7 @@ use crate::http::{self, HttpResponse};
 /// "prompt is too long" becomes [`LlmError::ContextOverflow`] so the agent can flush and
 /// retry; a bad key, a forbidden or unknown model are [`LlmError::Permanent`].
 ///
-/// [`LlmProvider::complete_streaming`] streams (`"stream": true`, server-sent events),
+/// [`StreamingProvider::complete_streaming`] streams (`"stream": true`, server-sent events),
 /// reporting text and function-call pieces as they arrive. Only failures before the response
 /// starts are retried: once pieces have been reported, a dropped connection or an `error`
 /// event ends the call (an overloaded server mid-stream is [`LlmError::Transient`]).
@@ -105,6 +106,13 @@ impl LlmProvider for AnthropicProvider {
         parse_message(&response.body)
     }
 
+    fn as_streaming(&self) -> Option<&dyn StreamingProvider> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl StreamingProvider for AnthropicProvider {
     async fn complete_streaming(
         &self,
         request: &ChatRequest,

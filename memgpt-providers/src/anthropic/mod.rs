@@ -8,7 +8,7 @@
 //! ```no_run
 //! use std::sync::Arc;
 //!
-//! use memgpt_core::llm::{ChatMessage, ChatRequest, LlmProvider, StreamDelta};
+//! use memgpt_core::llm::{ChatMessage, ChatRequest, LlmProvider, StreamDelta, StreamingProvider};
 //! use memgpt_providers::anthropic::{AnthropicConfig, AnthropicProvider};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {

@@ -30,7 +30,8 @@ use std::sync::{Arc, Mutex, mpsc};
 
 use async_trait::async_trait;
 use memgpt_core::llm::{
-    ChatRequest, ChatResponse, FinishReason, LlmError, LlmProvider, StreamDelta, StreamSink, Usage,
+    ChatRequest, ChatResponse, FinishReason, LlmError, LlmProvider, StreamDelta, StreamSink,
+    StreamingProvider, Usage,
 };
 use tokio::sync::mpsc as tokio_mpsc;
 
@@ -206,6 +207,13 @@ impl LlmProvider for LlamaProvider {
         Ok(self.response(generation, id))
     }
 
+    fn as_streaming(&self) -> Option<&dyn StreamingProvider> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl StreamingProvider for LlamaProvider {
     /// Streams as the model writes: plain completions token by token; a function call's inner
     /// monologue as text, then the call's start once its name is complete, then its arguments.
     async fn complete_streaming(

@@ -3,7 +3,6 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use memgpt_core::llm::{
     ChatRequest, ChatResponse, FinishReason, LlmError, LlmProvider, ToolChoice, Usage,
-    known_context_window,
 };
 use reqwest::Client;
 use tracing::debug;
@@ -12,6 +11,7 @@ use super::calling::{Prepared, PreparedCache};
 use super::wire::{ChatBody, ChatCompletion, finish_reason};
 use super::{ConfigError, OpenAiConfig, ToolCalling, llm_error, wire};
 use crate::http;
+use crate::known_context_window;
 use crate::structured::INVALID_REPLY_FUNCTION;
 
 /// A chat provider for any OpenAI-compatible server.
