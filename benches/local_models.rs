@@ -134,7 +134,7 @@ async fn llm_bench(cache: &ModelCache) {
         return;
     };
     let tools: Vec<_> = FunctionRegistry::linked()
-        .and_then(|r| r.toolset(&DEFAULT_FUNCTIONS))
+        .and_then(|r| r.function_set(&DEFAULT_FUNCTIONS))
         .expect("the built-in functions")
         .schemas()
         .to_vec();

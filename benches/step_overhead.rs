@@ -161,13 +161,13 @@ fn main() {
             json!({"type": "user_message", "message": "Hi! I'm Chad. What can you do?", "time": "2026-12-02T12:00:00Z"}).to_string(),
         ));
         let message_tokens: usize = prompt.iter().map(|m| counter.count_message(m)).sum();
-        let tool_tokens = counter.count_tools(fresh.toolset().schemas());
+        let tool_tokens = counter.count_tools(fresh.function_set().schemas());
         println!(
             "prompt at message 1: {} tokens ({} in messages, {} in {} function schemas; tiktoken {})",
             message_tokens + tool_tokens,
             message_tokens,
             tool_tokens,
-            fresh.toolset().len(),
+            fresh.function_set().len(),
             counter.encoding()
         );
 

@@ -79,7 +79,7 @@ async fn main() -> Result<()> {
         .provider(llm.provider)
         .storage(storage)
         .name("sam")
-        .tools(tools);
+        .functions(tools);
     if let Some(embedder) = llm.embedder {
         builder = builder.embedder(embedder);
     }

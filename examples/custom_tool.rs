@@ -2,7 +2,7 @@
 //!
 //! `#[memgpt_fn]` turns an async Rust function into one: its doc comment becomes the
 //! description, its parameters (with their doc comments) the JSON schema, and it registers
-//! itself at link time. Offer it to an agent by name with `AgentBuilder::tool`.
+//! itself at link time. Offer it to an agent by name with `AgentBuilder::function`.
 //!
 //! Runs offline: a scripted provider plays the LLM.
 //!
@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use memgpt::function::ToolError;
+use memgpt::function::FunctionError;
 use memgpt::testing::ScriptedProvider;
 use memgpt::{Agent, memgpt_fn};
 use serde_json::json;
@@ -22,9 +22,9 @@ use serde_json::json;
 async fn celsius_to_fahrenheit(
     /// The temperature in degrees Celsius.
     celsius: f64,
-) -> Result<String, ToolError> {
+) -> Result<String, FunctionError> {
     if celsius < -273.15 {
-        return Err(ToolError::new("below absolute zero"));
+        return Err(FunctionError::new("below absolute zero"));
     }
     Ok(format!("{:.1} °F", celsius * 9.0 / 5.0 + 32.0))
 }
@@ -41,7 +41,7 @@ async fn main() -> anyhow::Result<()> {
 
     let mut agent = Agent::builder()
         .provider(llm.clone())
-        .tool("celsius_to_fahrenheit")
+        .function("celsius_to_fahrenheit")
         .build()
         .await?;
     let record = agent.step("How warm is 21 °C in Fahrenheit?").await?;

@@ -25,20 +25,20 @@
 //! ```no_run
 //! use std::sync::Arc;
 //!
-//! use memgpt::function::{ToolContext, ToolError};
+//! use memgpt::function::{FunctionContext, FunctionError};
 //! use memgpt::openai::{OpenAiConfig, OpenAiProvider};
 //! use memgpt::{Agent, memgpt_fn};
 //!
 //! /// Look up a word in the team glossary.
 //! #[memgpt_fn]
 //! async fn glossary(
-//!     _ctx: &mut ToolContext<'_>,
+//!     _ctx: &mut FunctionContext<'_>,
 //!     /// The term, e.g. "SLO".
 //!     term: String,
-//! ) -> Result<String, ToolError> {
+//! ) -> Result<String, FunctionError> {
 //!     match term.as_str() {
 //!         "SLO" => Ok("Service level objective: a target for a service level indicator.".into()),
-//!         other => Err(ToolError::new(format!("`{other}` is not in the glossary"))),
+//!         other => Err(FunctionError::new(format!("`{other}` is not in the glossary"))),
 //!     }
 //! }
 //!
@@ -47,7 +47,7 @@
 //! let mut agent = Agent::builder()
 //!     .provider(provider)
 //!     .persona("I am Ada, the team's onboarding buddy.")
-//!     .tool("glossary")
+//!     .function("glossary")
 //!     .build()
 //!     .await?;
 //! let step = agent.step("What does SLO mean?").await?;

@@ -282,7 +282,7 @@ async fn run_memgpt(shared: &Shared, q: &NqQuestion) -> Result<QaResult> {
     let mut builder = Agent::builder()
         .provider(shared.llm.clone())
         .storage(Storage::in_memory())
-        .tools(DEFAULT_FUNCTIONS)
+        .functions(DEFAULT_FUNCTIONS)
         .context_window(shared.window);
     if let Some(e) = &shared.embedder {
         builder = builder.embedder(e.clone());

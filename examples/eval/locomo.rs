@@ -53,7 +53,7 @@ pub async fn replayed_agent(
     let mut agent = Agent::builder()
         .provider(llm)
         .storage(Storage::in_memory())
-        .tools(DEFAULT_FUNCTIONS)
+        .functions(DEFAULT_FUNCTIONS)
         .persona(format!(
             "I am {me}. I talk with my friend {user} in sessions days or weeks apart. Everything \
              we said is in my conversation history (recall storage)."

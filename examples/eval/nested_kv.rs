@@ -128,7 +128,7 @@ async fn run_memgpt(llm: Arc<dyn LlmProvider>, q: &KvQuestion) -> Result<KvResul
         .provider(llm)
         .storage(Storage::in_memory())
         .archival_search(SearchMode::Text)
-        .tools(DEFAULT_FUNCTIONS)
+        .functions(DEFAULT_FUNCTIONS)
         .max_chain_length(3 * (q.level + 3))
         .build()
         .await?;

@@ -18,8 +18,9 @@ pub struct AgentConfig {
     pub max_chain_length: usize,
     /// Results per page of the search functions.
     pub page_size: usize,
-    /// The functions offered, by name, in order.
-    pub tools: Vec<String>,
+    /// The functions offered, by name, in order (stored configs may still call it `tools`).
+    #[serde(alias = "tools")]
+    pub functions: Vec<String>,
     /// Whether every reply must be a function call (MemGPT's protocol: `Required`).
     pub tool_choice: ToolChoice,
     /// Sampling temperature.
@@ -61,7 +62,7 @@ pub const DEFAULT_FUNCTIONS: [&str; 8] = [
 ];
 
 /// The default limit on the bytes of text written at once ([`AgentConfig::max_document_bytes`](crate::AgentConfig::max_document_bytes)
-/// and [`ToolSettings::max_document_bytes`](crate::function::ToolSettings::max_document_bytes)).
+/// and [`FunctionSettings::max_document_bytes`](crate::function::FunctionSettings::max_document_bytes)).
 pub const DEFAULT_MAX_DOCUMENT_BYTES: usize = 10 * 1024 * 1024;
 
 /// Tokens kept free for the completion when [`AgentConfig::max_completion_tokens`] is not set
@@ -93,7 +94,7 @@ impl Default for AgentConfig {
             context_window: 8_192,
             max_chain_length: 10,
             page_size: 5,
-            tools: DEFAULT_FUNCTIONS.iter().map(|s| (*s).to_owned()).collect(),
+            functions: DEFAULT_FUNCTIONS.iter().map(|s| (*s).to_owned()).collect(),
             tool_choice: ToolChoice::Required,
             temperature: None,
             max_completion_tokens: None,
@@ -111,6 +112,16 @@ impl Default for AgentConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn configs_stored_before_the_rename_still_load() {
+        let old: AgentConfig =
+            serde_json::from_str(r#"{"tools": ["send_message"], "page_size": 3}"#).unwrap();
+        assert_eq!(old.functions, vec!["send_message"]);
+        assert_eq!(old.page_size, 3);
+        let new = serde_json::to_value(AgentConfig::default()).unwrap();
+        assert!(new.get("functions").is_some() && new.get("tools").is_none());
+    }
 
     #[test]
     fn the_completion_gets_room() {

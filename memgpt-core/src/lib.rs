@@ -18,7 +18,7 @@
 //!   context and folds evicted messages into the recursive summary.
 //! * [`summarizer`]: the recursive summary of evicted messages.
 //! * [`function`]: functions the LLM calls, defined with [`memgpt_fn`]; the registry and the
-//!   [`ToolContext`](function::ToolContext) they run with. [`builtin`] holds MemGPT's own.
+//!   [`FunctionContext`](function::FunctionContext) they run with. [`builtin`] holds MemGPT's own.
 //! * [`retrieval`]: how searches rank: the analyzer, message documents, BM25, the query's
 //!   speaker and date cues, reciprocal-rank fusion and hybrid recall search.
 //! * [`store`]: the storage seams ([`AgentStore`](store::AgentStore),
@@ -26,7 +26,7 @@
 //!   in-memory reference implementation.
 //! * [`llm`], [`embed`], [`tokens`]: the provider, embedder and token-counting seams.
 //! * [`message`], [`ids`], [`time`], [`chunk`]: the vocabulary the rest is written in.
-//! * [`testing`]: a scripted in-process provider for unit tests of agents and tools.
+//! * [`testing`]: a scripted in-process provider for unit tests of agents and functions.
 //!
 //! # Stability
 //!
@@ -90,14 +90,14 @@ pub mod __private {
     pub use serde;
     pub use serde_json;
 
-    pub use crate::function::{FUNCTIONS, IntoToolOutput, parameters_schema, parse_arguments};
+    pub use crate::function::{FUNCTIONS, IntoFunctionOutput, parameters_schema, parse_arguments};
 
     /// Type check for a parameter, spanned on the user's type.
     pub fn assert_parameter<T: crate::function::FunctionParameter>() {}
 
     /// Converts a function's result. Generated code names `T`, spanned on the user's return
-    /// type, so a type that is not `IntoToolOutput` is reported there.
-    pub fn into_tool_output<T: IntoToolOutput>(output: T) -> Result<String, String> {
-        output.into_tool_output()
+    /// type, so a type that is not `IntoFunctionOutput` is reported there.
+    pub fn into_function_output<T: IntoFunctionOutput>(output: T) -> Result<String, String> {
+        output.into_function_output()
     }
 }

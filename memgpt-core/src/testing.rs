@@ -1,4 +1,4 @@
-//! Test support: a scripted, in-process [`LlmProvider`] for unit-testing agents and tools
+//! Test support: a scripted, in-process [`LlmProvider`] for unit-testing agents and functions
 //! without a network or a model.
 //!
 //! Agent requests (those offering functions) are answered from one queue, summarizer requests

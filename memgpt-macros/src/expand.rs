@@ -79,11 +79,13 @@ pub(crate) fn expand(args: FnArgs, mut item: syn::ItemFn) -> syn::Result<TokenSt
         quote_spanned! {ty.span()=> #root::__private::assert_parameter::<#ty>(); }
     });
     // The result conversion names the return type, spanned on the user's tokens, so a type that
-    // is not `IntoToolOutput` gets one error there, with our message.
+    // is not `IntoFunctionOutput` gets one error there, with our message.
     let into_output = match &item.sig.output {
-        syn::ReturnType::Default => quote! { #root::__private::into_tool_output::<()>(__output) },
+        syn::ReturnType::Default => {
+            quote! { #root::__private::into_function_output::<()>(__output) }
+        }
         syn::ReturnType::Type(_, ty) => quote_spanned! {ty.span()=>
-            #root::__private::into_tool_output::<#ty>(__output)
+            #root::__private::into_function_output::<#ty>(__output)
         },
     };
 
@@ -145,17 +147,17 @@ pub(crate) fn expand(args: FnArgs, mut item: syn::ItemFn) -> syn::Result<TokenSt
             }
 
             fn __memgpt_call<'a, 'b>(
-                #context_binding: &'a mut #root::function::ToolContext<'b>,
+                #context_binding: &'a mut #root::function::FunctionContext<'b>,
                 __arguments: #root::__private::serde_json::Value,
-            ) -> #root::function::BoxFuture<'a, #root::function::ToolReturn> {
+            ) -> #root::function::BoxFuture<'a, #root::function::FunctionReturn> {
                 ::std::boxed::Box::pin(async move {
                     let __args: __MemgptArguments = match #root::__private::parse_arguments(#name, __arguments) {
                         ::std::result::Result::Ok(args) => args,
-                        ::std::result::Result::Err(message) => return #root::function::ToolReturn::failed(message),
+                        ::std::result::Result::Err(message) => return #root::function::FunctionReturn::failed(message),
                     };
                     let __heartbeat = #heartbeat_value;
                     let __output = #fn_ident(#context_arg #(#call_args),*).await;
-                    #root::function::ToolReturn {
+                    #root::function::FunctionReturn {
                         result: #into_output,
                         request_heartbeat: __heartbeat,
                     }

@@ -15,18 +15,18 @@ use proc_macro::TokenStream;
 /// Turns an `async fn` into a function the LLM can call.
 ///
 /// ```ignore
-/// use memgpt::function::{ToolContext, ToolError};
+/// use memgpt::function::{FunctionContext, FunctionError};
 /// use memgpt::memgpt_fn;
 ///
 /// /// Look up the weather for a city.
 /// #[memgpt_fn]
 /// async fn get_weather(
-///     ctx: &mut ToolContext<'_>,
+///     ctx: &mut FunctionContext<'_>,
 ///     /// The city, e.g. "Paris".
 ///     city: String,
 ///     /// Days ahead (0 = today).
 ///     days: Option<u32>,
-/// ) -> Result<String, ToolError> {
+/// ) -> Result<String, FunctionError> {
 ///     # let _ = (ctx, days);
 ///     Ok(format!("sunny in {city}"))
 /// }
@@ -37,9 +37,9 @@ use proc_macro::TokenStream;
 ///   optional. `#[serde(..)]` and `#[schemars(..)]` attributes on parameters are forwarded.
 /// * A required boolean `request_heartbeat` parameter is added, unless the function is declared
 ///   `#[memgpt_fn(terminal)]` (it ends the agent's turn, like `send_message`).
-/// * The first parameter may be a `&ToolContext` or `&mut ToolContext`; every other parameter
+/// * The first parameter may be a `&FunctionContext` or `&mut FunctionContext`; every other parameter
 ///   must implement `serde::Deserialize` and `schemars::JsonSchema`.
-/// * The return type must implement `IntoToolOutput` (`String`, `()`, `serde_json::Value`,
+/// * The return type must implement `IntoFunctionOutput` (`String`, `()`, `serde_json::Value`,
 ///   `Json<T>`, or a `Result` of those with a `Display` error).
 /// * `#[memgpt_fn(name = "other_name")]` registers it under another name.
 #[proc_macro_attribute]

@@ -76,7 +76,7 @@ pub(crate) fn analyse(item: &mut syn::ItemFn) -> syn::Result<Signature> {
             if index != 0 {
                 return Err(syn::Error::new_spanned(
                     &typed.ty,
-                    "the `ToolContext` parameter must come first",
+                    "the `FunctionContext` parameter must come first",
                 ));
             }
             context = kind;
@@ -123,7 +123,7 @@ pub(crate) fn analyse(item: &mut syn::ItemFn) -> syn::Result<Signature> {
     Ok(Signature { context, params })
 }
 
-/// `Some` if `ty` is `&ToolContext<..>` or `&mut ToolContext<..>`.
+/// `Some` if `ty` is `&FunctionContext<..>` or `&mut FunctionContext<..>`.
 fn context_kind(ty: &Type) -> Option<ContextParam> {
     let Type::Reference(reference) = ty else {
         return None;
@@ -132,7 +132,7 @@ fn context_kind(ty: &Type) -> Option<ContextParam> {
         return None;
     };
     let last = path.path.segments.last()?;
-    if last.ident != "ToolContext" {
+    if last.ident != "FunctionContext" {
         return None;
     }
     Some(if reference.mutability.is_some() {
@@ -154,7 +154,7 @@ fn check_type(ident: &syn::Ident, ty: &Type) -> syn::Result<()> {
         Type::Reference(_) => unsupported(
             "a reference",
             "arguments are deserialised into owned values, so use an owned type such as `String` or `Vec<T>` \
-             (only the first parameter may be a `&ToolContext`/`&mut ToolContext`)",
+             (only the first parameter may be a `&FunctionContext`/`&mut FunctionContext`)",
         ),
         Type::ImplTrait(_) => unsupported("`impl Trait`", "use a concrete type"),
         Type::TraitObject(_) => unsupported("a trait object", "use a concrete type"),

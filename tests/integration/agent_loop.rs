@@ -133,7 +133,7 @@ async fn memory_pressure_warns_once_then_flushes_with_a_summary() {
         .system_prompt("You are a test agent.")
         .persona("I am T.")
         .block_limit(200)
-        .tools(["send_message"])
+        .functions(["send_message"])
         .context_window(1_200)
         .build()
         .await
@@ -350,7 +350,7 @@ proptest! {
                 .system_prompt("Test.")
                 .persona("T")
                 .block_limit(100)
-                .tools(["send_message", "conversation_search", "archival_memory_insert"])
+                .functions(["send_message", "conversation_search", "archival_memory_insert"])
                 .context_window(900)
                 .max_chain_length(3)
                 .build()

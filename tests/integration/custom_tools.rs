@@ -39,8 +39,8 @@ async fn an_example_crate_tool_is_registered_and_callable() {
     server.push(Reply::call("send_message", json!({"message": "It is 14."})));
     let mut agent = Agent::builder()
         .provider(provider(&server))
-        .tool("calculate")
-        .tool("current_time")
+        .function("calculate")
+        .function("current_time")
         .build()
         .await
         .unwrap();

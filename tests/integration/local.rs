@@ -198,7 +198,7 @@ mod chat {
         let mut builder = Agent::builder()
             .provider(provider.clone())
             .clock(Arc::new(clock))
-            .tools(tools)
+            .functions(tools)
             .max_chain_length(4);
         if let Some(embedder) = super::embedder() {
             builder = builder.embedder(Arc::new(embedder));
@@ -261,7 +261,7 @@ mod chat {
 
         let Some(provider) = provider() else { return };
         let tools = FunctionRegistry::linked()
-            .and_then(|r| r.toolset(&["send_message", "core_memory_append"]))
+            .and_then(|r| r.function_set(&["send_message", "core_memory_append"]))
             .unwrap();
         let mut request = ChatRequest::new(
             "",

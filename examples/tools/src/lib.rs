@@ -6,9 +6,9 @@
 //! use memgpt_example_tools as _;
 //! ```
 //!
-//! then offer the tools to an agent by name: `.tool("calculate").tool("current_time")`.
+//! then offer the tools to an agent by name: `.function("calculate").function("current_time")`.
 
-use memgpt::function::{ToolContext, ToolError};
+use memgpt::function::{FunctionContext, FunctionError};
 use memgpt::memgpt_fn;
 
 /// Evaluates an arithmetic expression exactly as written, e.g. "2 * (3 + 4) / 5". Supports
@@ -17,21 +17,21 @@ use memgpt::memgpt_fn;
 async fn calculate(
     /// The expression to evaluate.
     expression: String,
-) -> Result<String, ToolError> {
-    let value = expression::evaluate(&expression).map_err(ToolError::new)?;
+) -> Result<String, FunctionError> {
+    let value = expression::evaluate(&expression).map_err(FunctionError::new)?;
     Ok(expression::format_number(value))
 }
 
 /// Tells the current date and time, optionally in another UTC offset.
 #[memgpt_fn]
 async fn current_time(
-    ctx: &ToolContext<'_>,
+    ctx: &FunctionContext<'_>,
     /// Hours to add to UTC, e.g. -5 for New York in winter (default 0).
     utc_offset_hours: Option<i32>,
-) -> Result<String, ToolError> {
+) -> Result<String, FunctionError> {
     let offset = utc_offset_hours.unwrap_or(0);
     if !(-12..=14).contains(&offset) {
-        return Err(ToolError::new(format!(
+        return Err(FunctionError::new(format!(
             "utc_offset_hours must be between -12 and 14, got {offset}"
         )));
     }

@@ -1,10 +1,10 @@
 use std::sync::Arc;
 
-use super::{Agent, AgentConfig, Runtime, prompt};
+use super::{Agent, AgentConfig, Services, prompt};
 use crate::context::{MainContext, MemoryCounts};
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
-use crate::function::{Extensions, FunctionRegistry, ToolSettings};
+use crate::function::{Extensions, FunctionRegistry, FunctionSettings};
 use crate::ids::AgentId;
 use crate::llm::LlmProvider;
 use crate::memory::{MemoryBlock, WorkingContext};
@@ -25,7 +25,7 @@ type ConfigEdit = Box<dyn FnOnce(&mut AgentConfig) + Send>;
 /// eight built-in functions, `persona` and `human` blocks of 2,000 characters.
 ///
 /// Configuration setters ([`model`](Self::model), [`context_window`](Self::context_window),
-/// [`tools`](Self::tools), [`page_size`](Self::page_size)...) apply in order, to the defaults
+/// [`functions`](Self::functions), [`page_size`](Self::page_size)...) apply in order, to the defaults
 /// when building and to the stored configuration when loading. Memory settings
 /// ([`persona`](Self::persona), [`block`](Self::block)...) and the system prompt only shape new
 /// agents: a loaded agent keeps what it stored.
@@ -158,15 +158,15 @@ impl AgentBuilder {
     }
 
     /// The functions offered, replacing the current list.
-    pub fn tools<S: Into<String>>(self, names: impl IntoIterator<Item = S>) -> Self {
+    pub fn functions<S: Into<String>>(self, names: impl IntoIterator<Item = S>) -> Self {
         let names: Vec<String> = names.into_iter().map(Into::into).collect();
-        self.edit(move |c| c.tools = names)
+        self.edit(move |c| c.functions = names)
     }
 
     /// Adds one function to those offered.
-    pub fn tool(self, name: impl Into<String>) -> Self {
+    pub fn function(self, name: impl Into<String>) -> Self {
         let name = name.into();
-        self.edit(move |c| c.tools.push(name))
+        self.edit(move |c| c.functions.push(name))
     }
 
     /// Where state, recall and archival storage live (default: in memory).
@@ -216,7 +216,7 @@ impl AgentBuilder {
         self
     }
 
-    /// Adds a value functions can read with [`ToolContext::extension`](crate::function::ToolContext::extension).
+    /// Adds a value functions can read with [`FunctionContext::extension`](crate::function::FunctionContext::extension).
     pub fn extension<T: Send + Sync + 'static>(mut self, value: T) -> Self {
         self.extensions.insert(value);
         self
@@ -311,16 +311,16 @@ impl AgentBuilder {
             created_at: now,
             updated_at: now,
         };
-        let (runtime, state) = self.runtime(state)?;
-        check_fixed_prompt(&runtime, &state)?;
-        check_embedding_space(&runtime).await?;
-        runtime.storage.agents.create_agent(&state).await?;
-        Agent::assemble(runtime, state, Vec::new(), MemoryCounts::default())
+        let (services, state) = self.services(state)?;
+        check_fixed_prompt(&services, &state)?;
+        check_embedding_space(&services).await?;
+        services.storage.agents.create_agent(&state).await?;
+        Agent::assemble(services, state, Vec::new(), MemoryCounts::default())
     }
 
     /// Loads the stored agent `id` (its memory, queue, summary and configuration), applies this
     /// builder's configuration setters, and attaches its provider, storage, policy and other
-    /// runtime parts.
+    /// services.
     pub async fn load(mut self, id: AgentId) -> Result<Agent> {
         let storage = self.storage.get_or_insert_with(Storage::in_memory).clone();
         let mut state = storage
@@ -331,11 +331,11 @@ impl AgentBuilder {
         for edit in self.edits.drain(..) {
             edit(&mut state.config);
         }
-        let (runtime, state) = self.runtime(state)?;
-        check_fixed_prompt(&runtime, &state)?;
-        check_embedding_space(&runtime).await?;
-        let (queued, counts) = load_queue(&runtime, &state).await?;
-        Agent::assemble(runtime, state, queued, counts)
+        let (services, state) = self.services(state)?;
+        check_fixed_prompt(&services, &state)?;
+        check_embedding_space(&services).await?;
+        let (queued, counts) = load_queue(&services, &state).await?;
+        Agent::assemble(services, state, queued, counts)
     }
 
     fn resolved_clock(&self) -> Arc<dyn Clock> {
@@ -350,7 +350,7 @@ impl AgentBuilder {
             .unwrap_or(8_192)
     }
 
-    fn runtime(mut self, mut state: AgentState) -> Result<(Runtime, AgentState)> {
+    fn services(mut self, mut state: AgentState) -> Result<(Services, AgentState)> {
         let provider = self.provider.take().ok_or_else(|| {
             Error::Config("no LLM provider: call AgentBuilder::provider".to_owned())
         })?;
@@ -385,9 +385,9 @@ impl AgentBuilder {
             Some(registry) => registry,
             None => FunctionRegistry::linked()?,
         };
-        let toolset = registry.toolset(&state.config.tools)?;
-        let settings = ToolSettings::from(&state.config);
-        let runtime = Runtime {
+        let functions = registry.function_set(&state.config.functions)?;
+        let settings = FunctionSettings::from(&state.config);
+        let services = Services {
             clock: self.resolved_clock(),
             provider,
             summarizer,
@@ -395,11 +395,11 @@ impl AgentBuilder {
             counter,
             manager: QueueManager::new(policy),
             storage: self.storage.take().unwrap_or_else(Storage::in_memory),
-            toolset,
+            functions,
             extensions: std::mem::take(&mut self.extensions),
             settings,
         };
-        Ok((runtime, state))
+        Ok((services, state))
     }
 }
 
@@ -416,8 +416,8 @@ fn block_tokens_at_limit(block: &MemoryBlock) -> usize {
 
 /// Fails if the system instructions, function schemas and memory blocks (grown to their
 /// character limits) leave no room for messages in the prompt budget.
-fn check_fixed_prompt(runtime: &Runtime, state: &AgentState) -> Result<()> {
-    let fixed = main_context(runtime, state, MemoryCounts::default()).stats();
+fn check_fixed_prompt(services: &Services, state: &AgentState) -> Result<()> {
+    let fixed = main_context(services, state, MemoryCounts::default()).stats();
     let memory_at_limit: usize = state
         .memory
         .blocks()
@@ -433,7 +433,7 @@ fn check_fixed_prompt(runtime: &Runtime, state: &AgentState) -> Result<()> {
              a prompt budget of {} tokens (a context window of {} minus {} kept for the completion); raise the \
              window, offer fewer functions, lower the block limits or shorten the prompt",
             fixed.system_tokens,
-            runtime.toolset.len(),
+            services.functions.len(),
             fixed.tools_tokens,
             fixed.window,
             state.config.context_window,
@@ -445,11 +445,11 @@ fn check_fixed_prompt(runtime: &Runtime, state: &AgentState) -> Result<()> {
 
 /// Fails with [`StoreError::EmbeddingMismatch`](crate::store::StoreError::EmbeddingMismatch) when
 /// the agent's embedder produces vectors of another model or dimension than the store holds.
-async fn check_embedding_space(runtime: &Runtime) -> Result<()> {
-    let Some(embedder) = &runtime.embedder else {
+async fn check_embedding_space(services: &Services) -> Result<()> {
+    let Some(embedder) = &services.embedder else {
         return Ok(());
     };
-    if let Some(space) = runtime.storage.agents.embedding_space().await? {
+    if let Some(space) = services.storage.agents.embedding_space().await? {
         space.check_model(embedder.model(), embedder.dimension())?;
     }
     Ok(())
@@ -457,16 +457,16 @@ async fn check_embedding_space(runtime: &Runtime) -> Result<()> {
 
 /// Builds the main context of `state`, with an empty queue.
 pub(super) fn main_context(
-    runtime: &Runtime,
+    services: &Services,
     state: &AgentState,
     counts: MemoryCounts,
 ) -> MainContext {
     let mut context = MainContext::new(
         state.system.clone(),
         state.memory.clone(),
-        runtime.toolset.schemas().clone(),
+        services.functions.schemas().clone(),
         state.config.prompt_budget(),
-        runtime.counter.clone(),
+        services.counter.clone(),
         state.memory_updated_at,
     );
     context.set_summary(state.summary.clone());
@@ -476,11 +476,15 @@ pub(super) fn main_context(
 
 /// Reads the queued messages and the recall/archival counts of a stored agent.
 pub(super) async fn load_queue(
-    runtime: &Runtime,
+    services: &Services,
     state: &AgentState,
 ) -> Result<(Vec<crate::message::Message>, MemoryCounts)> {
     let id = state.id;
-    let queued = runtime.storage.recall.get_messages(id, &state.fifo).await?;
+    let queued = services
+        .storage
+        .recall
+        .get_messages(id, &state.fifo)
+        .await?;
     if queued.len() != state.fifo.len() {
         return Err(StoreError::Corrupt(format!(
             "agent {id}: {} queued messages are missing from recall storage",
@@ -489,8 +493,8 @@ pub(super) async fn load_queue(
         .into());
     }
     let counts = MemoryCounts {
-        recall: runtime.storage.recall.count_messages(id).await?,
-        archival: runtime.storage.archival.count_passages(id).await?,
+        recall: services.storage.recall.count_messages(id).await?,
+        archival: services.storage.archival.count_passages(id).await?,
     };
     Ok((queued, counts))
 }

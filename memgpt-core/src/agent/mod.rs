@@ -29,12 +29,12 @@ pub use crate::config::{AgentConfig, DEFAULT_COMPLETION_RESERVE};
 pub use crate::paging::FlushRecord;
 pub use builder::AgentBuilder;
 pub use event::{Event, EventKind};
-pub use record::{StepRecord, StepTimings, StopReason, ToolCallRecord};
+pub use record::{FunctionCallRecord, StepRecord, StepTimings, StopReason};
 
 use crate::context::{ContextStats, MainContext, MemoryCounts};
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
-use crate::function::{Extensions, ToolSettings, Toolset};
+use crate::function::{Extensions, FunctionSet, FunctionSettings};
 use crate::ids::{AgentId, MessageId, PassageId};
 use crate::llm::{ChatMessage, ChatRequest, LlmProvider};
 use crate::memory::{MemoryError, WorkingContext};
@@ -46,19 +46,19 @@ use crate::summarizer::Summarizer;
 use crate::time::Clock;
 use crate::tokens::TokenCounter;
 
-/// The parts an agent runs with (not persisted).
+/// The services an agent runs with, injected by its builder (not persisted).
 #[derive(Clone)]
-pub(crate) struct Runtime {
+pub(crate) struct Services {
     pub(crate) provider: Arc<dyn LlmProvider>,
     pub(crate) summarizer: Arc<dyn Summarizer>,
     pub(crate) embedder: Option<Arc<dyn Embedder>>,
     pub(crate) counter: Arc<dyn TokenCounter>,
     pub(crate) manager: QueueManager,
     pub(crate) storage: Storage,
-    pub(crate) toolset: Toolset,
+    pub(crate) functions: FunctionSet,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) extensions: Extensions,
-    pub(crate) settings: ToolSettings,
+    pub(crate) settings: FunctionSettings,
 }
 
 /// A MemGPT agent.
@@ -68,7 +68,7 @@ pub struct Agent {
     state: AgentState,
     context: MainContext,
     committed_passages: u64,
-    rt: Runtime,
+    rt: Services,
     /// A commit was started and its future dropped before it finished: whether it landed is
     /// unknown, so the agent reloads itself from storage before its next operation.
     stale: bool,
@@ -132,7 +132,7 @@ impl Agent {
     }
 
     fn assemble(
-        rt: Runtime,
+        rt: Services,
         state: AgentState,
         queued: Vec<Message>,
         counts: MemoryCounts,
@@ -204,8 +204,8 @@ impl Agent {
     }
 
     /// The functions the agent may call.
-    pub fn toolset(&self) -> &Toolset {
-        &self.rt.toolset
+    pub fn function_set(&self) -> &FunctionSet {
+        &self.rt.functions
     }
 
     /// Until when timer events are ignored, if they are.

@@ -37,7 +37,7 @@ pub enum StopReason {
 
 /// One function call the model made, and what came of it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ToolCallRecord {
+pub struct FunctionCallRecord {
     /// The provider's call id.
     pub call_id: String,
     /// The function name as the model wrote it.
@@ -100,7 +100,7 @@ pub struct StepRecord {
     /// What the agent said to the user (`send_message`), in order.
     pub replies: Vec<String>,
     /// Every function call.
-    pub tool_calls: Vec<ToolCallRecord>,
+    pub tool_calls: Vec<FunctionCallRecord>,
     /// LLM calls made by the agent (summarizer calls excluded).
     pub llm_calls: usize,
     /// Token usage of those calls.

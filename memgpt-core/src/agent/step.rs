@@ -12,10 +12,10 @@ use serde_json::Value;
 use tracing::{Instrument, debug, info_span, warn};
 
 use super::{
-    Agent, Event, EventKind, Rollback, StepRecord, StepTimings, StopReason, ToolCallRecord,
+    Agent, Event, EventKind, FunctionCallRecord, Rollback, StepRecord, StepTimings, StopReason,
 };
 use crate::error::{Error, Result};
-use crate::function::{BoxFuture, StepWrites, ToolContext, ToolReturn};
+use crate::function::{BoxFuture, FunctionContext, FunctionReturn, StepWrites};
 use crate::ids::MessageId;
 use crate::llm::Usage;
 use crate::message::{Message, MessageKind, ToolCall};
@@ -39,7 +39,7 @@ struct StepRun {
     started: Instant,
     messages: Vec<Message>,
     writes: StepWrites,
-    tool_calls: Vec<ToolCallRecord>,
+    tool_calls: Vec<FunctionCallRecord>,
     llm_calls: usize,
     usage: Usage,
     pressure_warning: bool,
@@ -340,7 +340,7 @@ impl Agent {
     }
 
     /// The pager for this agent's parts.
-    fn pager(rt: &super::Runtime) -> Pager<'_> {
+    fn pager(rt: &super::Services) -> Pager<'_> {
         Pager::new(&rt.manager, rt.summarizer.as_ref(), rt.embedder.as_deref())
     }
 
@@ -385,13 +385,13 @@ impl Agent {
     /// Runs one of the agent's functions as if the LLM had called it, outside any step: the
     /// same argument validation (`arguments` is the JSON object the LLM would send, including
     /// `request_heartbeat` where the function takes it), the same context and the same output
-    /// the LLM would read, in [`ToolCallRecord::output`].
+    /// the LLM would read, in [`FunctionCallRecord::output`].
     ///
     /// Nothing is added to recall storage or the FIFO queue. What the function writes (archival
     /// inserts, memory edits, a timer pause) is committed as a step's writes are; a failed
     /// commit leaves the agent unchanged. Search results count as uses, as in a step. Useful to
     /// inspect memory the way the agent sees it (`conversation_search`,
-    /// `archival_memory_search`), in tools, tests and evaluations.
+    /// `archival_memory_search`), in functions, tests and evaluations.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> memgpt_core::Result<()> {
@@ -408,7 +408,7 @@ impl Agent {
     /// assert!(record.output.starts_with("(ranked by words only"), "{}", record.output);
     /// # Ok(()) }
     /// ```
-    pub async fn call(&mut self, function: &str, arguments: Value) -> Result<ToolCallRecord> {
+    pub async fn call(&mut self, function: &str, arguments: Value) -> Result<FunctionCallRecord> {
         self.sync_with_store().await?;
         let guard = Rollback::new(self);
         let mut run = StepRun::new(None);
@@ -436,7 +436,7 @@ impl Agent {
 
     /// Validates and runs one function call and appends its result. Never fails: every problem
     /// becomes an error result the LLM reads.
-    async fn call_function(&mut self, run: &mut StepRun, call: &ToolCall) -> ToolReturn {
+    async fn call_function(&mut self, run: &mut StepRun, call: &ToolCall) -> FunctionReturn {
         let now = run.now(self.rt.clock.as_ref());
         let (result, record, _) = self.execute_call(run, call).await;
         run.tool_calls.push(record);
@@ -457,20 +457,20 @@ impl Agent {
         &mut self,
         run: &mut StepRun,
         call: &ToolCall,
-    ) -> (ToolReturn, ToolCallRecord, bool) {
+    ) -> (FunctionReturn, FunctionCallRecord, bool) {
         let started = Instant::now();
         let now = run.now(self.rt.clock.as_ref());
-        let result = match self.rt.toolset.get(&call.name).cloned() {
-            None => ToolReturn::failed(format!(
+        let result = match self.rt.functions.get(&call.name).cloned() {
+            None => FunctionReturn::failed(format!(
                 "unknown function `{}`; the available functions are: {}",
                 call.name,
-                self.rt.toolset.names().collect::<Vec<_>>().join(", ")
+                self.rt.functions.names().collect::<Vec<_>>().join(", ")
             )),
             Some(function) => match parse_raw_arguments(&call.name, &call.arguments) {
-                Err(message) => ToolReturn::failed(message),
+                Err(message) => FunctionReturn::failed(message),
                 Ok(arguments) => {
                     let recall_messages = self.context.counts().recall;
-                    let mut ctx = ToolContext {
+                    let mut ctx = FunctionContext {
                         agent_id: self.state.id,
                         now,
                         memory: self.context.memory_mut(),
@@ -488,7 +488,7 @@ impl Agent {
                         Err(panic) => {
                             let message = panic_message(panic.as_ref());
                             warn!(function = %call.name, %message, "function panicked");
-                            ToolReturn::failed(format!(
+                            FunctionReturn::failed(format!(
                                 "function `{}` crashed: {message}",
                                 call.name
                             ))
@@ -497,7 +497,7 @@ impl Agent {
                 }
             },
         };
-        let result = ToolReturn {
+        let result = FunctionReturn {
             result: match result.result {
                 Ok(text) => Ok(cap_output(
                     text,
@@ -518,7 +518,7 @@ impl Agent {
         let duration = started.elapsed();
         run.timings.functions += duration;
         debug!(function = %call.name, ok = !result.is_failure(), heartbeat = result.request_heartbeat, "function call");
-        let record = ToolCallRecord {
+        let record = FunctionCallRecord {
             call_id: call.id.clone(),
             name: call.name.clone(),
             arguments: call.arguments.clone(),

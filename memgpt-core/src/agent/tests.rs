@@ -34,7 +34,7 @@ async fn small_agent(llm: &Arc<ScriptedProvider>, window: usize) -> Agent {
         .system_prompt("You are a test agent.")
         .persona("I am T.")
         .block_limit(200)
-        .tools(["send_message", "conversation_search"])
+        .functions(["send_message", "conversation_search"])
         .context_window(window)
         .build()
         .await
@@ -122,7 +122,7 @@ async fn a_flush_never_evicts_the_result_the_model_must_read() {
         .provider(llm.clone())
         .system_prompt("You are a test agent.")
         .persona("I am T.")
-        .tools(["send_message", "archival_memory_search"])
+        .functions(["send_message", "archival_memory_search"])
         .context_window(2_400)
         .build()
         .await
@@ -843,13 +843,13 @@ async fn loading_applies_the_builders_settings() {
         .storage(storage)
         .page_size(2)
         .max_chain_length(3)
-        .tool("explode")
+        .function("explode")
         .load(agent.id())
         .await
         .unwrap();
     assert_eq!(loaded.config().page_size, 2);
     assert_eq!(loaded.config().max_chain_length, 3);
-    assert_eq!(loaded.toolset().names().last(), Some("explode"));
+    assert_eq!(loaded.function_set().names().last(), Some("explode"));
     assert_eq!(
         loaded.config().context_window,
         agent.config().context_window,
@@ -1223,7 +1223,7 @@ async fn a_window_too_small_for_the_prompt_fails_at_creation() {
 async fn unknown_tools_fail_at_creation() {
     let err = Agent::builder()
         .provider(llm())
-        .tool("no_such_tool")
+        .function("no_such_tool")
         .build()
         .await
         .unwrap_err();
@@ -1247,7 +1247,7 @@ async fn a_panicking_function_is_a_failed_call() {
     llm.push_call("send_message", json!({"message": "sorry"}));
     let mut agent = Agent::builder()
         .provider(llm.clone())
-        .tool("explode")
+        .function("explode")
         .build()
         .await
         .unwrap();
@@ -1458,7 +1458,7 @@ async fn giraffe_after_a_flush(policy: &str) -> (Agent, Option<crate::queue::Que
         .system_prompt("You are a test agent.")
         .persona("I am T.")
         .block_limit(200)
-        .tools(["send_message"])
+        .functions(["send_message"])
         .context_window(900)
         .build()
         .await
@@ -1869,7 +1869,7 @@ async fn archival_memory_filters_by_tag_and_date_and_survives_any_page() {
 async fn the_first_prompt_with_all_eight_functions_stays_under_1600_tokens() {
     let llm = llm();
     let mut agent = agent(&llm).await;
-    assert_eq!(agent.toolset().len(), 8);
+    assert_eq!(agent.function_set().len(), 8);
     println!("main context before the first message: {:?}", agent.stats());
     llm.push_call("send_message", json!({"message": "Hi!"}));
     agent.step("Hello, who are you?").await.unwrap();

@@ -1,4 +1,4 @@
-use crate::function::{ToolContext, ToolError};
+use crate::function::{FunctionContext, FunctionError};
 use crate::memgpt_fn;
 use crate::store::TAGS_KEY;
 
@@ -6,12 +6,12 @@ use crate::store::TAGS_KEY;
 /// found later on its own.
 #[memgpt_fn]
 async fn archival_memory_insert(
-    ctx: &mut ToolContext<'_>,
+    ctx: &mut FunctionContext<'_>,
     /// The text to store.
     content: String,
     /// Labels to filter searches by later.
     tags: Option<Vec<String>>,
-) -> Result<String, ToolError> {
+) -> Result<String, FunctionError> {
     let tags = clean_tags(tags);
     let mut metadata = serde_json::Map::new();
     if !tags.is_empty() {
@@ -32,7 +32,7 @@ async fn archival_memory_insert(
 /// Searches archival memory by meaning and keywords. Paginated.
 #[memgpt_fn]
 async fn archival_memory_search(
-    ctx: &mut ToolContext<'_>,
+    ctx: &mut FunctionContext<'_>,
     /// What to look for.
     query: String,
     /// Page of results, from 0 (default 0).
@@ -43,7 +43,7 @@ async fn archival_memory_search(
     start_date: Option<String>,
     /// Last day stored (inclusive), YYYY-MM-DD.
     end_date: Option<String>,
-) -> Result<String, ToolError> {
+) -> Result<String, FunctionError> {
     let range = super::recall::time_range(start_date.as_deref(), end_date.as_deref())?;
     let page = ctx
         .search_archival(&query, page.unwrap_or(0) as usize, &clean_tags(tags), range)

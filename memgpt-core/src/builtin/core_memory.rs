@@ -1,15 +1,15 @@
-use crate::function::{ToolContext, ToolError};
+use crate::function::{FunctionContext, FunctionError};
 use crate::memgpt_fn;
 
 /// Appends to a block of your core memory (always in view).
 #[memgpt_fn]
 async fn core_memory_append(
-    ctx: &mut ToolContext<'_>,
+    ctx: &mut FunctionContext<'_>,
     /// The block to edit, e.g. "persona" or "human".
     label: String,
     /// Text to add on a new line.
     content: String,
-) -> Result<String, ToolError> {
+) -> Result<String, FunctionError> {
     ctx.memory_mut().append(&label, &content)?;
     Ok(block_usage(ctx, &label))
 }
@@ -18,14 +18,14 @@ async fn core_memory_append(
 /// new_content deletes it.
 #[memgpt_fn]
 async fn core_memory_replace(
-    ctx: &mut ToolContext<'_>,
+    ctx: &mut FunctionContext<'_>,
     /// The block to edit, e.g. "persona" or "human".
     label: String,
     /// The exact text to replace.
     old_content: String,
     /// The replacement text.
     new_content: String,
-) -> Result<String, ToolError> {
+) -> Result<String, FunctionError> {
     let replaced = ctx
         .memory_mut()
         .replace(&label, &old_content, &new_content)?;
@@ -37,7 +37,7 @@ async fn core_memory_replace(
     Ok(format!("Replaced{times}. {}", block_usage(ctx, &label)))
 }
 
-fn block_usage(ctx: &ToolContext<'_>, label: &str) -> String {
+fn block_usage(ctx: &FunctionContext<'_>, label: &str) -> String {
     match ctx.memory().get(label) {
         Some(block) => format!(
             "Block `{label}` now holds {}/{} characters.",

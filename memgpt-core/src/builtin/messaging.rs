@@ -1,6 +1,6 @@
 use chrono::Duration;
 
-use crate::function::{ToolContext, ToolError};
+use crate::function::{FunctionContext, FunctionError};
 use crate::memgpt_fn;
 
 /// Longest pause `pause_heartbeats` accepts, in minutes.
@@ -9,7 +9,7 @@ const MAX_PAUSE_MINUTES: u32 = 360;
 /// Sends a message to the user. This is the only way the user sees anything you say.
 #[memgpt_fn(terminal)]
 async fn send_message(
-    ctx: &mut ToolContext<'_>,
+    ctx: &mut FunctionContext<'_>,
     /// The message. All unicode (including emojis) is supported.
     message: String,
 ) -> &'static str {
@@ -21,12 +21,12 @@ async fn send_message(
 /// wake you.
 #[memgpt_fn]
 async fn pause_heartbeats(
-    ctx: &mut ToolContext<'_>,
+    ctx: &mut FunctionContext<'_>,
     /// Minutes to pause, at most 360.
     minutes: u32,
-) -> Result<String, ToolError> {
+) -> Result<String, FunctionError> {
     if minutes > MAX_PAUSE_MINUTES {
-        return Err(ToolError::new(format!(
+        return Err(FunctionError::new(format!(
             "minutes must be at most {MAX_PAUSE_MINUTES}, got {minutes}"
         )));
     }

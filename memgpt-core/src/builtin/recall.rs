@@ -2,7 +2,7 @@ use chrono::{DateTime, Duration, NaiveDate, Utc};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::function::{RecallResults, ToolContext, ToolError};
+use crate::function::{FunctionContext, FunctionError, RecallResults};
 use crate::memgpt_fn;
 use crate::message::{Message, MessageKind};
 use crate::store::{Page, RecallQuery, TimeRange};
@@ -30,7 +30,7 @@ impl ConversationRole {
 /// the query count. Paginated.
 #[memgpt_fn]
 async fn conversation_search(
-    ctx: &mut ToolContext<'_>,
+    ctx: &mut FunctionContext<'_>,
     /// What to look for.
     query: String,
     /// Page of results, from 0 (default 0).
@@ -41,7 +41,7 @@ async fn conversation_search(
     start_date: Option<String>,
     /// Last day (inclusive), YYYY-MM-DD.
     end_date: Option<String>,
-) -> Result<String, ToolError> {
+) -> Result<String, FunctionError> {
     let range = time_range(start_date.as_deref(), end_date.as_deref())?;
     let mut search = RecallQuery::text(
         query,
@@ -59,14 +59,14 @@ async fn conversation_search(
 /// Lists past conversation (recall memory) between two dates, oldest first. Paginated.
 #[memgpt_fn]
 async fn conversation_search_date(
-    ctx: &mut ToolContext<'_>,
+    ctx: &mut FunctionContext<'_>,
     /// First day, YYYY-MM-DD (or an RFC 3339 time).
     start_date: String,
     /// Last day, inclusive, YYYY-MM-DD (or an RFC 3339 time).
     end_date: String,
     /// Page of results, from 0 (default 0).
     page: Option<u32>,
-) -> Result<String, ToolError> {
+) -> Result<String, FunctionError> {
     let range = time_range(Some(&start_date), Some(&end_date))?;
     let query = RecallQuery::range(
         range,
@@ -85,7 +85,10 @@ fn render(results: &RecallResults) -> String {
 }
 
 /// The range from optional first and last days; the last day is included.
-pub(super) fn time_range(start: Option<&str>, end: Option<&str>) -> Result<TimeRange, ToolError> {
+pub(super) fn time_range(
+    start: Option<&str>,
+    end: Option<&str>,
+) -> Result<TimeRange, FunctionError> {
     let range = TimeRange {
         start: start
             .filter(|s| !s.trim().is_empty())
@@ -99,7 +102,7 @@ pub(super) fn time_range(start: Option<&str>, end: Option<&str>) -> Result<TimeR
     if let (Some(start), Some(end)) = (range.start, range.end)
         && start >= end
     {
-        return Err(ToolError::new(format!(
+        return Err(FunctionError::new(format!(
             "start_date ({}) must be before end_date ({})",
             start.date_naive(),
             (end - Duration::seconds(1)).date_naive()
@@ -109,14 +112,14 @@ pub(super) fn time_range(start: Option<&str>, end: Option<&str>) -> Result<TimeR
 }
 
 /// Parses a date (whole day) or an RFC 3339 time. An end date includes its whole day.
-fn parse_bound(field: &str, value: &str, end: bool) -> Result<DateTime<Utc>, ToolError> {
+fn parse_bound(field: &str, value: &str, end: bool) -> Result<DateTime<Utc>, FunctionError> {
     let value = value.trim();
     if let Ok(t) = DateTime::parse_from_rfc3339(value) {
         let t = t.with_timezone(&Utc);
         return Ok(if end { t + Duration::seconds(1) } else { t });
     }
     let day = NaiveDate::parse_from_str(value, "%Y-%m-%d").map_err(|_| {
-        ToolError::new(format!(
+        FunctionError::new(format!(
             "`{field}`: could not read \"{value}\" as a date; use YYYY-MM-DD"
         ))
     })?;

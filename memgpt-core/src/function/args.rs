@@ -13,11 +13,11 @@ use crate::store::StoreError;
 /// wrong and how to fix the call.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
-pub struct ToolError {
+pub struct FunctionError {
     message: String,
 }
 
-impl ToolError {
+impl FunctionError {
     /// An error with this message.
     pub fn new(message: impl Into<String>) -> Self {
         Self {
@@ -31,31 +31,31 @@ impl ToolError {
     }
 }
 
-impl From<MemoryError> for ToolError {
+impl From<MemoryError> for FunctionError {
     fn from(e: MemoryError) -> Self {
         Self::new(e.to_string())
     }
 }
 
-impl From<StoreError> for ToolError {
+impl From<StoreError> for FunctionError {
     fn from(e: StoreError) -> Self {
         Self::new(e.to_string())
     }
 }
 
-impl From<EmbedError> for ToolError {
+impl From<EmbedError> for FunctionError {
     fn from(e: EmbedError) -> Self {
         Self::new(e.to_string())
     }
 }
 
-impl From<String> for ToolError {
+impl From<String> for FunctionError {
     fn from(message: String) -> Self {
         Self::new(message)
     }
 }
 
-impl From<&str> for ToolError {
+impl From<&str> for FunctionError {
     fn from(message: &str) -> Self {
         Self::new(message)
     }
@@ -66,31 +66,31 @@ impl From<&str> for ToolError {
     message = "`{Self}` cannot be returned from a #[memgpt_fn] function",
     note = "return `String`, `()`, `serde_json::Value`, `memgpt::function::Json<T>` or a `Result` of one of those with an error that implements `Display`"
 )]
-pub trait IntoToolOutput {
+pub trait IntoFunctionOutput {
     /// `Ok(text)` for the LLM, or `Err(error text)`.
-    fn into_tool_output(self) -> Result<String, String>;
+    fn into_function_output(self) -> Result<String, String>;
 }
 
-impl IntoToolOutput for String {
-    fn into_tool_output(self) -> Result<String, String> {
+impl IntoFunctionOutput for String {
+    fn into_function_output(self) -> Result<String, String> {
         Ok(self)
     }
 }
 
-impl IntoToolOutput for &'static str {
-    fn into_tool_output(self) -> Result<String, String> {
+impl IntoFunctionOutput for &'static str {
+    fn into_function_output(self) -> Result<String, String> {
         Ok(self.to_owned())
     }
 }
 
-impl IntoToolOutput for () {
-    fn into_tool_output(self) -> Result<String, String> {
+impl IntoFunctionOutput for () {
+    fn into_function_output(self) -> Result<String, String> {
         Ok("OK".to_owned())
     }
 }
 
-impl IntoToolOutput for serde_json::Value {
-    fn into_tool_output(self) -> Result<String, String> {
+impl IntoFunctionOutput for serde_json::Value {
+    fn into_function_output(self) -> Result<String, String> {
         Ok(self.to_string())
     }
 }
@@ -99,17 +99,17 @@ impl IntoToolOutput for serde_json::Value {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Json<T>(pub T);
 
-impl<T: Serialize> IntoToolOutput for Json<T> {
-    fn into_tool_output(self) -> Result<String, String> {
+impl<T: Serialize> IntoFunctionOutput for Json<T> {
+    fn into_function_output(self) -> Result<String, String> {
         serde_json::to_string(&self.0)
             .map_err(|e| format!("the function's result could not be serialised: {e}"))
     }
 }
 
-impl<T: IntoToolOutput, E: fmt::Display> IntoToolOutput for Result<T, E> {
-    fn into_tool_output(self) -> Result<String, String> {
+impl<T: IntoFunctionOutput, E: fmt::Display> IntoFunctionOutput for Result<T, E> {
+    fn into_function_output(self) -> Result<String, String> {
         match self {
-            Ok(value) => value.into_tool_output(),
+            Ok(value) => value.into_function_output(),
             Err(e) => Err(e.to_string()),
         }
     }
@@ -277,14 +277,14 @@ mod tests {
     #[test]
     fn outputs_convert() {
         assert_eq!(
-            Ok::<_, ToolError>("x".to_owned()).into_tool_output(),
+            Ok::<_, FunctionError>("x".to_owned()).into_function_output(),
             Ok("x".into())
         );
         assert_eq!(
-            Err::<String, _>(ToolError::new("bad")).into_tool_output(),
+            Err::<String, _>(FunctionError::new("bad")).into_function_output(),
             Err("bad".into())
         );
-        assert_eq!(Json(vec![1, 2]).into_tool_output(), Ok("[1,2]".into()));
-        assert_eq!(().into_tool_output(), Ok("OK".into()));
+        assert_eq!(Json(vec![1, 2]).into_function_output(), Ok("[1,2]".into()));
+        assert_eq!(().into_function_output(), Ok("OK".into()));
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use super::ToolError;
+use super::FunctionError;
 use crate::config::AgentConfig;
 use crate::embed::Embedder;
 use crate::ids::{AgentId, MessageId, PassageId};
@@ -24,7 +24,7 @@ const ON_DEMAND_EMBEDDINGS: usize = 512;
 
 /// Settings that built-in functions read: the part of [`AgentConfig`] they obey.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ToolSettings {
+pub struct FunctionSettings {
     /// Results per page of every search function.
     pub page_size: usize,
     /// How `archival_memory_search` ranks passages (falls back to text with no embedder).
@@ -37,7 +37,7 @@ pub struct ToolSettings {
     pub recall_ranking: RecallRanking,
 }
 
-impl ToolSettings {
+impl FunctionSettings {
     /// How text becomes archival passages under these settings: the one construction shared
     /// by the agent (uploads, `Agent::insert_archival`) and functions.
     pub(crate) fn passage_writer<'a>(
@@ -54,7 +54,7 @@ impl ToolSettings {
     }
 }
 
-impl From<&AgentConfig> for ToolSettings {
+impl From<&AgentConfig> for FunctionSettings {
     /// The settings an agent with this configuration gives its functions.
     fn from(config: &AgentConfig) -> Self {
         Self {
@@ -67,7 +67,7 @@ impl From<&AgentConfig> for ToolSettings {
     }
 }
 
-impl Default for ToolSettings {
+impl Default for FunctionSettings {
     /// The settings of [`AgentConfig::default`].
     fn default() -> Self {
         Self::from(&AgentConfig::default())
@@ -146,7 +146,7 @@ pub(crate) struct StepWrites {
 ///
 /// Writes (archival inserts, memory edits, messages to the user) become durable with the step
 /// that made them; a later call in the same step already sees them.
-pub struct ToolContext<'a> {
+pub struct FunctionContext<'a> {
     pub(crate) agent_id: AgentId,
     pub(crate) now: DateTime<Utc>,
     pub(crate) memory: &'a mut WorkingContext,
@@ -154,7 +154,7 @@ pub struct ToolContext<'a> {
     pub(crate) embedder: Option<&'a dyn Embedder>,
     pub(crate) counter: &'a dyn TokenCounter,
     pub(crate) writes: &'a mut StepWrites,
-    pub(crate) settings: &'a ToolSettings,
+    pub(crate) settings: &'a FunctionSettings,
     pub(crate) extensions: &'a Extensions,
     /// Passages committed before this step.
     pub(crate) committed_passages: u64,
@@ -162,16 +162,16 @@ pub struct ToolContext<'a> {
     pub(crate) recall_messages: u64,
 }
 
-impl fmt::Debug for ToolContext<'_> {
+impl fmt::Debug for FunctionContext<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ToolContext")
+        f.debug_struct("FunctionContext")
             .field("agent_id", &self.agent_id)
             .field("now", &self.now)
             .finish_non_exhaustive()
     }
 }
 
-impl<'a> ToolContext<'a> {
+impl<'a> FunctionContext<'a> {
     /// The agent running the call.
     pub fn agent_id(&self) -> AgentId {
         self.agent_id
@@ -193,7 +193,7 @@ impl<'a> ToolContext<'a> {
     }
 
     /// Settings for built-in functions.
-    pub fn settings(&self) -> &ToolSettings {
+    pub fn settings(&self) -> &FunctionSettings {
         self.settings
     }
 
@@ -232,11 +232,14 @@ impl<'a> ToolContext<'a> {
     /// and conversation messages not embedded yet are embedded first (on demand, up to a
     /// bound). Messages of the step in progress are in the FIFO queue and become searchable
     /// when the step commits. Every hit counts as a *use* of that message (see
-    /// [`ToolContext::mark_used`]).
+    /// [`FunctionContext::mark_used`]).
     ///
     /// An embedder failure never fails the search: it falls back to words alone and says so in
     /// [`RecallResults::note`].
-    pub async fn search_recall(&mut self, query: &RecallQuery) -> Result<RecallResults, ToolError> {
+    pub async fn search_recall(
+        &mut self,
+        query: &RecallQuery,
+    ) -> Result<RecallResults, FunctionError> {
         let mut query = query.clone();
         query.ranking = self.settings.recall_ranking;
         let mut notes = Vec::new();
@@ -295,23 +298,23 @@ impl<'a> ToolContext<'a> {
     }
 
     /// Stores `text` in archival storage, split into passages of at most
-    /// [`ToolSettings::passage_tokens`] tokens and embedded when the agent has an embedder.
+    /// [`FunctionSettings::passage_tokens`] tokens and embedded when the agent has an embedder.
     /// Returns the new passages' ids.
     pub async fn insert_archival(
         &mut self,
         text: &str,
         metadata: serde_json::Map<String, serde_json::Value>,
-    ) -> Result<Vec<PassageId>, ToolError> {
+    ) -> Result<Vec<PassageId>, FunctionError> {
         let passages = self
             .settings
             .passage_writer(self.counter, self.embedder)
             .write(self.agent_id, text, metadata, false, self.now)
             .await
             .map_err(|e| match e {
-                PassageError::TooLarge { bytes, limit } => ToolError::new(format!(
+                PassageError::TooLarge { bytes, limit } => FunctionError::new(format!(
                     "the content is {bytes} bytes, over the limit of {limit} bytes: insert it in smaller parts"
                 )),
-                PassageError::Empty => ToolError::new("nothing to insert: the content is empty"),
+                PassageError::Empty => FunctionError::new("nothing to insert: the content is empty"),
                 PassageError::Embed(e) => e.into(),
             })?;
         let ids = passages.iter().map(|p| p.id).collect();
@@ -320,7 +323,7 @@ impl<'a> ToolContext<'a> {
     }
 
     /// Searches archival storage, this step's inserts included, ranked by
-    /// [`ToolSettings::archival_search`]; only passages with one of `tags` (when any are given)
+    /// [`FunctionSettings::archival_search`]; only passages with one of `tags` (when any are given)
     /// stored in `range`.
     pub async fn search_archival(
         &self,
@@ -328,7 +331,7 @@ impl<'a> ToolContext<'a> {
         page: usize,
         tags: &[String],
         range: TimeRange,
-    ) -> Result<SearchPage<Passage>, ToolError> {
+    ) -> Result<SearchPage<Passage>, FunctionError> {
         let page = Page::new(page, self.settings.page_size);
         let embedding = match (self.settings.archival_search, self.embedder) {
             (SearchMode::Text, _) | (_, None) => None,

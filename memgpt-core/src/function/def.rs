@@ -5,25 +5,25 @@ use std::pin::Pin;
 use async_trait::async_trait;
 use linkme::distributed_slice;
 
-use super::ToolContext;
+use super::FunctionContext;
 
 /// A boxed, `Send` future (what generated dispatch wrappers return).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The signature of a generated dispatch wrapper: context and raw JSON arguments in.
 pub type CallFn =
-    for<'a, 'b> fn(&'a mut ToolContext<'b>, serde_json::Value) -> BoxFuture<'a, ToolReturn>;
+    for<'a, 'b> fn(&'a mut FunctionContext<'b>, serde_json::Value) -> BoxFuture<'a, FunctionReturn>;
 
 /// What one function call produced.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ToolReturn {
+pub struct FunctionReturn {
     /// `Ok(result text)` or `Err(error text)`; both are shown to the LLM.
     pub result: Result<String, String>,
     /// Whether the LLM asked to run again right after this call.
     pub request_heartbeat: bool,
 }
 
-impl ToolReturn {
+impl FunctionReturn {
     /// A successful result.
     pub fn ok(text: impl Into<String>, request_heartbeat: bool) -> Self {
         Self {
@@ -107,7 +107,11 @@ pub trait Function: Send + Sync + fmt::Debug {
     }
 
     /// Runs it with the LLM's (parsed but unvalidated) JSON arguments.
-    async fn call(&self, ctx: &mut ToolContext<'_>, arguments: serde_json::Value) -> ToolReturn;
+    async fn call(
+        &self,
+        ctx: &mut FunctionContext<'_>,
+        arguments: serde_json::Value,
+    ) -> FunctionReturn;
 }
 
 #[async_trait]
@@ -132,7 +136,11 @@ impl Function for &'static FunctionDef {
         self.module_path
     }
 
-    async fn call(&self, ctx: &mut ToolContext<'_>, arguments: serde_json::Value) -> ToolReturn {
+    async fn call(
+        &self,
+        ctx: &mut FunctionContext<'_>,
+        arguments: serde_json::Value,
+    ) -> FunctionReturn {
         (self.call)(ctx, arguments).await
     }
 }

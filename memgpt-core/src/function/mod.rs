@@ -1,13 +1,13 @@
 //! Functions the LLM can call: definitions, the registry, and the context a call runs in.
 //!
 //! Write a function with [`memgpt_fn`](crate::memgpt_fn): an `async fn`, optionally taking a
-//! [`ToolContext`] first, then typed parameters. The attribute turns its doc comments into a JSON
+//! [`FunctionContext`] first, then typed parameters. The attribute turns its doc comments into a JSON
 //! schema, adds the `request_heartbeat` flag (unless `terminal`), generates a dispatch wrapper
 //! that validates the LLM's JSON arguments with precise errors, and registers it in the
-//! [`FUNCTIONS`] slice. Built-in memory functions and user tools take exactly the same path.
+//! [`FUNCTIONS`] slice. Built-in memory functions and user functions take exactly the same path.
 //!
 //! ```
-//! use memgpt_core::function::ToolError;
+//! use memgpt_core::function::FunctionError;
 //! use memgpt_core::memgpt_fn;
 //!
 //! /// Roll a die and return the number it shows.
@@ -15,9 +15,9 @@
 //! async fn roll_die(
 //!     /// Number of faces (at least 2).
 //!     faces: u32,
-//! ) -> Result<String, ToolError> {
+//! ) -> Result<String, FunctionError> {
 //!     if faces < 2 {
-//!         return Err(ToolError::new("a die needs at least 2 faces"));
+//!         return Err(FunctionError::new("a die needs at least 2 faces"));
 //!     }
 //!     Ok(format!("{}", 1 + (faces / 2)))
 //! }
@@ -31,9 +31,9 @@
 //! # Making sure a tool crate is linked
 //!
 //! Registrations live in a linker section. If no code of your binary *names* anything from a
-//! crate that only defines tools, the linker may drop the crate and its tools with it, even
+//! crate that only defines functions, the linker may drop the crate and its functions with it, even
 //! when it is listed in `Cargo.toml`. Name the crate once, e.g. `use my_tools as _;` in
-//! `main.rs`, or call any item of it. [`FunctionRegistry::toolset`] reports a missing tool by
+//! `main.rs`, or call any item of it. [`FunctionRegistry::function_set`] reports a missing tool by
 //! name at agent creation, so a dropped crate never fails silently.
 
 mod args;
@@ -41,11 +41,11 @@ mod context;
 mod def;
 mod registry;
 
-pub use args::{IntoToolOutput, Json, ToolError};
+pub use args::{FunctionError, IntoFunctionOutput, Json};
 pub(crate) use context::StepWrites;
-pub use context::{Extensions, RecallResults, ToolContext, ToolSettings};
-pub use def::{BoxFuture, CallFn, FUNCTIONS, Function, FunctionDef, ToolReturn};
-pub use registry::{FunctionRegistry, RegisteredFunction, RegistryError, Toolset};
+pub use context::{Extensions, FunctionContext, FunctionSettings, RecallResults};
+pub use def::{BoxFuture, CallFn, FUNCTIONS, Function, FunctionDef, FunctionReturn};
+pub use registry::{FunctionRegistry, FunctionSet, RegisteredFunction, RegistryError};
 
 #[doc(hidden)]
 pub use args::{FunctionParameter, parameters_schema, parse_arguments};

@@ -18,7 +18,7 @@ pub enum RegistryError {
         /// Where the second was defined.
         second: String,
     },
-    /// A toolset names a function nobody registered.
+    /// A function set names a function nobody registered.
     #[error(
         "no function named `{name}` is registered (is the crate defining it linked? see memgpt::function); \
          registered: {}",
@@ -130,7 +130,7 @@ impl FunctionRegistry {
     }
 
     /// The functions called `names`, in that order. Unknown names are an error.
-    pub fn toolset<S: AsRef<str>>(&self, names: &[S]) -> Result<Toolset, RegistryError> {
+    pub fn function_set<S: AsRef<str>>(&self, names: &[S]) -> Result<FunctionSet, RegistryError> {
         let mut functions = Vec::with_capacity(names.len());
         for name in names {
             let name = name.as_ref();
@@ -149,18 +149,18 @@ impl FunctionRegistry {
             functions.push(registered.clone());
         }
         let schemas = functions.iter().map(|f| f.schema.clone()).collect();
-        Ok(Toolset { functions, schemas })
+        Ok(FunctionSet { functions, schemas })
     }
 }
 
 /// The ordered set of functions one agent may call.
 #[derive(Clone, Debug)]
-pub struct Toolset {
+pub struct FunctionSet {
     functions: Vec<RegisteredFunction>,
     schemas: Arc<[ToolSchema]>,
 }
 
-impl Toolset {
+impl FunctionSet {
     /// The function called `name`, if the agent has it.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Function>> {
         self.functions
@@ -196,7 +196,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::function::{ToolContext, ToolReturn};
+    use crate::function::{FunctionContext, FunctionReturn};
 
     #[derive(Debug)]
     struct Dynamic(&'static str, serde_json::Value);
@@ -214,10 +214,10 @@ mod tests {
         }
         async fn call(
             &self,
-            _ctx: &mut ToolContext<'_>,
+            _ctx: &mut FunctionContext<'_>,
             _arguments: serde_json::Value,
-        ) -> ToolReturn {
-            ToolReturn::ok("dynamic", false)
+        ) -> FunctionReturn {
+            FunctionReturn::ok("dynamic", false)
         }
     }
 
@@ -259,16 +259,16 @@ mod tests {
     }
 
     #[test]
-    fn toolsets_keep_order_and_reject_unknown_names() {
+    fn function_sets_keep_order_and_reject_unknown_names() {
         let registry = FunctionRegistry::linked().unwrap();
         let set = registry
-            .toolset(&["send_message", "core_memory_append", "send_message"])
+            .function_set(&["send_message", "core_memory_append", "send_message"])
             .unwrap();
         assert_eq!(
             set.names().collect::<Vec<_>>(),
             ["send_message", "core_memory_append"]
         );
-        let err = registry.toolset(&["send_mesage"]).unwrap_err();
+        let err = registry.function_set(&["send_mesage"]).unwrap_err();
         assert!(
             err.to_string()
                 .starts_with("no function named `send_mesage` is registered")

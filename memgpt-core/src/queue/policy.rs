@@ -195,7 +195,7 @@ impl EvictionPolicy for PaperPolicy {
 ///
 /// A message is *used* when it is appended, and again each time a search
 /// (`conversation_search`, `conversation_search_date`) returns it while it is still in the
-/// queue, or a function marks it used ([`ToolContext::mark_used`](crate::function::ToolContext::mark_used)).
+/// queue, or a function marks it used ([`FunctionContext::mark_used`](crate::function::FunctionContext::mark_used)).
 /// [`EntryView::last_used`] is that logical time. Use counts start afresh when an agent is
 /// loaded (they are not stored); then the order is the queue's, as for [`PaperPolicy`].
 ///

@@ -42,8 +42,8 @@
 mod gbnf;
 #[cfg(test)]
 mod gbnf_check;
-mod lenient;
-mod relaxed;
+mod json_repair;
+mod text_protocol;
 mod union;
 
 use memgpt_core::llm::ToolSchema;
@@ -51,7 +51,7 @@ use memgpt_core::message::ToolCall;
 use serde_json::{Map, Value};
 
 pub use gbnf::{GbnfError, GbnfOptions, Whitespace, json_schema_to_gbnf};
-pub use lenient::{
+pub use text_protocol::{
     INVALID_REPLY_FUNCTION, PROTOCOL_HEADING, feedback, parse_lenient, protocol_prompt,
 };
 pub use union::{
@@ -251,7 +251,7 @@ pub(crate) mod tests {
     pub(crate) fn builtin_tools() -> Vec<ToolSchema> {
         let registry = FunctionRegistry::linked().expect("built-in functions");
         let toolset = registry
-            .toolset(&DEFAULT_FUNCTIONS)
+            .function_set(&DEFAULT_FUNCTIONS)
             .expect("default toolset");
         toolset.schemas().to_vec()
     }

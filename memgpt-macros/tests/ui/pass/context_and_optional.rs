@@ -1,4 +1,4 @@
-//! A tool taking `&mut ToolContext` first, with documented and optional parameters: its schema,
+//! A tool taking `&mut FunctionContext` first, with documented and optional parameters: its schema,
 //! and a real dispatch through an agent driven by the scripted provider.
 
 use std::future::Future;
@@ -6,7 +6,7 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use memgpt_core::function::{FunctionRegistry, ToolContext, ToolError};
+use memgpt_core::function::{FunctionRegistry, FunctionContext, FunctionError};
 use memgpt_core::memgpt_fn;
 use memgpt_core::testing::ScriptedProvider;
 use memgpt_core::{Agent, StopReason};
@@ -19,13 +19,13 @@ struct Unit(&'static str);
 /// Temperatures are in degrees Celsius.
 #[memgpt_fn]
 async fn get_weather(
-    ctx: &mut ToolContext<'_>,
+    ctx: &mut FunctionContext<'_>,
     /// The city, e.g. "Paris".
     city: String,
     /// Days ahead
     /// (0 = today).
     days: Option<u32>,
-) -> Result<String, ToolError> {
+) -> Result<String, FunctionError> {
     let unit = ctx.extension::<Unit>().ok_or("no unit configured")?.0;
     Ok(format!(
         "20{unit} in {city}, {} days ahead",
@@ -99,7 +99,7 @@ fn check_dispatch() {
     let step = block_on(async {
         let mut agent = Agent::builder()
             .provider(llm.clone())
-            .tool("get_weather")
+            .function("get_weather")
             .extension(Unit("°C"))
             .build()
             .await?;

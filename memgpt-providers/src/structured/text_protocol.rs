@@ -7,7 +7,7 @@ use memgpt_core::llm::ToolSchema;
 use serde_json::{Map, Number, Value};
 
 use super::union::{ARGUMENTS_FIELD, FUNCTION_FIELD, THINKING_FIELD};
-use super::{CallError, ParsedCall, Repair, json_kind, relaxed};
+use super::{CallError, ParsedCall, Repair, json_kind, json_repair};
 
 /// The heading that starts [`protocol_prompt`]'s addendum (stable: tests and tools may look
 /// for it).
@@ -213,7 +213,7 @@ pub fn parse_lenient(text: &str, tools: &[ToolSchema]) -> Result<ParsedCall, Cal
         let mut strict = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
         let read = match strict.next() {
             Some(Ok(value)) => Ok((value, start + strict.byte_offset())),
-            _ => relaxed::parse_at(text, start, &mut repairs),
+            _ => json_repair::parse_at(text, start, &mut repairs),
         };
         let attempt = match read {
             Ok((Value::Object(object), end)) => {
@@ -358,7 +358,7 @@ fn call_from_object(
             } else {
                 match text
                     .find('{')
-                    .map(|start| relaxed::parse_at(&text, start, repairs))
+                    .map(|start| json_repair::parse_at(&text, start, repairs))
                 {
                     Some(Ok((Value::Object(arguments), _))) => arguments,
                     _ => return Err(CallError::ArgumentsNotAnObject { found: "a string" }),
