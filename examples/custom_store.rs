@@ -6,8 +6,8 @@
 //! the ones with defaults too (`agent_version`, `lock_agent`): PostgreSQL's `lock_agent` is a
 //! real cross-process lock that a forgotten delegation would silently drop.
 //!
-//! A store written from scratch should pass the conformance suite the built-in ones pass; see
-//! ARCHITECTURE.md ("To add a store").
+//! A store written from scratch should pass the conformance suite the built-in ones pass
+//! (`memgpt-backends/tests/conformance`); see ARCHITECTURE.md, "Where to add things".
 //!
 //! ```text
 //! cargo run --example custom_store

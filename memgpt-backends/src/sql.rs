@@ -49,6 +49,82 @@ pub(crate) trait SqlDialect: Sync {
     ) -> impl Future<Output = Result<Vec<<Self::Db as Database>::Row>, StoreError>> + Send;
 }
 
+/// Implements [`SqlDialect`] for `$store` (a store with a `pool` of driver `$db` and an
+/// inherent `space()`), from the items of the dialect module it is invoked in:
+/// `MESSAGE_COLUMNS`, `PASSAGE_COLUMNS`, `push_filters`, `message_from_row` and
+/// `passage_from_row`.
+macro_rules! impl_sql_dialect {
+    ($store:ty, $db:ty, $row:ty) => {
+        impl $crate::sql::SqlDialect for $store {
+            type Db = $db;
+            const MESSAGE_COLUMNS: &'static str = MESSAGE_COLUMNS;
+            const PASSAGE_COLUMNS: &'static str = PASSAGE_COLUMNS;
+
+            fn push_agent(sql: &mut ::sqlx::QueryBuilder<$db>, agent: ::memgpt_core::ids::AgentId) {
+                sql.push_bind(*agent.as_uuid());
+            }
+
+            fn push_int(sql: &mut ::sqlx::QueryBuilder<$db>, n: i64) {
+                sql.push_bind(n);
+            }
+
+            fn push_message_filters(
+                sql: &mut ::sqlx::QueryBuilder<$db>,
+                query: &::memgpt_core::store::RecallQuery,
+            ) {
+                push_filters(sql, query);
+            }
+
+            fn message_from_row(
+                row: &$row,
+            ) -> Result<::memgpt_core::message::Message, ::memgpt_core::store::StoreError> {
+                message_from_row(row)
+            }
+
+            fn passage_from_row(
+                row: &$row,
+                space: Option<&::memgpt_core::store::EmbeddingSpace>,
+            ) -> Result<::memgpt_core::store::Passage, ::memgpt_core::store::StoreError> {
+                passage_from_row(row, space)
+            }
+
+            async fn space(
+                &self,
+            ) -> Result<
+                Option<::memgpt_core::store::EmbeddingSpace>,
+                ::memgpt_core::store::StoreError,
+            > {
+                <$store>::space(self).await
+            }
+
+            async fn count(
+                &self,
+                mut sql: ::sqlx::QueryBuilder<$db>,
+                what: &'static str,
+            ) -> Result<usize, ::memgpt_core::store::StoreError> {
+                let n: i64 = sql
+                    .build_query_scalar()
+                    .fetch_one(&self.pool)
+                    .await
+                    .map_err(|e| $crate::codec::db(what, e))?;
+                Ok(usize::try_from(n).unwrap_or(0))
+            }
+
+            async fn rows(
+                &self,
+                mut sql: ::sqlx::QueryBuilder<$db>,
+                what: &'static str,
+            ) -> Result<Vec<$row>, ::memgpt_core::store::StoreError> {
+                sql.build()
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(|e| $crate::codec::db(what, e))
+            }
+        }
+    };
+}
+pub(crate) use impl_sql_dialect;
+
 /// An agent's messages matching a recall query's filters, oldest first (ties: append order).
 pub(crate) async fn list_messages<S: SqlDialect>(
     store: &S,

@@ -10,7 +10,6 @@ use sqlx::{Postgres, QueryBuilder, Row};
 
 use super::PgStore;
 use crate::codec::{corrupt, db};
-use crate::sql::SqlDialect;
 
 pub(crate) const MESSAGE_COLUMNS: &str =
     "m.id, m.agent_id, m.kind, m.text, m.tool_calls, m.tool_call_id, m.name, m.created_at";
@@ -78,59 +77,4 @@ pub(crate) fn passage_from_row(
     })
 }
 
-impl SqlDialect for PgStore {
-    type Db = Postgres;
-    const MESSAGE_COLUMNS: &'static str = MESSAGE_COLUMNS;
-    const PASSAGE_COLUMNS: &'static str = PASSAGE_COLUMNS;
-
-    fn push_agent(sql: &mut QueryBuilder<Postgres>, agent: AgentId) {
-        sql.push_bind(*agent.as_uuid());
-    }
-
-    fn push_int(sql: &mut QueryBuilder<Postgres>, n: i64) {
-        sql.push_bind(n);
-    }
-
-    fn push_message_filters(sql: &mut QueryBuilder<Postgres>, query: &RecallQuery) {
-        push_filters(sql, query);
-    }
-
-    fn message_from_row(row: &PgRow) -> Result<Message, StoreError> {
-        message_from_row(row)
-    }
-
-    fn passage_from_row(
-        row: &PgRow,
-        space: Option<&EmbeddingSpace>,
-    ) -> Result<Passage, StoreError> {
-        passage_from_row(row, space)
-    }
-
-    async fn space(&self) -> Result<Option<EmbeddingSpace>, StoreError> {
-        PgStore::space(self).await
-    }
-
-    async fn count(
-        &self,
-        mut sql: QueryBuilder<Postgres>,
-        what: &'static str,
-    ) -> Result<usize, StoreError> {
-        let n: i64 = sql
-            .build_query_scalar()
-            .fetch_one(&self.pool)
-            .await
-            .map_err(|e| db(what, e))?;
-        Ok(usize::try_from(n).unwrap_or(0))
-    }
-
-    async fn rows(
-        &self,
-        mut sql: QueryBuilder<Postgres>,
-        what: &'static str,
-    ) -> Result<Vec<PgRow>, StoreError> {
-        sql.build()
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| db(what, e))
-    }
-}
+crate::sql::impl_sql_dialect!(PgStore, Postgres, PgRow);

@@ -9,7 +9,6 @@ use sqlx::{QueryBuilder, Row, Sqlite};
 
 use super::SqliteStore;
 use crate::codec::{blob_to_vector, corrupt, db, from_micros, micros};
-use crate::sql::SqlDialect;
 
 pub(crate) const MESSAGE_COLUMNS: &str =
     "m.seq, m.id, m.agent_id, m.kind, m.text, m.tool_calls, m.tool_call_id, m.name, m.created_at";
@@ -85,59 +84,4 @@ pub(crate) fn passage_from_row(
     })
 }
 
-impl SqlDialect for SqliteStore {
-    type Db = Sqlite;
-    const MESSAGE_COLUMNS: &'static str = MESSAGE_COLUMNS;
-    const PASSAGE_COLUMNS: &'static str = PASSAGE_COLUMNS;
-
-    fn push_agent(sql: &mut QueryBuilder<Sqlite>, agent: AgentId) {
-        sql.push_bind(*agent.as_uuid());
-    }
-
-    fn push_int(sql: &mut QueryBuilder<Sqlite>, n: i64) {
-        sql.push_bind(n);
-    }
-
-    fn push_message_filters(sql: &mut QueryBuilder<Sqlite>, query: &RecallQuery) {
-        push_filters(sql, query);
-    }
-
-    fn message_from_row(row: &SqliteRow) -> Result<Message, StoreError> {
-        message_from_row(row)
-    }
-
-    fn passage_from_row(
-        row: &SqliteRow,
-        space: Option<&EmbeddingSpace>,
-    ) -> Result<Passage, StoreError> {
-        passage_from_row(row, space)
-    }
-
-    async fn space(&self) -> Result<Option<EmbeddingSpace>, StoreError> {
-        SqliteStore::space(self).await
-    }
-
-    async fn count(
-        &self,
-        mut sql: QueryBuilder<Sqlite>,
-        what: &'static str,
-    ) -> Result<usize, StoreError> {
-        let n: i64 = sql
-            .build_query_scalar()
-            .fetch_one(&self.pool)
-            .await
-            .map_err(|e| db(what, e))?;
-        Ok(usize::try_from(n).unwrap_or(0))
-    }
-
-    async fn rows(
-        &self,
-        mut sql: QueryBuilder<Sqlite>,
-        what: &'static str,
-    ) -> Result<Vec<SqliteRow>, StoreError> {
-        sql.build()
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| db(what, e))
-    }
-}
+crate::sql::impl_sql_dialect!(SqliteStore, Sqlite, SqliteRow);
