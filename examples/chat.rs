@@ -295,7 +295,7 @@ fn print_step(record: &StepRecord) {
             _ => {}
         }
     }
-    for call in &record.tool_calls {
+    for call in &record.function_calls {
         if call.name != "send_message" {
             let status = if call.ok { "ok" } else { "failed" };
             println!(

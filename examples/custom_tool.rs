@@ -46,7 +46,7 @@ async fn main() -> anyhow::Result<()> {
         .await?;
     let record = agent.step("How warm is 21 °C in Fahrenheit?").await?;
 
-    let call = &record.tool_calls[0];
+    let call = &record.function_calls[0];
     println!("{} returned {}", call.name, call.output);
     assert!(call.ok && call.output.contains("69.8"));
     println!("agent: {}", record.reply());

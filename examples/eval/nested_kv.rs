@@ -144,7 +144,7 @@ async fn run_memgpt(llm: Arc<dyn LlmProvider>, q: &KvQuestion) -> Result<KvResul
         level: q.level,
         correct: reply.contains(&q.answer),
         searches: record
-            .tool_calls
+            .function_calls
             .iter()
             .filter(|c| c.name == "archival_memory_search")
             .count(),

@@ -455,11 +455,11 @@ async fn an_agent_on_sqlite_survives_a_restart() {
     server.push(Reply::call("send_message", json!({"message": "Mochi!"})));
     let record = agent.step("What is my cat's name?").await.unwrap();
     assert!(
-        record.tool_calls[0]
+        record.function_calls[0]
             .output
             .contains("My cat is called Mochi"),
         "{}",
-        record.tool_calls[0].output
+        record.function_calls[0].output
     );
     std::fs::remove_dir_all(dir).ok();
 }

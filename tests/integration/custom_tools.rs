@@ -46,10 +46,13 @@ async fn an_example_crate_tool_is_registered_and_callable() {
         .unwrap();
     let record = agent.step("what is 2*(3+4)?").await.unwrap();
     assert_eq!(record.stop_reason, StopReason::EndTurn);
-    assert_eq!(record.tool_calls[0].output, "14");
-    assert!(record.tool_calls[0].ok);
-    assert_eq!(record.tool_calls[1].output, "the expression ends too early");
-    assert!(!record.tool_calls[1].ok);
+    assert_eq!(record.function_calls[0].output, "14");
+    assert!(record.function_calls[0].ok);
+    assert_eq!(
+        record.function_calls[1].output,
+        "the expression ends too early"
+    );
+    assert!(!record.function_calls[1].ok);
     let offered: Vec<String> = server.agent_requests()[0].body["tools"]
         .as_array()
         .unwrap()

@@ -144,7 +144,7 @@ async fn the_local_embedder_drives_archival_search_by_meaning() {
     provider.push_call("send_message", json!({"message": "done"}));
     let record = agent.step("remember these").await.unwrap();
     let search = record
-        .tool_calls
+        .function_calls
         .iter()
         .find(|c| c.name == "archival_memory_search")
         .unwrap();
@@ -211,7 +211,7 @@ mod chat {
         eprintln!(
             "local model calls: {:?}",
             record
-                .tool_calls
+                .function_calls
                 .iter()
                 .map(|c| (&c.name, &c.arguments, c.ok))
                 .collect::<Vec<_>>()
@@ -222,8 +222,8 @@ mod chat {
             record.stop_reason
         );
         assert!(!matches!(record.stop_reason, StopReason::NoFunctionCall));
-        assert!(!record.tool_calls.is_empty());
-        for call in &record.tool_calls {
+        assert!(!record.function_calls.is_empty());
+        for call in &record.function_calls {
             // The grammar's guarantee: an offered function, arguments that parse as an object
             // of the declared types (so no call fails validation).
             assert!(tools.contains(&call.name.as_str()), "{}", call.name);

@@ -282,7 +282,7 @@ async fn json_schema_mode_chains_calls_without_native_tools() {
     assert_eq!(record.replies, ["Nice to meet you, Ada!"]);
     assert_eq!(record.llm_calls, 2);
     let calls: Vec<(&str, bool, bool)> = record
-        .tool_calls
+        .function_calls
         .iter()
         .map(|c| (c.name.as_str(), c.ok, c.request_heartbeat))
         .collect();
@@ -362,7 +362,7 @@ async fn text_mode_repairs_replies_and_feeds_unreadable_ones_back() {
     assert_eq!(record.replies, ["Hi Ada!"]);
     assert_eq!(record.llm_calls, 3, "no stall: the error was fed back");
     let calls: Vec<(&str, bool)> = record
-        .tool_calls
+        .function_calls
         .iter()
         .map(|c| (c.name.as_str(), c.ok))
         .collect();
@@ -375,7 +375,7 @@ async fn text_mode_repairs_replies_and_feeds_unreadable_ones_back() {
         ]
     );
     assert_eq!(
-        record.tool_calls[0].arguments,
+        record.function_calls[0].arguments,
         r#"{"label":"human","content":"Name: Ada","request_heartbeat":true}"#
     );
     assert_eq!(agent.memory().get("human").unwrap().value(), "Name: Ada");

@@ -100,7 +100,7 @@ pub struct StepRecord {
     /// What the agent said to the user (`send_message`), in order.
     pub replies: Vec<String>,
     /// Every function call.
-    pub tool_calls: Vec<FunctionCallRecord>,
+    pub function_calls: Vec<FunctionCallRecord>,
     /// LLM calls made by the agent (summarizer calls excluded).
     pub llm_calls: usize,
     /// Token usage of those calls.

@@ -39,7 +39,7 @@ struct StepRun {
     started: Instant,
     messages: Vec<Message>,
     writes: StepWrites,
-    tool_calls: Vec<FunctionCallRecord>,
+    function_calls: Vec<FunctionCallRecord>,
     llm_calls: usize,
     usage: Usage,
     pressure_warning: bool,
@@ -54,7 +54,7 @@ impl StepRun {
             started: Instant::now(),
             messages: Vec::new(),
             writes: StepWrites::default(),
-            tool_calls: Vec::new(),
+            function_calls: Vec::new(),
             llm_calls: 0,
             usage: Usage::default(),
             pressure_warning: false,
@@ -439,7 +439,7 @@ impl Agent {
     async fn call_function(&mut self, run: &mut StepRun, call: &ToolCall) -> FunctionReturn {
         let now = run.now(self.rt.clock.as_ref());
         let (result, record, _) = self.execute_call(run, call).await;
-        run.tool_calls.push(record);
+        run.function_calls.push(record);
         let message = Message::function_result(
             self.id(),
             call.id.clone(),
@@ -546,7 +546,7 @@ impl Agent {
             event: event.to_owned(),
             messages,
             replies: run.writes.replies,
-            tool_calls: run.tool_calls,
+            function_calls: run.function_calls,
             llm_calls: run.llm_calls,
             usage: run.usage,
             pressure_warning: run.pressure_warning,

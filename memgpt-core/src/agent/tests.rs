@@ -111,7 +111,7 @@ async fn terminal_functions_tolerate_a_heartbeat_flag() {
     let mut agent = agent(&llm).await;
     let record = agent.step("hello").await.unwrap();
     assert_eq!(record.replies, ["hi"]);
-    assert!(record.tool_calls[0].ok);
+    assert!(record.function_calls[0].ok);
     assert_eq!(record.llm_calls, 1);
 }
 
@@ -204,7 +204,7 @@ async fn heartbeats_chain_through_archival_pages() {
     assert_eq!(record.stop_reason, StopReason::EndTurn);
     assert_eq!(record.llm_calls, 4);
     let outputs: Vec<&str> = record
-        .tool_calls
+        .function_calls
         .iter()
         .map(|c| c.output.as_str())
         .collect();
@@ -258,7 +258,7 @@ async fn failed_calls_give_control_back_with_a_precise_error() {
     assert_eq!(record.stop_reason, StopReason::EndTurn);
     assert_eq!(record.llm_calls, 6);
     let errors: Vec<&str> = record
-        .tool_calls
+        .function_calls
         .iter()
         .filter(|c| !c.ok)
         .map(|c| c.output.as_str())
@@ -315,12 +315,12 @@ async fn tool_errors_are_reported_and_memory_limits_say_how_far_over() {
         .unwrap();
     let record = agent.step("remember this").await.unwrap();
     assert_eq!(
-        record.tool_calls[0].output,
+        record.function_calls[0].output,
         "edit rejected: block `human` would hold 41 characters but its limit is 20 (21 over); shorten the text, \
          replace older content, or move details to archival memory"
     );
     assert!(
-        record.tool_calls[1]
+        record.function_calls[1]
             .output
             .contains("was not found in block `human`")
     );
@@ -941,7 +941,7 @@ async fn paused_timers_are_ignored() {
     );
     llm.push_call("send_message", json!({"message": "ok"}));
     let record = agent.step("pause a lot").await.unwrap();
-    assert!(record.tool_calls[0].output.contains("at most 360"));
+    assert!(record.function_calls[0].output.contains("at most 360"));
     assert!(llm.requests().len() > bad);
 }
 
@@ -999,11 +999,11 @@ async fn documents_go_to_archival_storage_within_limits() {
     assert!(record.messages[0].text.contains("\"notes.txt\""));
     // The search in the same step already sees the uploaded passages.
     assert!(
-        record.tool_calls[0]
+        record.function_calls[0]
             .output
             .contains("Paragraph 7 talks about topic 7"),
         "{}",
-        record.tool_calls[0].output
+        record.function_calls[0].output
     );
     let stored = agent
         .storage()
@@ -1101,11 +1101,11 @@ async fn inserted_passages_are_searchable_in_the_same_step() {
     llm.push_call("send_message", json!({"message": "Rex"}));
     let record = agent.step("what's my dog's name?").await.unwrap();
     assert!(
-        record.tool_calls[0]
+        record.function_calls[0]
             .output
             .contains("archival memory now holds 2")
     );
-    let output = &record.tool_calls[1].output;
+    let output = &record.function_calls[1].output;
     assert!(output.starts_with("Showing results 1-2 of 2"), "{output}");
     assert!(
         output.lines().nth(1).unwrap().contains("Rex"),
@@ -1143,12 +1143,12 @@ async fn conversation_search_by_date_reads_recall() {
         .step("what did I say on the 2nd and 3rd?")
         .await
         .unwrap();
-    let by_date = &record.tool_calls[0].output;
+    let by_date = &record.function_calls[0].output;
     assert!(by_date.starts_with("Showing results 1-4 of 4"), "{by_date}");
     assert!(by_date.contains("[2024-03-02T12:00:00Z] user: it is day 2"));
     assert!(by_date.contains("assistant: noted day 3"));
     assert!(!by_date.contains("day 1") && !by_date.contains("day 4"));
-    let by_text = &record.tool_calls[1].output;
+    let by_text = &record.function_calls[1].output;
     assert!(by_text.contains("it is day 4"), "{by_text}");
 }
 
@@ -1253,7 +1253,7 @@ async fn a_panicking_function_is_a_failed_call() {
         .unwrap();
     let record = agent.step("go").await.unwrap();
     assert_eq!(
-        record.tool_calls[0].output,
+        record.function_calls[0].output,
         "function `explode` crashed: kaboom"
     );
     assert_eq!(record.stop_reason, StopReason::EndTurn);
@@ -1342,9 +1342,9 @@ async fn imported_history_is_searchable_but_not_queued() {
         .await
         .unwrap();
     assert!(
-        record.tool_calls[0].output.contains("puppy named Rex"),
+        record.function_calls[0].output.contains("puppy named Rex"),
         "{:?}",
-        record.tool_calls
+        record.function_calls
     );
 }
 

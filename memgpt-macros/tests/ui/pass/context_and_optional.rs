@@ -114,7 +114,7 @@ fn check_dispatch() {
             .any(|t| t.name == "get_weather")
     );
     assert_eq!(step.stop_reason, StopReason::EndTurn);
-    let calls = &step.tool_calls;
+    let calls = &step.function_calls;
     assert_eq!(calls.len(), 3, "{calls:#?}");
 
     assert!(calls[0].ok && calls[0].request_heartbeat, "{:?}", calls[0]);
