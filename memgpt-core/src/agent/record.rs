@@ -99,7 +99,8 @@ pub struct StepRecord {
     pub messages: Vec<Message>,
     /// What the agent said to the user (`send_message`), in order.
     pub replies: Vec<String>,
-    /// Every function call.
+    /// Every function call (records saved before the rename say `tool_calls`).
+    #[serde(alias = "tool_calls")]
     pub function_calls: Vec<FunctionCallRecord>,
     /// LLM calls made by the agent (summarizer calls excluded).
     pub llm_calls: usize,
