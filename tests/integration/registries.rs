@@ -76,12 +76,11 @@ fn readme_table_names(heading: &str) -> Vec<String> {
 fn the_readme_lists_exactly_the_built_in_policies() {
     let mut documented = readme_table_names("## Page replacement");
     documented.sort();
-    let built_in: Vec<&str> = memgpt::queue::POLICIES
+    let mut built_in: Vec<String> = memgpt::queue::POLICIES
         .iter()
         .filter(|r| r.module_path.starts_with("memgpt_core"))
-        .map(|r| r.name)
+        .map(|r| r.name.to_owned())
         .collect();
-    let mut built_in: Vec<String> = built_in.into_iter().map(str::to_owned).collect();
     built_in.sort();
     assert_eq!(documented, built_in);
 }

@@ -81,6 +81,10 @@ impl QueueView<'_> {
     /// Takes entries in `order` (indices into [`QueueView::entries`], most evictable first),
     /// skipping pinned ones, until `fraction` of the queue's tokens is freed: what a policy's
     /// [`select`](EvictionPolicy::select) returns once it has ranked the entries.
+    ///
+    /// # Panics
+    ///
+    /// If `order` yields an index past the end of [`QueueView::entries`].
     pub fn take_until_freed(
         &self,
         order: impl IntoIterator<Item = usize>,
