@@ -6,8 +6,9 @@
 //! the ones with defaults too (`agent_version`, `lock_agent`): PostgreSQL's `lock_agent` is a
 //! real cross-process lock that a forgotten delegation would silently drop.
 //!
-//! A store written from scratch should pass the conformance suite the built-in ones pass
-//! (`memgpt-backends/tests/conformance`); see ARCHITECTURE.md, "Where to add things".
+//! A store written from scratch should pass the conformance suite the built-in ones pass: with
+//! `memgpt-backends`' `conformance` feature, `memgpt_backends::store_conformance_tests!` turns a
+//! `StoreUnderTest` into one test per case; see ARCHITECTURE.md, "Where to add things".
 //!
 //! ```text
 //! cargo run --example custom_store

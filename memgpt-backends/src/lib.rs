@@ -20,11 +20,13 @@
 //! * `sqlite` (default): [`SqliteStore`].
 //! * `tantivy`: [`TantivyRecall`] (implies `sqlite`).
 //! * `usearch`: [`UsearchIndexes`] (implies `sqlite`).
+//! * `postgres`: [`PgStore`] ([`PgOptions`]).
+//! * `conformance`: [`conformance`], the suite every store here passes, for stores written
+//!   elsewhere.
 //!
 //! Every store ranks recall search the same way: it only picks candidates, and
 //! [`memgpt_core::retrieval`] scores them (BM25 over stemmed message documents, embedding
 //! similarity, the query's speaker and date cues, weighted reciprocal-rank fusion).
-//! * `postgres`: [`PgStore`] ([`PgOptions`]).
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -36,6 +38,9 @@ mod config;
 mod sql;
 mod url;
 pub mod vector;
+
+#[cfg(feature = "conformance")]
+pub mod conformance;
 
 #[cfg(feature = "postgres")]
 pub mod postgres;

@@ -6,15 +6,15 @@ use std::time::Duration;
 use memgpt_core::store::Storage;
 use tokio::time::timeout;
 
-use crate::Backend;
-use crate::fixtures::*;
+use memgpt_backends::conformance::StoreUnderTest;
+use memgpt_backends::conformance::fixtures::*;
 
 /// Long enough for a granted lock to be noticed, short enough to keep the test quick.
 const WAIT: Duration = Duration::from_millis(300);
 /// How long a lock that should come free may take.
 const FREED: Duration = Duration::from_secs(10);
 
-pub async fn leases_are_exclusive_and_freed_on_drop(backend: &Backend) {
+pub async fn leases_are_exclusive_and_freed_on_drop(backend: &StoreUnderTest) {
     let s = backend.open().await;
     // A second handle with its own pool, as another process would have.
     let other: Storage = backend.open().await;
@@ -25,7 +25,7 @@ pub async fn leases_are_exclusive_and_freed_on_drop(backend: &Backend) {
     assert!(
         timeout(WAIT, other.agents.lock_agent(a.id)).await.is_err(),
         "{}: a second lease on the same agent waits",
-        backend.name
+        backend.name()
     );
     // That cancelled wait left nothing behind: another agent locks at once, from either handle.
     let lease_b = timeout(FREED, other.agents.lock_agent(b.id))
@@ -40,7 +40,11 @@ pub async fn leases_are_exclusive_and_freed_on_drop(backend: &Backend) {
         async move { other.agents.lock_agent(a.id).await }
     });
     tokio::time::sleep(WAIT).await;
-    assert!(!waiter.is_finished(), "{}: the waiter waits", backend.name);
+    assert!(
+        !waiter.is_finished(),
+        "{}: the waiter waits",
+        backend.name()
+    );
     held.release().await.expect("release a");
     let second = timeout(FREED, waiter)
         .await
@@ -68,8 +72,8 @@ pub async fn leases_are_exclusive_and_freed_on_drop(backend: &Backend) {
 
 /// Steps hold their leases while they commit: with more leases held than the store has query
 /// connections, commits still go through (leases have their own connections).
-pub async fn leases_do_not_starve_commits(backend: &Backend) {
-    let url = backend.url.as_deref().expect("a store URL");
+pub async fn leases_do_not_starve_commits(backend: &StoreUnderTest) {
+    let url = backend.url().expect("a store URL");
     let mut options = memgpt_backends::PgOptions::new(url);
     options.max_connections = 1;
     options.max_leases = 4;
@@ -86,7 +90,7 @@ pub async fn leases_do_not_starve_commits(backend: &Backend) {
     for a in &mut agents {
         let m = user(a.id, "committed under a lease", t0());
         let p = passage(a.id, "a passage too", t0());
-        let c = commit!(*a, vec![m], vec![p]);
+        let c = a.next_commit(vec![m], vec![p]);
         timeout(FREED, s.agents.commit(&c))
             .await
             .expect("a commit does not wait for lease connections")

@@ -4,7 +4,7 @@ use memgpt_backends::StoreConfig;
 use memgpt_core::ids::AgentId;
 use memgpt_core::store::{ArchivalQuery, Page, RecallQuery, SearchMode, Storage};
 
-use crate::fixtures::*;
+use memgpt_backends::conformance::fixtures::*;
 
 async fn open(dir: &std::path::Path, params: &str) -> Storage {
     let config: StoreConfig = format!("sqlite://{}{params}", dir.display())
@@ -48,10 +48,9 @@ async fn indexes_behind_the_database_catch_up_on_open() {
         let s = open(dir.path(), "").await;
         let mut a = new_agent(&s, "a").await;
         s.agents
-            .commit(&commit!(
-                a,
+            .commit(&a.next_commit(
                 vec![user(a.id, "first walrus", t0())],
-                vec![passage(a.id, "passage about walrus", t0())]
+                vec![passage(a.id, "passage about walrus", t0())],
             ))
             .await
             .unwrap();
@@ -59,10 +58,9 @@ async fn indexes_behind_the_database_catch_up_on_open() {
         let s = open(dir.path(), "?recall=fts5&vectors=exact").await;
         a.version = s.agents.agent_version(a.id).await.unwrap().unwrap();
         s.agents
-            .commit(&commit!(
-                a,
+            .commit(&a.next_commit(
                 vec![user(a.id, "later narwhal", t0())],
-                vec![passage(a.id, "passage about narwhal", t0())]
+                vec![passage(a.id, "passage about narwhal", t0())],
             ))
             .await
             .unwrap();
@@ -86,10 +84,9 @@ async fn missing_or_corrupt_indexes_are_rebuilt() {
         let s = open(dir.path(), "").await;
         let mut a = new_agent(&s, "a").await;
         s.agents
-            .commit(&commit!(
-                a,
+            .commit(&a.next_commit(
                 vec![user(a.id, "the puffin", t0())],
-                vec![passage(a.id, "passage about puffin", t0())]
+                vec![passage(a.id, "passage about puffin", t0())],
             ))
             .await
             .unwrap();
@@ -109,10 +106,9 @@ async fn missing_or_corrupt_indexes_are_rebuilt() {
     // A deleted agent disappears from the indexes, and others survive it.
     let mut b = new_agent(&s, "b").await;
     s.agents
-        .commit(&commit!(
-            b,
+        .commit(&b.next_commit(
             vec![user(b.id, "the puffin and the gannet", t0())],
-            vec![passage(b.id, "passage about gannet", t0())]
+            vec![passage(b.id, "passage about gannet", t0())],
         ))
         .await
         .unwrap();
@@ -177,7 +173,7 @@ async fn every_quantization_indexes_persists_and_rebuilds() {
             let mut a = new_agent(&s, "a").await;
             let passages = texts.iter().map(|t| passage(a.id, t, t0())).collect();
             s.agents
-                .commit(&commit!(a, vec![], passages))
+                .commit(&a.next_commit(vec![], passages))
                 .await
                 .unwrap();
             assert_each_finds_itself(&s, a.id, &texts, quantization).await;
@@ -313,14 +309,13 @@ async fn a_version_2_store_is_migrated_and_its_documents_built() {
     let s = open(dir.path(), "").await;
     let mut current = s.agents.load_agent(a.id).await.unwrap().unwrap();
     s.agents
-        .commit(&commit!(
-            current,
+        .commit(&current.next_commit(
             vec![user(
                 a.id,
                 "Which charity?",
-                t0() + chrono::Duration::minutes(2)
+                t0() + chrono::Duration::minutes(2),
             )],
-            vec![]
+            vec![],
         ))
         .await
         .unwrap();

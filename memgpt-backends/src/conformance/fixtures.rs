@@ -1,6 +1,7 @@
-//! Builders for test data.
+//! Builders for test data: agents, messages, passages and commits with fixed dates and
+//! deterministic embeddings, so every store sees exactly the same input.
 
-use chrono::{DateTime, Duration, TimeZone, Utc};
+use chrono::{DateTime, Duration, Utc};
 use memgpt_core::AgentConfig;
 use memgpt_core::embed::{Embedder, Embedding, HashingEmbedder};
 use memgpt_core::ids::AgentId;
@@ -12,6 +13,7 @@ pub fn embedder() -> HashingEmbedder {
     HashingEmbedder::new(64)
 }
 
+/// The [`embedder`]'s embedding of `text`.
 pub fn embed(text: &str) -> Embedding {
     let e = embedder();
     Embedding {
@@ -20,10 +22,12 @@ pub fn embed(text: &str) -> Embedding {
     }
 }
 
+/// The instant every fixture is dated from: 2024-03-01 12:00 UTC.
 pub fn t0() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2024, 3, 1, 12, 0, 0).unwrap()
+    DateTime::<Utc>::from_timestamp(1_709_294_400, 0).unwrap_or_default()
 }
 
+/// A fresh agent state (version 0, default configuration, empty memory) named `name`.
 pub fn state(id: AgentId, name: &str) -> AgentState {
     AgentState {
         id,
@@ -50,34 +54,34 @@ pub async fn new_agent(storage: &Storage, name: &str) -> AgentState {
     s
 }
 
-/// The next commit of `state` with these messages and passages (arguments are evaluated before
-/// `state` is borrowed, so they may read it).
-macro_rules! commit {
-    ($state:expr, $messages:expr, $passages:expr) => {{
-        let messages = $messages;
-        let passages = $passages;
-        $crate::fixtures::commit_to(&mut $state, messages, passages)
-    }};
+/// Builds the next [`Commit`] of an agent's state.
+pub trait NextCommit {
+    /// The next commit of this state with these messages and passages: the version goes up by
+    /// one and the messages join the FIFO queue. The arguments may read the state (for example
+    /// `state.next_commit(vec![user(state.id, "hi", t0())], vec![])`).
+    fn next_commit(&mut self, messages: Vec<Message>, passages: Vec<Passage>) -> Commit;
 }
-pub(crate) use commit;
 
-/// The next commit of `state` with these messages and passages.
-pub fn commit_to(state: &mut AgentState, messages: Vec<Message>, passages: Vec<Passage>) -> Commit {
-    state.version += 1;
-    state.fifo.extend(messages.iter().map(|m| m.id));
-    Commit {
-        state: state.clone(),
-        messages,
-        message_embeddings: Vec::new(),
-        passages,
-        deleted_passages: Vec::new(),
+impl NextCommit for AgentState {
+    fn next_commit(&mut self, messages: Vec<Message>, passages: Vec<Passage>) -> Commit {
+        self.version += 1;
+        self.fifo.extend(messages.iter().map(|m| m.id));
+        Commit {
+            state: self.clone(),
+            messages,
+            message_embeddings: Vec::new(),
+            passages,
+            deleted_passages: Vec::new(),
+        }
     }
 }
 
+/// A user message.
 pub fn user(agent: AgentId, text: &str, at: DateTime<Utc>) -> Message {
     Message::new(agent, MessageKind::User, text, at)
 }
 
+/// An assistant message that thinks `thought` and calls `send_message` with `said`.
 pub fn assistant_calling(agent: AgentId, thought: &str, said: &str, at: DateTime<Utc>) -> Message {
     let call = ToolCall {
         id: "call_1".into(),
@@ -87,6 +91,7 @@ pub fn assistant_calling(agent: AgentId, thought: &str, said: &str, at: DateTime
     Message::assistant(agent, thought, vec![call], at)
 }
 
+/// An archival passage embedded by [`embedder`], with `source` metadata.
 pub fn passage(agent: AgentId, text: &str, at: DateTime<Utc>) -> Passage {
     let mut p = Passage::new(agent, text, at);
     p.embedding = Some(embed(text));

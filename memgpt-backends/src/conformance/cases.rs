@@ -1,4 +1,5 @@
-//! The conformance tests, generic over the backend.
+//! The conformance cases, each an async function of the [`StoreUnderTest`] that panics on
+//! the first broken expectation, naming the store.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -10,17 +11,23 @@ use memgpt_core::store::{
     ArchivalQuery, InMemoryStore, Page, RecallQuery, SearchMode, Storage, StoreError, TimeRange,
 };
 
-use crate::Backend;
-use crate::fixtures::*;
+use super::StoreUnderTest;
+use super::fixtures::*;
+pub use super::hybrid::{
+    archival_filters_by_tag_and_date, extreme_pages_are_safe,
+    hybrid_recall_agrees_with_the_reference, message_embeddings_are_checked_and_backfilled,
+};
 
-pub async fn agents_lifecycle(backend: &Backend) {
+/// Agents are created once (a second create is `AgentExists`), load back equal, list oldest
+/// first, and deleting one removes its messages and passages and nobody else's.
+pub async fn agents_lifecycle(backend: &StoreUnderTest) {
     let s = backend.open().await;
     let a = new_agent(&s, "alice").await;
     let b = new_agent(&s, "bob").await;
     assert!(
         matches!(s.agents.create_agent(&a).await, Err(StoreError::AgentExists(id)) if id == a.id),
         "{}",
-        backend.name
+        backend.name()
     );
     assert_eq!(s.agents.load_agent(a.id).await.unwrap().unwrap(), a);
     assert_eq!(s.agents.agent_version(a.id).await.unwrap(), Some(0));
@@ -34,18 +41,17 @@ pub async fn agents_lifecycle(backend: &Backend) {
         .into_iter()
         .map(|a| a.name)
         .collect();
-    assert_eq!(names, ["alice", "bob"], "{}: oldest first", backend.name);
+    assert_eq!(names, ["alice", "bob"], "{}: oldest first", backend.name());
 
     let mut a2 = a.clone();
-    let c = commit!(
-        a2,
+    let c = a2.next_commit(
         corpus(a.id, 3, 1),
-        vec![passage(a.id, "alice's passage", t0())]
+        vec![passage(a.id, "alice's passage", t0())],
     );
     s.agents.commit(&c).await.unwrap();
     let mut b2 = b.clone();
     s.agents
-        .commit(&commit!(b2, corpus(b.id, 2, 1), vec![]))
+        .commit(&b2.next_commit(corpus(b.id, 2, 1), vec![]))
         .await
         .unwrap();
 
@@ -56,7 +62,7 @@ pub async fn agents_lifecycle(backend: &Backend) {
         s.recall.count_messages(a.id).await.unwrap(),
         0,
         "{}: messages deleted",
-        backend.name
+        backend.name()
     );
     assert_eq!(s.archival.count_passages(a.id).await.unwrap(), 0);
     let kiwi = s
@@ -65,25 +71,28 @@ pub async fn agents_lifecycle(backend: &Backend) {
         .await
         .unwrap();
     assert_eq!(
-        kiwi.total, 0,
+        kiwi.total,
+        0,
         "{}: deleted messages are not found",
-        backend.name
+        backend.name()
     );
     assert_eq!(
         s.recall.count_messages(b.id).await.unwrap(),
         2,
         "{}: other agents untouched",
-        backend.name
+        backend.name()
     );
 }
 
-pub async fn commits_are_atomic_and_versioned(backend: &Backend) {
+/// A commit is all or nothing: a writer working from a stale version conflicts and leaves no
+/// message, passage or state behind; a commit for an unknown agent fails; passage deletions are
+/// part of the commit.
+pub async fn commits_are_atomic_and_versioned(backend: &StoreUnderTest) {
     let s = backend.open().await;
     let mut a = new_agent(&s, "a").await;
-    let first = commit!(
-        a,
+    let first = a.next_commit(
         corpus(a.id, 4, 2),
-        vec![passage(a.id, "first passage", t0())]
+        vec![passage(a.id, "first passage", t0())],
     );
     s.agents.commit(&first).await.unwrap();
     assert_eq!(s.agents.load_agent(a.id).await.unwrap().unwrap(), a);
@@ -91,10 +100,9 @@ pub async fn commits_are_atomic_and_versioned(backend: &Backend) {
     // A writer that started from version 0 conflicts, and none of its writes are visible.
     let mut stale = first.state.clone();
     stale.version = 0;
-    let conflicting = commit!(
-        stale,
+    let conflicting = stale.next_commit(
         vec![user(a.id, "lost update", t0())],
-        vec![passage(a.id, "lost", t0())]
+        vec![passage(a.id, "lost", t0())],
     );
     let err = s.agents.commit(&conflicting).await.unwrap_err();
     assert!(
@@ -107,7 +115,7 @@ pub async fn commits_are_atomic_and_versioned(backend: &Backend) {
             }
         ),
         "{}: {err}",
-        backend.name
+        backend.name()
     );
     assert_eq!(s.recall.count_messages(a.id).await.unwrap(), 4);
     assert_eq!(s.archival.count_passages(a.id).await.unwrap(), 1);
@@ -117,15 +125,16 @@ pub async fn commits_are_atomic_and_versioned(backend: &Backend) {
         .await
         .unwrap();
     assert_eq!(
-        lost.total, 0,
+        lost.total,
+        0,
         "{}: a rejected commit leaves nothing",
-        backend.name
+        backend.name()
     );
 
     // A commit for an unknown agent fails.
     let mut ghost = state(AgentId::new(), "ghost");
     assert!(matches!(
-        s.agents.commit(&commit!(ghost, vec![], vec![])).await,
+        s.agents.commit(&ghost.next_commit(vec![], vec![])).await,
         Err(StoreError::AgentNotFound(_))
     ));
 
@@ -134,10 +143,10 @@ pub async fn commits_are_atomic_and_versioned(backend: &Backend) {
     let drop = passage(a.id, "drop me", t0());
     let drop_id = drop.id;
     s.agents
-        .commit(&commit!(a, vec![], vec![keep, drop]))
+        .commit(&a.next_commit(vec![], vec![keep, drop]))
         .await
         .unwrap();
-    let mut deletion = commit!(a, vec![], vec![]);
+    let mut deletion = a.next_commit(vec![], vec![]);
     deletion.deleted_passages.push(drop_id);
     s.agents.commit(&deletion).await.unwrap();
     assert_eq!(s.archival.count_passages(a.id).await.unwrap(), 2);
@@ -150,18 +159,20 @@ pub async fn commits_are_atomic_and_versioned(backend: &Backend) {
     );
 }
 
-pub async fn recall_text_search_and_pagination(backend: &Backend) {
+/// Recall text search counts every match, pages without overlap, returns only the agent's own
+/// messages, and ranks best first.
+pub async fn recall_text_search_and_pagination(backend: &StoreUnderTest) {
     let s = backend.open().await;
     let mut a = new_agent(&s, "a").await;
     let other = new_agent(&s, "other").await;
     let messages = corpus(a.id, 30, 3); // "kiwi" in 10 of them
     s.agents
-        .commit(&commit!(a, messages.clone(), vec![]))
+        .commit(&a.next_commit(messages.clone(), vec![]))
         .await
         .unwrap();
     let mut o = other.clone();
     s.agents
-        .commit(&commit!(o, corpus(other.id, 6, 1), vec![]))
+        .commit(&o.next_commit(corpus(other.id, 6, 1), vec![]))
         .await
         .unwrap();
 
@@ -175,36 +186,42 @@ pub async fn recall_text_search_and_pagination(backend: &Backend) {
             )
             .await
             .unwrap();
-        assert_eq!(page.total, 10, "{}: total counts every match", backend.name);
+        assert_eq!(
+            page.total,
+            10,
+            "{}: total counts every match",
+            backend.name()
+        );
         assert_eq!(
             page.hits.len(),
             if number < 3 { 3 } else { 1 },
             "{}: page {number}",
-            backend.name
+            backend.name()
         );
         for hit in &page.hits {
             assert!(
                 hit.item.text.contains("kiwi"),
                 "{}: {}",
-                backend.name,
+                backend.name(),
                 hit.item.text
             );
             assert_eq!(
-                hit.item.agent_id, a.id,
+                hit.item.agent_id,
+                a.id,
                 "{}: only this agent's messages",
-                backend.name
+                backend.name()
             );
             assert!(
                 seen.insert(hit.item.id),
                 "{}: pages do not overlap",
-                backend.name
+                backend.name()
             );
         }
         let scores: Vec<f32> = page.hits.iter().map(|h| h.score).collect();
         assert!(
             scores.windows(2).all(|w| w[0] >= w[1]),
             "{}: best first: {scores:?}",
-            backend.name
+            backend.name()
         );
     }
     assert_eq!(seen.len(), 10);
@@ -212,7 +229,7 @@ pub async fn recall_text_search_and_pagination(backend: &Backend) {
     // Function-call arguments are searchable (what the assistant said with send_message).
     let said = assistant_calling(a.id, "thinking", "the pomegranate is ripe", t0());
     s.agents
-        .commit(&commit!(a, vec![said.clone()], vec![]))
+        .commit(&a.next_commit(vec![said.clone()], vec![]))
         .await
         .unwrap();
     let found = s
@@ -224,12 +241,13 @@ pub async fn recall_text_search_and_pagination(backend: &Backend) {
         found.hits.first().map(|h| h.item.id),
         Some(said.id),
         "{}",
-        backend.name
+        backend.name()
     );
     assert_eq!(
-        found.hits[0].item, said,
+        found.hits[0].item,
+        said,
         "{}: messages round-trip exactly",
-        backend.name
+        backend.name()
     );
 
     // Messages come back by id, in the order asked, unknown ids skipped.
@@ -239,7 +257,7 @@ pub async fn recall_text_search_and_pagination(backend: &Backend) {
         got,
         vec![messages[7].clone(), messages[2].clone()],
         "{}",
-        backend.name
+        backend.name()
     );
     assert!(
         s.recall
@@ -248,12 +266,14 @@ pub async fn recall_text_search_and_pagination(backend: &Backend) {
             .unwrap()
             .is_empty(),
         "{}: ids are per agent",
-        backend.name
+        backend.name()
     );
     assert_eq!(s.recall.count_messages(a.id).await.unwrap(), 31);
 }
 
-pub async fn recall_date_ranges_and_kinds(backend: &Backend) {
+/// Recall date ranges are start-inclusive and end-exclusive, list oldest first and page; kind
+/// filters apply to listings and to text search alike.
+pub async fn recall_date_ranges_and_kinds(backend: &StoreUnderTest) {
     let s = backend.open().await;
     let mut a = new_agent(&s, "a").await;
     let mut messages = corpus(a.id, 10, 5);
@@ -264,7 +284,7 @@ pub async fn recall_date_ranges_and_kinds(backend: &Backend) {
         t0() + Duration::days(3),
     ));
     s.agents
-        .commit(&commit!(a, messages.clone(), vec![]))
+        .commit(&a.next_commit(messages.clone(), vec![]))
         .await
         .unwrap();
 
@@ -279,16 +299,17 @@ pub async fn recall_date_ranges_and_kinds(backend: &Backend) {
         .unwrap();
     let days: Vec<String> = page.hits.iter().map(|h| h.item.text.clone()).collect();
     assert_eq!(
-        page.total, 4,
+        page.total,
+        4,
         "{}: start inclusive, end exclusive, conversation kinds only: {days:?}",
-        backend.name
+        backend.name()
     );
     assert!(
         page.hits
             .windows(2)
             .all(|w| w[0].item.created_at <= w[1].item.created_at),
         "{}: oldest first",
-        backend.name
+        backend.name()
     );
     assert_eq!(page.hits[0].item.text, messages[2].text);
 
@@ -301,7 +322,7 @@ pub async fn recall_date_ranges_and_kinds(backend: &Backend) {
         second.hits.iter().map(|h| h.item.id).collect::<Vec<_>>(),
         vec![messages[5].id],
         "{}",
-        backend.name
+        backend.name()
     );
 
     // Every kind, no range, no text: the whole log in order.
@@ -325,17 +346,19 @@ pub async fn recall_date_ranges_and_kinds(backend: &Backend) {
         ranking: Default::default(),
     };
     let page = s.recall.search(a.id, &alerts).await.unwrap();
-    assert_eq!(page.total, 1, "{}", backend.name);
+    assert_eq!(page.total, 1, "{}", backend.name());
     assert_eq!(page.hits[0].item.kind, MessageKind::SystemAlert);
     let ranged_text = RecallQuery {
         range,
         ..RecallQuery::text("kiwi", Page::first(10))
     };
     let page = s.recall.search(a.id, &ranged_text).await.unwrap();
-    assert_eq!(page.total, 1, "{}: day 5 only", backend.name);
+    assert_eq!(page.total, 1, "{}: day 5 only", backend.name());
 }
 
-pub async fn unicode_and_long_texts(backend: &Backend) {
+/// Texts in any script round-trip byte for byte and are found by their exact words
+/// (case-insensitively); very long messages and passages round-trip too.
+pub async fn unicode_and_long_texts(backend: &StoreUnderTest) {
     let s = backend.open().await;
     let mut a = new_agent(&s, "a").await;
     let texts = [
@@ -354,7 +377,7 @@ pub async fn unicode_and_long_texts(backend: &Backend) {
     messages.push(user(a.id, &long, t0()));
     let long_passage = passage(a.id, &long, t0());
     s.agents
-        .commit(&commit!(a, messages.clone(), vec![long_passage.clone()]))
+        .commit(&a.next_commit(messages.clone(), vec![long_passage.clone()]))
         .await
         .unwrap();
 
@@ -364,9 +387,10 @@ pub async fn unicode_and_long_texts(backend: &Backend) {
         .await
         .unwrap();
     assert_eq!(
-        got, messages,
+        got,
+        messages,
         "{}: texts round-trip byte for byte",
-        backend.name
+        backend.name()
     );
     // Exact forms match everywhere (case-insensitively); the message saying it ranks first (the
     // turns after it hold it in their documents too).
@@ -383,11 +407,12 @@ pub async fn unicode_and_long_texts(backend: &Backend) {
             .search(a.id, &RecallQuery::text(query, Page::first(5)))
             .await
             .unwrap();
-        assert!(page.total >= 1, "{}: query {query:?}", backend.name);
+        assert!(page.total >= 1, "{}: query {query:?}", backend.name());
         assert_eq!(
-            page.hits[0].item.id, messages[holder].id,
+            page.hits[0].item.id,
+            messages[holder].id,
             "{}: query {query:?}",
-            backend.name
+            backend.name()
         );
     }
     let p = s
@@ -399,24 +424,25 @@ pub async fn unicode_and_long_texts(backend: &Backend) {
         p[0].text.len(),
         long.len(),
         "{}: a {}-byte passage round-trips",
-        backend.name,
+        backend.name(),
         long.len()
     );
     assert_eq!(p[0], long_passage);
 }
 
-pub async fn hostile_queries_never_error(backend: &Backend) {
+/// Queries full of search-syntax characters, quotes, operators and control characters never
+/// make recall or archival search fail (in any mode); the words in them still match.
+pub async fn hostile_queries_never_error(backend: &StoreUnderTest) {
     let s = backend.open().await;
     let mut a = new_agent(&s, "a").await;
     s.agents
-        .commit(&commit!(
-            a,
+        .commit(&a.next_commit(
             corpus(a.id, 5, 1),
             vec![passage(
                 a.id,
                 "a (tricky) \"quoted\" text: with colons",
-                t0()
-            )]
+                t0(),
+            )],
         ))
         .await
         .unwrap();
@@ -468,7 +494,7 @@ pub async fn hostile_queries_never_error(backend: &Backend) {
         assert!(
             recall.is_ok(),
             "{}: recall query {q:?} failed: {:?}",
-            backend.name,
+            backend.name(),
             recall.err()
         );
         for mode in [SearchMode::Text, SearchMode::Hybrid, SearchMode::Vector] {
@@ -484,7 +510,7 @@ pub async fn hostile_queries_never_error(backend: &Backend) {
             assert!(
                 archival.is_ok(),
                 "{}: archival {mode:?} query {q:?} failed: {:?}",
-                backend.name,
+                backend.name(),
                 archival.err()
             );
         }
@@ -501,11 +527,13 @@ pub async fn hostile_queries_never_error(backend: &Backend) {
         s.archival.search(a.id, &tricky).await.unwrap().total,
         1,
         "{}: syntax characters are ignored, words still match",
-        backend.name
+        backend.name()
     );
 }
 
-pub async fn archival_insert_search_delete(backend: &Backend) {
+/// Archival vector search finds every embedded passage, nearest first by cosine similarity,
+/// pages without overlap until every passage is reached, and forgets deleted passages.
+pub async fn archival_insert_search_delete(backend: &StoreUnderTest) {
     let s = backend.open().await;
     let mut a = new_agent(&s, "a").await;
     let other = new_agent(&s, "other").await;
@@ -522,15 +550,14 @@ pub async fn archival_insert_search_delete(backend: &Backend) {
         .map(|(i, t)| passage(a.id, t, t0() + Duration::minutes(i as i64)))
         .collect();
     s.agents
-        .commit(&commit!(a, vec![], passages.clone()))
+        .commit(&a.next_commit(vec![], passages.clone()))
         .await
         .unwrap();
     let mut o = other.clone();
     s.agents
-        .commit(&commit!(
-            o,
+        .commit(&o.next_commit(
             vec![],
-            vec![passage(other.id, "the launch code is 4242", t0())]
+            vec![passage(other.id, "the launch code is 4242", t0())],
         ))
         .await
         .unwrap();
@@ -552,25 +579,27 @@ pub async fn archival_insert_search_delete(backend: &Backend) {
         .await
         .unwrap();
     assert_eq!(
-        page.total, 5,
+        page.total,
+        5,
         "{}: every embedded passage is a vector match",
-        backend.name
+        backend.name()
     );
     assert_eq!(
-        page.hits[0].item, passages[0],
+        page.hits[0].item,
+        passages[0],
         "{}: the nearest passage first, round-tripped",
-        backend.name
+        backend.name()
     );
     assert!(
         page.hits[0].score > 0.5 && page.hits[0].score <= 1.0001,
         "{}: cosine similarity, got {}",
-        backend.name,
+        backend.name(),
         page.hits[0].score
     );
     assert!(
         page.hits.iter().all(|h| h.item.agent_id == a.id),
         "{}",
-        backend.name
+        backend.name()
     );
 
     let mut seen = BTreeSet::new();
@@ -587,7 +616,7 @@ pub async fn archival_insert_search_delete(backend: &Backend) {
             assert!(
                 seen.insert(hit.item.id),
                 "{}: vector pages do not overlap",
-                backend.name
+                backend.name()
             );
         }
     }
@@ -595,7 +624,7 @@ pub async fn archival_insert_search_delete(backend: &Backend) {
         seen.len(),
         5,
         "{}: paging reaches every passage",
-        backend.name
+        backend.name()
     );
 
     let listed = s
@@ -608,7 +637,7 @@ pub async fn archival_insert_search_delete(backend: &Backend) {
         listed.hits.iter().map(|h| h.item.id).collect::<Vec<_>>(),
         vec![passages[2].id, passages[3].id],
         "{}: oldest first",
-        backend.name
+        backend.name()
     );
     let got = s
         .archival
@@ -617,7 +646,7 @@ pub async fn archival_insert_search_delete(backend: &Backend) {
         .unwrap();
     assert_eq!(got, vec![passages[4].clone(), passages[1].clone()]);
 
-    let mut deletion = commit!(a, vec![], vec![]);
+    let mut deletion = a.next_commit(vec![], vec![]);
     deletion.deleted_passages = vec![passages[0].id, other_passage_id(&s, other.id).await];
     s.agents.commit(&deletion).await.unwrap();
     assert_eq!(s.archival.count_passages(a.id).await.unwrap(), 4);
@@ -625,7 +654,7 @@ pub async fn archival_insert_search_delete(backend: &Backend) {
         s.archival.count_passages(other.id).await.unwrap(),
         1,
         "{}: another agent's passage cannot be deleted",
-        backend.name
+        backend.name()
     );
     for mode in [SearchMode::Vector, SearchMode::Text, SearchMode::Hybrid] {
         let page = s
@@ -636,7 +665,7 @@ pub async fn archival_insert_search_delete(backend: &Backend) {
         assert!(
             page.hits.iter().all(|h| h.item.id != passages[0].id),
             "{}: {mode:?} forgot the deleted passage",
-            backend.name
+            backend.name()
         );
     }
 }
@@ -651,7 +680,9 @@ async fn other_passage_id(s: &Storage, agent: AgentId) -> memgpt_core::ids::Pass
         .id
 }
 
-pub async fn archival_hybrid_and_text(backend: &Backend) {
+/// Archival hybrid search matches embedded passages and unembedded text alike; a query without
+/// an embedding falls back to text; passages without embeddings round-trip.
+pub async fn archival_hybrid_and_text(backend: &StoreUnderTest) {
     let s = backend.open().await;
     let mut a = new_agent(&s, "a").await;
     let mut unembedded = memgpt_core::store::Passage::new(a.id, "plain note about kiwi jam", t0());
@@ -662,7 +693,7 @@ pub async fn archival_hybrid_and_text(backend: &Backend) {
         unembedded.clone(),
     ];
     s.agents
-        .commit(&commit!(a, vec![], passages))
+        .commit(&a.next_commit(vec![], passages))
         .await
         .unwrap();
 
@@ -675,7 +706,7 @@ pub async fn archival_hybrid_and_text(backend: &Backend) {
         range: Default::default(),
     };
     let page = s.archival.search(a.id, &text).await.unwrap();
-    assert_eq!(page.total, 2, "{}", backend.name);
+    assert_eq!(page.total, 2, "{}", backend.name());
     let hybrid = ArchivalQuery {
         text: "kiwi".into(),
         embedding: Some(embed("kiwi")),
@@ -686,11 +717,16 @@ pub async fn archival_hybrid_and_text(backend: &Backend) {
     };
     let page = s.archival.search(a.id, &hybrid).await.unwrap();
     assert_eq!(
-        page.total, 3,
+        page.total,
+        3,
         "{}: every embedded passage plus unembedded text matches",
-        backend.name
+        backend.name()
     );
-    assert!(page.hits[0].item.text.contains("kiwi"), "{}", backend.name);
+    assert!(
+        page.hits[0].item.text.contains("kiwi"),
+        "{}",
+        backend.name()
+    );
     let hybrid_without_vector = ArchivalQuery {
         embedding: None,
         ..hybrid
@@ -703,7 +739,7 @@ pub async fn archival_hybrid_and_text(backend: &Backend) {
             .total,
         2,
         "{}: falls back to text",
-        backend.name
+        backend.name()
     );
     let got = s
         .archival
@@ -714,15 +750,18 @@ pub async fn archival_hybrid_and_text(backend: &Backend) {
         got,
         vec![unembedded],
         "{}: passages without embeddings round-trip",
-        backend.name
+        backend.name()
     );
 }
 
-pub async fn embedding_space_is_enforced(backend: &Backend) {
+/// The first embedding fixes the store's embedding space (model and dimension): a passage or
+/// query of another model or dimension is `EmbeddingMismatch`, and the rejected commit leaves
+/// nothing; other agents in the store share the space.
+pub async fn embedding_space_is_enforced(backend: &StoreUnderTest) {
     let s = backend.open().await;
     let mut a = new_agent(&s, "a").await;
     s.agents
-        .commit(&commit!(a, vec![], vec![passage(a.id, "first", t0())]))
+        .commit(&a.next_commit(vec![], vec![passage(a.id, "first", t0())]))
         .await
         .unwrap();
     let mut wrong = memgpt_core::store::Passage::new(a.id, "other model", t0());
@@ -732,17 +771,16 @@ pub async fn embedding_space_is_enforced(backend: &Backend) {
     });
     let err = s
         .agents
-        .commit(&commit!(
-            a.clone(),
-            vec![user(a.id, "with it", t0())],
-            vec![wrong]
-        ))
+        .commit(
+            &a.clone()
+                .next_commit(vec![user(a.id, "with it", t0())], vec![wrong]),
+        )
         .await
         .unwrap_err();
     assert!(
         matches!(err, StoreError::EmbeddingMismatch { ref expected_model, expected_dimension: 64, .. } if expected_model == "memgpt-hashing-v1-64"),
         "{}: {err}",
-        backend.name
+        backend.name()
     );
     let mut short = memgpt_core::store::Passage::new(a.id, "short", t0());
     short.embedding = Some(memgpt_core::embed::Embedding {
@@ -751,7 +789,7 @@ pub async fn embedding_space_is_enforced(backend: &Backend) {
     });
     assert!(matches!(
         s.agents
-            .commit(&commit!(a.clone(), vec![], vec![short]))
+            .commit(&a.clone().next_commit(vec![], vec![short]))
             .await,
         Err(StoreError::EmbeddingMismatch {
             found_dimension: 8,
@@ -762,7 +800,7 @@ pub async fn embedding_space_is_enforced(backend: &Backend) {
         s.recall.count_messages(a.id).await.unwrap(),
         0,
         "{}: the rejected commit left nothing",
-        backend.name
+        backend.name()
     );
     // Another agent in the same store shares the space.
     let mut b = new_agent(&s, "b").await;
@@ -772,7 +810,7 @@ pub async fn embedding_space_is_enforced(backend: &Backend) {
         vector: vec![0.1; 64],
     });
     assert!(matches!(
-        s.agents.commit(&commit!(b, vec![], vec![other])).await,
+        s.agents.commit(&b.next_commit(vec![], vec![other])).await,
         Err(StoreError::EmbeddingMismatch { .. })
     ));
     // Queries too.
@@ -793,7 +831,7 @@ pub async fn embedding_space_is_enforced(backend: &Backend) {
             Err(StoreError::EmbeddingMismatch { .. })
         ),
         "{}",
-        backend.name
+        backend.name()
     );
     let no_vector = ArchivalQuery {
         embedding: None,
@@ -805,12 +843,14 @@ pub async fn embedding_space_is_enforced(backend: &Backend) {
             Err(StoreError::InvalidQuery(_))
         ),
         "{}",
-        backend.name
+        backend.name()
     );
 }
 
-pub async fn persistence_across_reopen(backend: &Backend) {
-    if !backend.persistent {
+/// State, messages, passages and the version survive dropping every handle and opening the
+/// store again (persistent stores only; others pass trivially).
+pub async fn persistence_across_reopen(backend: &StoreUnderTest) {
+    if !backend.is_persistent() {
         return;
     }
     let (a, messages, passages) = {
@@ -821,7 +861,7 @@ pub async fn persistence_across_reopen(backend: &Backend) {
             .map(|i| passage(a.id, &format!("durable fact {i}"), t0()))
             .collect();
         s.agents
-            .commit(&commit!(a, messages.clone(), passages.clone()))
+            .commit(&a.next_commit(messages.clone(), passages.clone()))
             .await
             .unwrap();
         (a, messages, passages)
@@ -831,13 +871,13 @@ pub async fn persistence_across_reopen(backend: &Backend) {
         s.agents.load_agent(a.id).await.unwrap().unwrap(),
         a,
         "{}",
-        backend.name
+        backend.name()
     );
     assert_eq!(
         s.recall.get_messages(a.id, &a.fifo).await.unwrap(),
         messages,
         "{}",
-        backend.name
+        backend.name()
     );
     assert_eq!(
         s.recall
@@ -847,7 +887,7 @@ pub async fn persistence_across_reopen(backend: &Backend) {
             .total,
         3,
         "{}",
-        backend.name
+        backend.name()
     );
     let ids: Vec<_> = passages.iter().map(|p| p.id).collect();
     assert_eq!(s.archival.get_passages(a.id, &ids).await.unwrap(), passages);
@@ -863,11 +903,13 @@ pub async fn persistence_across_reopen(backend: &Backend) {
         s.archival.search(a.id, &q).await.unwrap().hits[0].item.id,
         passages[3].id,
         "{}",
-        backend.name
+        backend.name()
     );
 }
 
-pub async fn concurrent_commits(backend: &Backend) {
+/// Many agents commit in parallel without losing a write; racing writers on one agent win
+/// each version exactly once, with one message per won commit.
+pub async fn concurrent_commits(backend: &StoreUnderTest) {
     let s = backend.open().await;
     // Many agents, committing in parallel tasks.
     let mut tasks = Vec::new();
@@ -883,7 +925,7 @@ pub async fn concurrent_commits(backend: &Backend) {
                 );
                 let p = passage(a.id, &format!("agent {n} passage {i}"), t0());
                 s.agents
-                    .commit(&commit!(a, vec![m], vec![p]))
+                    .commit(&a.next_commit(vec![m], vec![p]))
                     .await
                     .expect("commit");
             }
@@ -896,7 +938,7 @@ pub async fn concurrent_commits(backend: &Backend) {
             s.recall.count_messages(id).await.unwrap(),
             15,
             "{}",
-            backend.name
+            backend.name()
         );
         assert_eq!(s.archival.count_passages(id).await.unwrap(), 15);
         assert_eq!(s.agents.agent_version(id).await.unwrap(), Some(15));
@@ -908,7 +950,7 @@ pub async fn concurrent_commits(backend: &Backend) {
                 .total,
             15,
             "{}",
-            backend.name
+            backend.name()
         );
     }
     // Racing writers on one agent: every version is won exactly once.
@@ -923,7 +965,7 @@ pub async fn concurrent_commits(backend: &Backend) {
             for attempt in 0..20 {
                 state.version = s.agents.agent_version(state.id).await.unwrap().unwrap();
                 let m = user(state.id, &format!("racer {r} attempt {attempt}"), t0());
-                match s.agents.commit(&commit!(state, vec![m], vec![])).await {
+                match s.agents.commit(&state.next_commit(vec![m], vec![])).await {
                     Ok(()) => wins += 1,
                     Err(StoreError::Conflict { .. }) => {}
                     Err(e) => panic!("unexpected error: {e}"),
@@ -940,18 +982,18 @@ pub async fn concurrent_commits(backend: &Backend) {
         s.agents.agent_version(base.id).await.unwrap(),
         Some(wins),
         "{}",
-        backend.name
+        backend.name()
     );
     assert_eq!(
         s.recall.count_messages(base.id).await.unwrap(),
         wins,
         "{}: one message per won commit",
-        backend.name
+        backend.name()
     );
 }
 
 /// Runs the same data and queries through the backend and the in-memory reference.
-pub async fn agrees_with_the_reference(backend: &Backend) {
+pub async fn agrees_with_the_reference(backend: &StoreUnderTest) {
     let s = backend.open().await;
     let reference = Storage::from_store(Arc::new(InMemoryStore::new()));
     let words = [
@@ -981,7 +1023,7 @@ pub async fn agrees_with_the_reference(backend: &Backend) {
         }
         store
             .agents
-            .commit(&commit!(a, messages, passages))
+            .commit(&a.next_commit(messages, passages))
             .await
             .unwrap();
     }
@@ -1008,9 +1050,10 @@ pub async fn agrees_with_the_reference(backend: &Backend) {
             .map(|h| h.item.id)
             .collect();
         assert_eq!(
-            ours, theirs,
+            ours,
+            theirs,
             "{}: recall matches for {word:?}",
-            backend.name
+            backend.name()
         );
         let range = RecallQuery::range(
             TimeRange {
@@ -1037,7 +1080,7 @@ pub async fn agrees_with_the_reference(backend: &Backend) {
             .into_iter()
             .map(|h| h.item.id)
             .collect();
-        assert_eq!(ours, theirs, "{}: a page of a date range", backend.name);
+        assert_eq!(ours, theirs, "{}: a page of a date range", backend.name());
         let v = ArchivalQuery {
             text: word.into(),
             embedding: Some(embed(word)),
@@ -1068,17 +1111,11 @@ pub async fn agrees_with_the_reference(backend: &Backend) {
         assert!(
             overlap >= 9,
             "{}: vector top-10 for {word:?} shares only {overlap} with exact search",
-            backend.name
+            backend.name()
         );
     }
 }
 
 fn uuid_from(n: u128) -> uuid::Uuid {
     uuid::Uuid::from_u128(0x0190_0000_0000_7000_8000_0000_0000_0000 | n)
-}
-
-pub async fn crash_mid_step_loses_nothing_committed(backend: &Backend) {
-    if let Some(url) = &backend.url {
-        crate::crash::run(backend.name, url).await;
-    }
 }

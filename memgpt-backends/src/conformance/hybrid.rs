@@ -20,8 +20,8 @@ use memgpt_core::store::{
 use memgpt_core::testing::ScriptedProvider;
 use serde_json::json;
 
-use crate::Backend;
-use crate::fixtures::*;
+use super::StoreUnderTest;
+use super::fixtures::*;
 
 /// A conversation between two named speakers over several sessions, with embeddings.
 fn conversation(agent: AgentId) -> (Vec<Message>, Vec<MessageEmbedding>) {
@@ -79,7 +79,7 @@ fn conversation(agent: AgentId) -> (Vec<Message>, Vec<MessageEmbedding>) {
 
 async fn load(storage: &Storage, agent: &mut memgpt_core::store::AgentState) -> Vec<Message> {
     let (messages, embeddings) = conversation(agent.id);
-    let mut c = commit!(*agent, messages.clone(), vec![]);
+    let mut c = agent.next_commit(messages.clone(), vec![]);
     c.message_embeddings = embeddings;
     storage.agents.commit(&c).await.expect("commit");
     messages
@@ -89,7 +89,10 @@ fn ids(page: &memgpt_core::store::SearchPage<Message>) -> Vec<String> {
     page.hits.iter().map(|h| h.item.text.clone()).collect()
 }
 
-pub async fn hybrid_recall_agrees_with_the_reference(backend: &Backend) {
+/// Recall search in every mode (text, vector, hybrid), with role and date filters, ranks a
+/// two-speaker conversation exactly as the in-memory reference does; a question naming a
+/// speaker finds that speaker's reply.
+pub async fn hybrid_recall_agrees_with_the_reference(backend: &StoreUnderTest) {
     let s = backend.open().await;
     let reference = Storage::from_store(Arc::new(InMemoryStore::new()));
     let mut a = state(AgentId::new(), "a");
@@ -120,9 +123,14 @@ pub async fn hybrid_recall_agrees_with_the_reference(backend: &Backend) {
                 ids(&ours),
                 ids(&theirs),
                 "{}: {label} ranking of {text:?}",
-                backend.name
+                backend.name()
             );
-            assert_eq!(ours.total, theirs.total, "{}: {label} total", backend.name);
+            assert_eq!(
+                ours.total,
+                theirs.total,
+                "{}: {label} total",
+                backend.name()
+            );
             // Filters: roles and a date range.
             query.kinds = vec![MessageKind::Assistant];
             query.range = TimeRange {
@@ -135,7 +143,7 @@ pub async fn hybrid_recall_agrees_with_the_reference(backend: &Backend) {
                 ids(&ours),
                 ids(&theirs),
                 "{}: filtered {label} {text:?}",
-                backend.name
+                backend.name()
             );
             assert!(
                 ours.hits
@@ -143,7 +151,7 @@ pub async fn hybrid_recall_agrees_with_the_reference(backend: &Backend) {
                     .all(|h| h.item.kind == MessageKind::Assistant
                         && query.range.contains(h.item.created_at)),
                 "{}: filters hold",
-                backend.name
+                backend.name()
             );
         }
     }
@@ -161,7 +169,7 @@ pub async fn hybrid_recall_agrees_with_the_reference(backend: &Backend) {
             .iter()
             .any(|h| h.item.text.starts_with("Yes! It was for mental")),
         "{}: {:?}",
-        backend.name,
+        backend.name(),
         ids(&race)
     );
     let paint = s
@@ -176,16 +184,19 @@ pub async fn hybrid_recall_agrees_with_the_reference(backend: &Backend) {
         ids(&paint),
         ["I started painting sunsets in oil."],
         "{}",
-        backend.name
+        backend.name()
     );
 }
 
-pub async fn message_embeddings_are_checked_and_backfilled(backend: &Backend) {
+/// Messages committed without embeddings are listed as pending (oldest first) and backfilled
+/// idempotently; a message embedding of another model or dimension is refused as a whole and
+/// writes nothing; a query of another space is an error, never garbage.
+pub async fn message_embeddings_are_checked_and_backfilled(backend: &StoreUnderTest) {
     let s = backend.open().await;
     let mut a = new_agent(&s, "a").await;
     let (messages, embeddings) = conversation(a.id);
     s.agents
-        .commit(&commit!(a, messages.clone(), vec![]))
+        .commit(&a.next_commit(messages.clone(), vec![]))
         .await
         .unwrap();
     let pending = s.recall.unembedded_messages(a.id, 100).await.unwrap();
@@ -193,12 +204,13 @@ pub async fn message_embeddings_are_checked_and_backfilled(backend: &Backend) {
         pending.len(),
         messages.len(),
         "{}: every turn pending",
-        backend.name
+        backend.name()
     );
     assert_eq!(
-        pending[0].id, messages[0].id,
+        pending[0].id,
+        messages[0].id,
         "{}: oldest first",
-        backend.name
+        backend.name()
     );
     assert_eq!(
         s.recall.unembedded_messages(a.id, 3).await.unwrap().len(),
@@ -220,7 +232,7 @@ pub async fn message_embeddings_are_checked_and_backfilled(backend: &Backend) {
         s.recall.unembedded_messages(a.id, 100).await.unwrap().len(),
         messages.len(),
         "{}: nothing was written",
-        backend.name
+        backend.name()
     );
     s.agents
         .store_message_embeddings(a.id, &embeddings)
@@ -235,7 +247,7 @@ pub async fn message_embeddings_are_checked_and_backfilled(backend: &Backend) {
         left.len(),
         messages.len() - embeddings.len(),
         "{}: idempotent",
-        backend.name
+        backend.name()
     );
     let space = s.agents.embedding_space().await.unwrap().unwrap();
     assert_eq!(
@@ -246,7 +258,7 @@ pub async fn message_embeddings_are_checked_and_backfilled(backend: &Backend) {
     // A commit bringing another space changes nothing.
     let mut m = user(a.id, "one more", t0() + Duration::days(400));
     m.name = Some("Ann".into());
-    let mut c = commit!(a.clone(), vec![m.clone()], vec![]);
+    let mut c = a.clone().next_commit(vec![m.clone()], vec![]);
     c.message_embeddings = vec![MessageEmbedding {
         message: m.id,
         embedding: Embedding {
@@ -262,7 +274,7 @@ pub async fn message_embeddings_are_checked_and_backfilled(backend: &Backend) {
         s.recall.count_messages(a.id).await.unwrap(),
         messages.len() as u64,
         "{}: the commit left nothing",
-        backend.name
+        backend.name()
     );
     // A query of another space is an error, never garbage.
     let q = RecallQuery::text("race", Page::first(5)).with_embedding(Embedding {
@@ -275,7 +287,10 @@ pub async fn message_embeddings_are_checked_and_backfilled(backend: &Backend) {
     ));
 }
 
-pub async fn extreme_pages_are_safe(backend: &Backend) {
+/// Pages far past the end, huge page sizes and page numbers near `usize::MAX` are safe in every
+/// recall and archival mode, leave later normal pages intact, and work through the paging
+/// functions the LLM calls.
+pub async fn extreme_pages_are_safe(backend: &StoreUnderTest) {
     let s = backend.open().await;
     let mut a = new_agent(&s, "a").await;
     let messages = load(&s, &mut a).await;
@@ -287,7 +302,7 @@ pub async fn extreme_pages_are_safe(backend: &Backend) {
         })
         .collect();
     s.agents
-        .commit(&commit!(a, vec![], passages))
+        .commit(&a.next_commit(vec![], passages))
         .await
         .unwrap();
     for number in [u32::MAX as usize, usize::MAX / 5, usize::MAX] {
@@ -297,7 +312,7 @@ pub async fn extreme_pages_are_safe(backend: &Backend) {
         assert!(
             found.hits.is_empty() && found.total > 0,
             "{}: hybrid page {number}",
-            backend.name
+            backend.name()
         );
         let listed = s
             .recall
@@ -307,28 +322,28 @@ pub async fn extreme_pages_are_safe(backend: &Backend) {
         assert!(
             listed.hits.is_empty(),
             "{}: listing page {number}",
-            backend.name
+            backend.name()
         );
-        assert_eq!(listed.total, messages.len(), "{}", backend.name);
+        assert_eq!(listed.total, messages.len(), "{}", backend.name());
         for mode in [SearchMode::Vector, SearchMode::Text, SearchMode::Hybrid] {
             let q = ArchivalQuery::new("rivers", mode, page).with_embedding(embed("rivers"));
             let found = s.archival.search(a.id, &q).await.unwrap();
             assert!(
                 found.hits.is_empty(),
                 "{}: archival {mode:?} page {number}",
-                backend.name
+                backend.name()
             );
             assert!(
                 found.total >= 12,
                 "{}: archival {mode:?} total",
-                backend.name
+                backend.name()
             );
         }
         let listed = s.archival.list_passages(a.id, page).await.unwrap();
         assert!(
             listed.hits.is_empty() && listed.total == 12,
             "{}",
-            backend.name
+            backend.name()
         );
     }
     // Normal pages still work afterwards (no shared search depth was left raised or broken).
@@ -336,9 +351,10 @@ pub async fn extreme_pages_are_safe(backend: &Backend) {
         .with_embedding(embed("passage about rivers 7"));
     let top = s.archival.search(a.id, &q).await.unwrap();
     assert_eq!(
-        top.hits[0].item.text, "passage about rivers 7",
+        top.hits[0].item.text,
+        "passage about rivers 7",
         "{}",
-        backend.name
+        backend.name()
     );
 
     // Through the functions, as the LLM would page.
@@ -363,13 +379,15 @@ pub async fn extreme_pages_are_safe(backend: &Backend) {
         assert!(
             record.ok && record.output.contains("is past the end"),
             "{}: {function}: {}",
-            backend.name,
+            backend.name(),
             record.output
         );
     }
 }
 
-pub async fn archival_filters_by_tag_and_date(backend: &Backend) {
+/// Archival search with tag and date-range filters, in every mode, returns exactly what the
+/// in-memory reference returns.
+pub async fn archival_filters_by_tag_and_date(backend: &StoreUnderTest) {
     let s = backend.open().await;
     let mut a = new_agent(&s, "a").await;
     let tagged = |text: &str, tags: &[&str], days: i64| {
@@ -387,7 +405,7 @@ pub async fn archival_filters_by_tag_and_date(backend: &Backend) {
         tagged("kitchen tiles are white", &["kitchen"], 30),
     ];
     s.agents
-        .commit(&commit!(a, vec![], passages.clone()))
+        .commit(&a.next_commit(vec![], passages.clone()))
         .await
         .unwrap();
     let reference = Storage::from_store(Arc::new(InMemoryStore::new()));
@@ -395,7 +413,7 @@ pub async fn archival_filters_by_tag_and_date(backend: &Backend) {
     reference.agents.create_agent(&r).await.unwrap();
     reference
         .agents
-        .commit(&commit!(r, vec![], passages))
+        .commit(&r.next_commit(vec![], passages))
         .await
         .unwrap();
     let filters: [(Vec<&str>, TimeRange); 4] = [
@@ -435,13 +453,13 @@ pub async fn archival_filters_by_tag_and_date(backend: &Backend) {
                 texts(&ours),
                 texts(&theirs),
                 "{}: {mode:?} with tags {tags:?} and {range:?}",
-                backend.name
+                backend.name()
             );
-            assert_eq!(ours.total, theirs.total, "{}: total", backend.name);
+            assert_eq!(ours.total, theirs.total, "{}: total", backend.name());
             assert!(
                 ours.hits.iter().all(|h| q.admits(&h.item)),
                 "{}",
-                backend.name
+                backend.name()
             );
         }
     }

@@ -1,0 +1,219 @@
+//! The storage conformance suite, for anyone who writes a store.
+//!
+//! Every backend in this crate passes the same cases as the in-memory reference
+//! ([`InMemoryStore`](memgpt_core::store::InMemoryStore)): agent lifecycle, atomic versioned
+//! commits, recall text search and paging, date ranges and message kinds, Unicode and long texts,
+//! hostile queries, archival insert/search/delete, hybrid ranking, the embedding-space check,
+//! persistence across reopen, concurrent commits, and agreement with the reference on every
+//! query. A store written outside this crate runs the very same cases by describing how to open
+//! it as a [`StoreUnderTest`] and invoking [`store_conformance_tests!`](crate::store_conformance_tests)
+//! in a test file:
+//!
+//! ```no_run
+//! // tests/conformance.rs of a crate with
+//! // `memgpt-backends = { version = "…", features = ["conformance"] }` in [dev-dependencies].
+//! use std::sync::Arc;
+//!
+//! use memgpt_backends::conformance::StoreUnderTest;
+//! use memgpt_backends::{InMemoryStore, Storage};
+//!
+//! fn my_store() -> StoreUnderTest {
+//!     // Open the store under test here; `InMemoryStore` stands in for yours.
+//!     let shared = Storage::from_store(Arc::new(InMemoryStore::new()));
+//!     StoreUnderTest::new("my store", move || {
+//!         let storage = shared.clone();
+//!         async move { storage }
+//!     })
+//! }
+//!
+//! memgpt_backends::store_conformance_tests!(my_store());
+//! # fn main() {}
+//! ```
+//!
+//! Each case is an ordinary `#[test]` that builds its own multi-threaded tokio runtime and
+//! panics with the store's name on the first broken expectation, so a failure reads like any
+//! other test failure. The cases are also public async functions in [`cases`] for harnesses
+//! that want to run them another way. The SIGKILL crash test needs to spawn the test binary as a
+//! child process, so it lives in this crate's own test suite rather than here.
+//!
+//! Requires the `conformance` feature.
+
+pub mod cases;
+pub mod fixtures;
+mod hybrid;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+use memgpt_core::store::Storage;
+
+type OpenFuture = Pin<Box<dyn Future<Output = Storage> + Send>>;
+
+/// A store as the conformance cases see it: how to open it (again), whether its data survives
+/// that, and anything that must live as long as the store.
+///
+/// `open` is called once per handle a case needs; a persistent store must show the same data on
+/// every handle (the cases drop one handle and open another to test persistence), and a
+/// non-persistent store must hand out handles on one shared store.
+pub struct StoreUnderTest {
+    name: String,
+    persistent: bool,
+    url: Option<String>,
+    open: Box<dyn Fn() -> OpenFuture + Send + Sync>,
+    _guard: Option<Box<dyn Send + Sync>>,
+}
+
+impl StoreUnderTest {
+    /// A store named `name` (it appears in every failure message), opened by `open`.
+    /// Not persistent until [`persistent`](Self::persistent) says so.
+    pub fn new<F, Fut>(name: impl Into<String>, open: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Storage> + Send + 'static,
+    {
+        Self {
+            name: name.into(),
+            persistent: false,
+            url: None,
+            open: Box::new(move || Box::pin(open())),
+            _guard: None,
+        }
+    }
+
+    /// A store opened from a [`StoreConfig`](crate::StoreConfig) URL (`sqlite://dir?...`,
+    /// `postgres://...`), persistent. Opening panics with the URL's error if it does not parse
+    /// or the store cannot be opened: in a test that is the clearest report.
+    pub fn from_url(name: impl Into<String>, url: impl Into<String>) -> Self {
+        let url = url.into();
+        let open_url = url.clone();
+        let mut store = Self::new(name, move || {
+            let url = open_url.clone();
+            async move {
+                let config: crate::StoreConfig = match url.parse() {
+                    Ok(config) => config,
+                    Err(e) => panic!("store URL {url:?}: {e}"),
+                };
+                match config.open().await {
+                    Ok(storage) => storage,
+                    Err(e) => panic!("open {url:?}: {e}"),
+                }
+            }
+        });
+        store.persistent = true;
+        store.url = Some(url);
+        store
+    }
+
+    /// The in-memory reference store, shared by every handle.
+    pub fn in_memory() -> Self {
+        let shared =
+            Storage::from_store(std::sync::Arc::new(memgpt_core::store::InMemoryStore::new()));
+        Self::new("memory", move || {
+            let storage = shared.clone();
+            async move { storage }
+        })
+    }
+
+    /// Marks the store persistent: data committed through one handle is there after it is
+    /// dropped and another is opened. Enables the reopen cases.
+    pub fn persistent(mut self) -> Self {
+        self.persistent = true;
+        self
+    }
+
+    /// Keeps `guard` (a temporary directory, a database schema dropped on `Drop`, a server)
+    /// alive as long as the store under test.
+    pub fn keep(mut self, guard: impl Send + Sync + 'static) -> Self {
+        self._guard = Some(Box::new(guard));
+        self
+    }
+
+    /// The name failure messages use.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether data survives reopening.
+    pub fn is_persistent(&self) -> bool {
+        self.persistent
+    }
+
+    /// The URL another process can open the store with, if it was made by
+    /// [`from_url`](Self::from_url).
+    pub fn url(&self) -> Option<&str> {
+        self.url.as_deref()
+    }
+
+    /// A fresh handle on the store's data.
+    pub async fn open(&self) -> Storage {
+        (self.open)().await
+    }
+}
+
+impl fmt::Debug for StoreUnderTest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoreUnderTest")
+            .field("name", &self.name)
+            .field("persistent", &self.persistent)
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs `future` to completion on a fresh two-worker tokio runtime: how every test that
+/// [`store_conformance_tests!`](crate::store_conformance_tests) generates runs its case.
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => panic!("cannot start a tokio runtime for the conformance case: {e}"),
+    };
+    runtime.block_on(future)
+}
+
+/// Expands to one `#[test]` per conformance case, each run against the store the expression
+/// builds (a [`StoreUnderTest`](crate::conformance::StoreUnderTest), or an
+/// `Option<StoreUnderTest>` where `None` skips the case, for example when a database URL is not
+/// set). The expression is evaluated afresh for every case. Invoke it once per store, each in its
+/// own module; see [the module documentation](crate::conformance).
+#[macro_export]
+macro_rules! store_conformance_tests {
+    ($store:expr) => {
+        $crate::store_conformance_tests!(@cases $store;
+            agents_lifecycle,
+            commits_are_atomic_and_versioned,
+            recall_text_search_and_pagination,
+            recall_date_ranges_and_kinds,
+            unicode_and_long_texts,
+            hostile_queries_never_error,
+            archival_insert_search_delete,
+            archival_hybrid_and_text,
+            embedding_space_is_enforced,
+            persistence_across_reopen,
+            concurrent_commits,
+            agrees_with_the_reference,
+            hybrid_recall_agrees_with_the_reference,
+            message_embeddings_are_checked_and_backfilled,
+            extreme_pages_are_safe,
+            archival_filters_by_tag_and_date,
+        );
+    };
+    (@cases $store:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                $crate::conformance::block_on(async {
+                    let store: ::core::option::Option<$crate::conformance::StoreUnderTest> =
+                        ::core::convert::Into::into($store);
+                    if let ::core::option::Option::Some(store) = store {
+                        $crate::conformance::cases::$case(&store).await;
+                    }
+                });
+            }
+        )*
+    };
+}
