@@ -3,7 +3,7 @@
 //! An agent reads and writes through three seams (`AgentStore`, `RecallStore`,
 //! `ArchivalStore`, bundled in a `Storage`). A wrapper can add behaviour to one of them (audit,
 //! metrics, quotas, encryption of state) and hand the rest through. Delegate *every* method,
-//! the ones with defaults too (`agent_version`, `lock_agent`): PostgreSQL's `lock_agent` is a
+//! the ones with defaults too (`agent_version`, `lock_agent`, `create_agent_with`): PostgreSQL's `lock_agent` is a
 //! real cross-process lock that a forgotten delegation would silently drop.
 //!
 //! A store written from scratch should pass the conformance suite the built-in ones pass: with
@@ -80,6 +80,11 @@ impl AgentStore for AuditedAgents {
 
     async fn lock_agent(&self, id: AgentId) -> Result<Box<dyn AgentLease>, StoreError> {
         self.inner.lock_agent(id).await
+    }
+
+    async fn create_agent_with(&self, commit: &Commit) -> Result<(), StoreError> {
+        // An import: one transaction in the inner store, so it stays all or nothing.
+        self.inner.create_agent_with(commit).await
     }
 }
 

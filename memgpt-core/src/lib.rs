@@ -26,6 +26,8 @@
 //!   in-memory reference implementation.
 //! * [`llm`], [`embed`], [`tokens`]: the provider, embedder and token-counting seams.
 //! * [`message`], [`ids`], [`time`], [`chunk`]: the vocabulary the rest is written in.
+//! * [`agent_file`]: an agent's whole state as one JSON document, in Letta's agent-file format
+//!   (export, import).
 //! * [`testing`]: a scripted in-process provider for unit tests of agents and functions.
 //!
 //! # Stability
@@ -40,6 +42,7 @@
 extern crate self as memgpt_core;
 
 pub mod agent;
+pub mod agent_file;
 pub mod builtin;
 pub mod chunk;
 pub mod config;

@@ -1119,3 +1119,101 @@ pub async fn agrees_with_the_reference(backend: &StoreUnderTest) {
 fn uuid_from(n: u128) -> uuid::Uuid {
     uuid::Uuid::from_u128(0x0190_0000_0000_7000_8000_0000_0000_0000 | n)
 }
+
+/// [`create_agent_with`](memgpt_core::store::AgentStore::create_agent_with) lands an agent with
+/// its messages and passages whole, or not at all: a clash of ids or a passage of another
+/// embedding space leaves no agent behind.
+pub async fn imports_are_all_or_nothing(backend: &StoreUnderTest) {
+    let s = backend.open().await;
+    // Fix the store's embedding space first.
+    let mut first = new_agent(&s, "first").await;
+    s.agents
+        .commit(&first.next_commit(vec![], vec![passage(first.id, "fixes the space", t0())]))
+        .await
+        .unwrap();
+
+    let mut imported = state(AgentId::new(), "imported");
+    let id = imported.id;
+    let commit = imported.next_commit(
+        corpus(id, 6, 2),
+        vec![passage(id, "an imported passage", t0())],
+    );
+    s.agents.create_agent_with(&commit).await.unwrap();
+    assert_eq!(
+        s.agents.load_agent(id).await.unwrap().unwrap(),
+        commit.state,
+        "{}",
+        backend.name()
+    );
+    assert_eq!(
+        s.recall.count_messages(id).await.unwrap(),
+        6,
+        "{}",
+        backend.name()
+    );
+    assert_eq!(
+        s.archival.count_passages(id).await.unwrap(),
+        1,
+        "{}",
+        backend.name()
+    );
+    let page = s
+        .recall
+        .search(id, &RecallQuery::text("kiwi", Page::first(10)))
+        .await
+        .unwrap();
+    assert_eq!(
+        page.total,
+        3,
+        "{}: imported messages are searchable",
+        backend.name()
+    );
+
+    // The same id again: refused, nothing changes.
+    assert!(
+        matches!(s.agents.create_agent_with(&commit).await, Err(StoreError::AgentExists(x)) if x == id),
+        "{}",
+        backend.name()
+    );
+    assert_eq!(
+        s.recall.count_messages(id).await.unwrap(),
+        6,
+        "{}",
+        backend.name()
+    );
+
+    // A passage of another space: refused, and no agent is left behind.
+    let mut broken = state(AgentId::new(), "broken");
+    let broken_id = broken.id;
+    let mut odd = passage(broken_id, "another model's passage", t0());
+    odd.embedding = Some(memgpt_core::embed::Embedding {
+        model: "other-model".into(),
+        vector: vec![0.5; 64],
+    });
+    let commit = broken.next_commit(corpus(broken_id, 3, 1), vec![odd]);
+    assert!(
+        matches!(
+            s.agents.create_agent_with(&commit).await,
+            Err(StoreError::EmbeddingMismatch { .. })
+        ),
+        "{}",
+        backend.name()
+    );
+    assert!(
+        s.agents.load_agent(broken_id).await.unwrap().is_none(),
+        "{}",
+        backend.name()
+    );
+    assert_eq!(
+        s.recall.count_messages(broken_id).await.unwrap(),
+        0,
+        "{}",
+        backend.name()
+    );
+    assert_eq!(
+        s.agents.list_agents().await.unwrap().len(),
+        2,
+        "{}",
+        backend.name()
+    );
+}

@@ -4,7 +4,7 @@
 //! ([`InMemoryStore`](memgpt_core::store::InMemoryStore)): agent lifecycle, atomic versioned
 //! commits, recall text search and paging, date ranges and message kinds, Unicode and long texts,
 //! hostile queries, archival insert/search/delete, hybrid ranking, the embedding-space check,
-//! persistence across reopen, concurrent commits, and agreement with the reference on every
+//! persistence across reopen, concurrent commits, all-or-nothing imports, and agreement with the reference on every
 //! query. A store written outside this crate runs the very same cases by describing how to open
 //! it as a [`StoreUnderTest`] and invoking [`store_conformance_tests!`](crate::store_conformance_tests)
 //! in a test file:
@@ -200,6 +200,7 @@ macro_rules! store_conformance_tests {
             message_embeddings_are_checked_and_backfilled,
             extreme_pages_are_safe,
             archival_filters_by_tag_and_date,
+            imports_are_all_or_nothing,
         );
     };
     (@cases $store:expr; $($case:ident),* $(,)?) => {

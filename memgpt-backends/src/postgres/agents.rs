@@ -121,62 +121,42 @@ impl AgentStore for PgStore {
                 .await
                 .map_err(|e| db("reading an agent's version", e))?;
         commit.check_version(current.ok_or(StoreError::AgentNotFound(id))? as u64)?;
-        let embeddings: Vec<&Embedding> = commit.embeddings().collect();
-        let space = self.check_embeddings(&mut tx, &embeddings).await?;
-        if !commit.messages.is_empty() {
-            let mut builder = builder_for(&mut tx, id).await?;
-            let terms = insert_messages(&mut tx, &commit.messages, &mut builder).await?;
-            count_documents(&mut tx, id, commit.messages.len() as i64, terms).await?;
+        let space = self.write_commit(&mut tx, commit).await?;
+        tx.commit().await.map_err(|e| db("committing a step", e))?;
+        if let Some(space) = space {
+            self.remember_space(space);
         }
-        insert_message_embeddings(&mut tx, id, &commit.message_embeddings).await?;
-        // Deletions before insertions, as in the reference store: a passage both added and
-        // deleted by one commit stays.
-        let mut embedded_delta = commit
-            .passages
-            .iter()
-            .filter(|p| p.embedding.is_some())
-            .count() as i64;
-        if !commit.deleted_passages.is_empty() {
-            let ids: Vec<uuid::Uuid> = commit
-                .deleted_passages
-                .iter()
-                .map(|p| *p.as_uuid())
-                .collect();
-            let deleted_embedded: i64 = sqlx::query_scalar(
-                "WITH gone AS (DELETE FROM passages WHERE agent_id = $1 AND id = ANY($2) RETURNING embedding IS NOT NULL AS embedded) \
-                 SELECT count(*) FILTER (WHERE embedded) FROM gone",
-            )
-            .bind(id.as_uuid())
-            .bind(ids)
-            .fetch_one(&mut *tx)
+        Ok(())
+    }
+
+    async fn create_agent_with(&self, commit: &Commit) -> Result<(), StoreError> {
+        let id = commit.state.id;
+        commit.check_version(0)?;
+        let mut tx = self
+            .pool
+            .begin()
             .await
-            .map_err(|e| db("deleting passages", e))?;
-            embedded_delta -= deleted_embedded;
-        }
-        insert_passages(&mut tx, &commit.passages, space.as_ref()).await?;
-        if embedded_delta != 0 {
-            sqlx::query(
-                "INSERT INTO agent_embedded_counts (agent_id, embedded) VALUES ($1, $2) \
-                 ON CONFLICT (agent_id) DO UPDATE SET embedded = agent_embedded_counts.embedded + EXCLUDED.embedded",
-            )
-            .bind(id.as_uuid())
-            .bind(embedded_delta)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| db("counting embedded passages", e))?;
-        }
-        sqlx::query(
-            "UPDATE agents SET name = $1, version = $2, state = $3, updated_at = $4 WHERE id = $5",
+            .map_err(|e| db("starting an import", e))?;
+        let inserted = sqlx::query(
+            "INSERT INTO agents (id, name, version, state, created_at, updated_at) VALUES ($1, $2, 0, $3, $4, $5) \
+             ON CONFLICT (id) DO NOTHING",
         )
-        .bind(&commit.state.name)
-        .bind(commit.state.version as i64)
-        .bind(Json(&commit.state))
-        .bind(commit.state.updated_at)
         .bind(id.as_uuid())
+        .bind(&commit.state.name)
+        .bind(Json(&commit.state))
+        .bind(commit.state.created_at)
+        .bind(commit.state.updated_at)
         .execute(&mut *tx)
         .await
-        .map_err(|e| db("writing agent state", e))?;
-        tx.commit().await.map_err(|e| db("committing a step", e))?;
+        .map_err(|e| db("creating an agent", e))?
+        .rows_affected();
+        if inserted == 0 {
+            return Err(StoreError::AgentExists(id));
+        }
+        let space = self.write_commit(&mut tx, commit).await?;
+        tx.commit()
+            .await
+            .map_err(|e| db("committing an import", e))?;
         if let Some(space) = space {
             self.remember_space(space);
         }
@@ -244,6 +224,73 @@ impl PgStore {
     /// embedded passage fixes the space: recorded in `memgpt_meta` and given its HNSW index in
     /// this transaction, under [`SPACE_LOCK`] so two first commits cannot fix different spaces.
     /// Returns the space when the commit has embeddings.
+    /// Everything a commit writes after its version check (messages, embeddings, passages,
+    /// deletions, the new state), inside the caller's transaction. Returns the embedding space
+    /// the commit fixed, if it fixed one.
+    async fn write_commit(
+        &self,
+        tx: &mut PgConnection,
+        commit: &Commit,
+    ) -> Result<Option<EmbeddingSpace>, StoreError> {
+        let id = commit.state.id;
+        let embeddings: Vec<&Embedding> = commit.embeddings().collect();
+        let space = self.check_embeddings(&mut *tx, &embeddings).await?;
+        if !commit.messages.is_empty() {
+            let mut builder = builder_for(&mut *tx, id).await?;
+            let terms = insert_messages(&mut *tx, &commit.messages, &mut builder).await?;
+            count_documents(&mut *tx, id, commit.messages.len() as i64, terms).await?;
+        }
+        insert_message_embeddings(&mut *tx, id, &commit.message_embeddings).await?;
+        // Deletions before insertions, as in the reference store: a passage both added and
+        // deleted by one commit stays.
+        let mut embedded_delta = commit
+            .passages
+            .iter()
+            .filter(|p| p.embedding.is_some())
+            .count() as i64;
+        if !commit.deleted_passages.is_empty() {
+            let ids: Vec<uuid::Uuid> = commit
+                .deleted_passages
+                .iter()
+                .map(|p| *p.as_uuid())
+                .collect();
+            let deleted_embedded: i64 = sqlx::query_scalar(
+                "WITH gone AS (DELETE FROM passages WHERE agent_id = $1 AND id = ANY($2) RETURNING embedding IS NOT NULL AS embedded) \
+                 SELECT count(*) FILTER (WHERE embedded) FROM gone",
+            )
+            .bind(id.as_uuid())
+            .bind(ids)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| db("deleting passages", e))?;
+            embedded_delta -= deleted_embedded;
+        }
+        insert_passages(&mut *tx, &commit.passages, space.as_ref()).await?;
+        if embedded_delta != 0 {
+            sqlx::query(
+                "INSERT INTO agent_embedded_counts (agent_id, embedded) VALUES ($1, $2) \
+                 ON CONFLICT (agent_id) DO UPDATE SET embedded = agent_embedded_counts.embedded + EXCLUDED.embedded",
+            )
+            .bind(id.as_uuid())
+            .bind(embedded_delta)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db("counting embedded passages", e))?;
+        }
+        sqlx::query(
+            "UPDATE agents SET name = $1, version = $2, state = $3, updated_at = $4 WHERE id = $5",
+        )
+        .bind(&commit.state.name)
+        .bind(commit.state.version as i64)
+        .bind(Json(&commit.state))
+        .bind(commit.state.updated_at)
+        .bind(id.as_uuid())
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db("writing agent state", e))?;
+        Ok(space)
+    }
+
     async fn check_embeddings(
         &self,
         tx: &mut PgConnection,

@@ -149,37 +149,7 @@ impl AgentStore for SqliteStore {
             .await
             .map_err(|e| db("reading an agent's version", e))?;
         commit.check_version(current.ok_or(StoreError::AgentNotFound(id))? as u64)?;
-        let embeddings: Vec<&Embedding> = commit.embeddings().collect();
-        let space = fix_space(&mut tx, &embeddings).await?;
-        let token = agent_token(id);
-        if !commit.messages.is_empty() {
-            let mut builder = builder_for(&mut tx, id).await?;
-            let (mut documents, mut terms) = (0i64, 0i64);
-            for message in &commit.messages {
-                let length = insert_message(&mut tx, message, &mut builder).await?;
-                documents += 1;
-                terms += length;
-            }
-            count_documents(&mut tx, documents, terms).await?;
-        }
-        insert_message_embeddings(&mut tx, id, &commit.message_embeddings).await?;
-        for passage in &commit.passages {
-            insert_passage(&mut tx, passage, &token).await?;
-        }
-        for passage_id in &commit.deleted_passages {
-            delete_passage(&mut tx, id, *passage_id).await?;
-        }
-        sqlx::query(
-            "UPDATE agents SET name = ?, version = ?, state = ?, updated_at = ? WHERE id = ?",
-        )
-        .bind(&commit.state.name)
-        .bind(commit.state.version as i64)
-        .bind(state_json(&commit.state)?)
-        .bind(micros(commit.state.updated_at))
-        .bind(id.as_uuid())
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| db("writing agent state", e))?;
+        let space = write_commit(&mut tx, commit).await?;
         tx.commit().await.map_err(|e| db("committing a step", e))?;
         if let Some(space) = space {
             let _ = self.space.set(space);
@@ -188,6 +158,43 @@ impl AgentStore for SqliteStore {
             + commit.message_embeddings.len()
             + commit.passages.len()
             + commit.deleted_passages.len();
+        self.after_commit(id, rows).await;
+        Ok(())
+    }
+
+    async fn create_agent_with(&self, commit: &Commit) -> Result<(), StoreError> {
+        let id = commit.state.id;
+        commit.check_version(0)?;
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| db("starting an import", e))?;
+        let result = sqlx::query(
+            "INSERT INTO agents (id, name, version, state, created_at, updated_at) VALUES (?, ?, 0, ?, ?, ?)",
+        )
+        .bind(id.as_uuid())
+        .bind(&commit.state.name)
+        .bind(state_json(&commit.state)?)
+        .bind(micros(commit.state.created_at))
+        .bind(micros(commit.state.updated_at))
+        .execute(&mut *tx)
+        .await;
+        match result {
+            Ok(_) => {}
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                return Err(StoreError::AgentExists(id));
+            }
+            Err(e) => return Err(db("creating an agent", e)),
+        }
+        let space = write_commit(&mut tx, commit).await?;
+        tx.commit()
+            .await
+            .map_err(|e| db("committing an import", e))?;
+        if let Some(space) = space {
+            let _ = self.space.set(space);
+        }
+        let rows = commit.messages.len() + commit.message_embeddings.len() + commit.passages.len();
         self.after_commit(id, rows).await;
         Ok(())
     }
@@ -391,4 +398,44 @@ async fn delete_passage(
             .map_err(|e| db("recording a passage deletion", e))?;
     }
     Ok(())
+}
+
+/// Everything a commit writes after its version check: messages (with their search documents
+/// and embeddings), passages, deletions and the new state. Returns the embedding space the
+/// commit fixed, if it fixed one.
+async fn write_commit(
+    tx: &mut SqliteConnection,
+    commit: &Commit,
+) -> Result<Option<EmbeddingSpace>, StoreError> {
+    let id = commit.state.id;
+    let embeddings: Vec<&Embedding> = commit.embeddings().collect();
+    let space = fix_space(&mut *tx, &embeddings).await?;
+    let token = agent_token(id);
+    if !commit.messages.is_empty() {
+        let mut builder = builder_for(&mut *tx, id).await?;
+        let (mut documents, mut terms) = (0i64, 0i64);
+        for message in &commit.messages {
+            let length = insert_message(&mut *tx, message, &mut builder).await?;
+            documents += 1;
+            terms += length;
+        }
+        count_documents(&mut *tx, documents, terms).await?;
+    }
+    insert_message_embeddings(&mut *tx, id, &commit.message_embeddings).await?;
+    for passage in &commit.passages {
+        insert_passage(&mut *tx, passage, &token).await?;
+    }
+    for passage_id in &commit.deleted_passages {
+        delete_passage(&mut *tx, id, *passage_id).await?;
+    }
+    sqlx::query("UPDATE agents SET name = ?, version = ?, state = ?, updated_at = ? WHERE id = ?")
+        .bind(&commit.state.name)
+        .bind(commit.state.version as i64)
+        .bind(state_json(&commit.state)?)
+        .bind(micros(commit.state.updated_at))
+        .bind(id.as_uuid())
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db("writing agent state", e))?;
+    Ok(space)
 }

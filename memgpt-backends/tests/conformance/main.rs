@@ -167,6 +167,9 @@ mod a_broken_store_fails {
         async fn lock_agent(&self, id: AgentId) -> Result<Box<dyn AgentLease>, StoreError> {
             self.0.lock_agent(id).await
         }
+        async fn create_agent_with(&self, commit: &Commit) -> Result<(), StoreError> {
+            self.0.create_agent_with(commit).await
+        }
     }
 
     fn newest_first() -> StoreUnderTest {

@@ -1,6 +1,6 @@
 use std::sync::Arc;
 
-use super::{Agent, AgentConfig, Services, prompt};
+use super::{Agent, AgentConfig, Services, StepObserver, prompt};
 use crate::context::{MainContext, MemoryCounts};
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
@@ -64,6 +64,7 @@ pub struct AgentBuilder {
     human: Option<String>,
     block_limit: Option<usize>,
     id: Option<AgentId>,
+    observer: Option<Arc<dyn StepObserver>>,
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -83,6 +84,13 @@ impl AgentBuilder {
 
     fn edit(mut self, edit: impl FnOnce(&mut AgentConfig) + Send + 'static) -> Self {
         self.edits.push(Box::new(edit));
+        self
+    }
+
+    /// Watches every step as it runs (messages as they join the queue, flushes); see
+    /// [`StepObserver`].
+    pub fn observer(mut self, observer: impl StepObserver + 'static) -> Self {
+        self.observer = Some(Arc::new(observer));
         self
     }
 
@@ -398,6 +406,7 @@ impl AgentBuilder {
             functions,
             extensions: std::mem::take(&mut self.extensions),
             settings,
+            observer: self.observer.take(),
         };
         Ok((services, state))
     }

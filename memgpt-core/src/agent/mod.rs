@@ -15,6 +15,7 @@
 
 mod builder;
 mod event;
+mod progress;
 pub mod prompt;
 mod record;
 mod step;
@@ -29,6 +30,7 @@ pub use crate::config::{AgentConfig, DEFAULT_COMPLETION_RESERVE};
 pub use crate::paging::FlushRecord;
 pub use builder::AgentBuilder;
 pub use event::{Event, EventKind};
+pub use progress::{StepObserver, StepProgress};
 pub use record::{FunctionCallRecord, StepRecord, StepTimings, StopReason};
 
 use crate::context::{ContextStats, MainContext, MemoryCounts};
@@ -40,7 +42,7 @@ use crate::llm::{ChatMessage, ChatRequest, LlmProvider};
 use crate::memory::{MemoryError, WorkingContext};
 use crate::message::Message;
 use crate::passages::PassageWriter;
-use crate::queue::QueueManager;
+use crate::queue::{EvictionPolicy, QueueManager};
 use crate::store::{AgentState, Commit, MessageEmbedding, Storage, StoreError, Summary};
 use crate::summarizer::Summarizer;
 use crate::time::Clock;
@@ -59,6 +61,7 @@ pub(crate) struct Services {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) extensions: Extensions,
     pub(crate) settings: FunctionSettings,
+    pub(crate) observer: Option<Arc<dyn StepObserver>>,
 }
 
 /// A MemGPT agent.
@@ -203,6 +206,12 @@ impl Agent {
         &self.rt.storage
     }
 
+    /// Watches this agent's steps as they run from now on (`None` stops watching); see
+    /// [`StepObserver`].
+    pub fn set_observer(&mut self, observer: Option<Arc<dyn StepObserver>>) {
+        self.rt.observer = observer;
+    }
+
     /// The functions the agent may call.
     pub fn function_set(&self) -> &FunctionSet {
         &self.rt.functions
@@ -247,6 +256,33 @@ impl Agent {
             .await?;
         guard.keep();
         Ok(value)
+    }
+
+    /// Switches the page-replacement policy and commits the change (the agent's
+    /// [`AgentConfig::policy`] names it, so the next load uses it too). A failed commit leaves
+    /// the agent on its old policy.
+    pub async fn set_policy(&mut self, policy: Arc<dyn EvictionPolicy>) -> Result<()> {
+        self.sync_with_store().await?;
+        let guard = Rollback::new(self);
+        guard.agent.state.config.policy = policy.name().to_owned();
+        let old = std::mem::replace(&mut guard.agent.rt.manager, QueueManager::new(policy));
+        let now = guard.agent.rt.clock.now();
+        if let Err(e) = guard
+            .agent
+            .commit(now, Vec::new(), Vec::new(), Vec::new())
+            .await
+        {
+            guard.agent.rt.manager = old;
+            return Err(e);
+        }
+        guard.keep();
+        Ok(())
+    }
+
+    /// [`Agent::set_policy`] by registered name (see [`policy_names`](crate::queue::policy_names)).
+    pub async fn set_policy_named(&mut self, name: &str) -> Result<()> {
+        let policy = crate::queue::policy_by_name(name)?;
+        self.set_policy(policy).await
     }
 
     /// How this agent turns text into archival passages.

@@ -12,7 +12,8 @@ use serde_json::Value;
 use tracing::{Instrument, debug, info_span, warn};
 
 use super::{
-    Agent, Event, EventKind, FunctionCallRecord, Rollback, StepRecord, StepTimings, StopReason,
+    Agent, Event, EventKind, FunctionCallRecord, Rollback, StepProgress, StepRecord, StepTimings,
+    StopReason,
 };
 use crate::error::{Error, Result};
 use crate::function::{BoxFuture, FunctionContext, FunctionReturn, StepWrites};
@@ -324,6 +325,9 @@ impl Agent {
 
     /// Appends a message to the queue and to the step's pending recall writes.
     fn push(&mut self, run: &mut StepRun, message: Message) {
+        if let Some(observer) = &self.rt.observer {
+            observer.observe(StepProgress::Message(&message));
+        }
         run.messages.push(message.clone());
         self.context
             .queue_mut()
@@ -378,6 +382,9 @@ impl Agent {
         if let Some(flush) = pager.flush(&mut self.context, protected, forced, now).await {
             run.timings.summarizer += flush.summarizer_time;
             self.state.pressure_warned = false;
+            if let Some(observer) = &self.rt.observer {
+                observer.observe(StepProgress::Flush(&flush.record));
+            }
             run.flushes.push(flush.record);
         }
     }

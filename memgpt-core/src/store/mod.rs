@@ -68,6 +68,25 @@ pub trait AgentStore: Send + Sync + fmt::Debug {
     /// [`StoreError::EmbeddingMismatch`] and changes nothing.
     async fn commit(&self, commit: &Commit) -> Result<(), StoreError>;
 
+    /// Creates an agent together with its first commit (version 1: messages, passages), as an
+    /// import does: afterwards the agent exists with all of it, or (on error) not at all.
+    ///
+    /// The default creates the agent at version 0, commits, and deletes the agent again if the
+    /// commit fails; a process killed between the two leaves an empty agent behind. Stores with
+    /// transactions override it to write everything in one (SQLite and PostgreSQL do).
+    async fn create_agent_with(&self, commit: &Commit) -> Result<(), StoreError> {
+        let mut created = commit.state.clone();
+        created.version = 0;
+        self.create_agent(&created).await?;
+        if let Err(e) = self.commit(commit).await {
+            if let Err(cleanup) = self.delete_agent(created.id).await {
+                tracing::warn!(error = %cleanup, "could not remove a half-created agent");
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+
     /// Stores embeddings of an agent's conversation messages that were committed without one
     /// (see [`RecallStore::unembedded_messages`]). Embeddings are derived data: writing them never
     /// changes what the agent remembers, so this is the one write outside [`AgentStore::commit`].
