@@ -14,6 +14,33 @@ use crate::tokens::TokenCounter;
 /// assert_eq!(chunks, ["First paragraph.", "Second paragraph, a little longer than the first one."]);
 /// ```
 pub fn chunk_text(text: &str, max_tokens: usize, counter: &dyn TokenCounter) -> Vec<String> {
+    chunk_text_with_overlap(text, max_tokens, 0, counter)
+}
+
+/// [`chunk_text`], with each chunk after the first starting with the last sentences (or
+/// paragraphs) of the previous one, up to `overlap_tokens` tokens, so a fact that straddles a
+/// cut is whole in at least one chunk. The overlap never makes a chunk exceed `max_tokens`, and
+/// every chunk brings new text.
+///
+/// ```
+/// use memgpt_core::chunk::chunk_text_with_overlap;
+/// use memgpt_core::tokens::TiktokenCounter;
+///
+/// let text = "One fish. Two fish. Red fish. Blue fish. Old fish. New fish.";
+/// let chunks = chunk_text_with_overlap(text, 10, 4, &TiktokenCounter::cl100k());
+/// assert!(chunks.len() > 1);
+/// for pair in chunks.windows(2) {
+///     // Each chunk repeats the last sentence of the one before.
+///     let last_sentence = pair[0].rsplit(". ").next().unwrap();
+///     assert!(pair[1].starts_with(last_sentence), "{chunks:?}");
+/// }
+/// ```
+pub fn chunk_text_with_overlap(
+    text: &str,
+    max_tokens: usize,
+    overlap_tokens: usize,
+    counter: &dyn TokenCounter,
+) -> Vec<String> {
     let max_tokens = max_tokens.max(1);
     // (unit text, starts a new paragraph)
     let mut units: Vec<(String, bool)> = Vec::new();
@@ -39,25 +66,51 @@ pub fn chunk_text(text: &str, max_tokens: usize, counter: &dyn TokenCounter) -> 
     }
 
     let mut chunks = Vec::new();
-    let mut current = String::new();
+    // The units of the chunk being built: (text, tokens, starts a paragraph).
+    let mut current: Vec<(String, usize, bool)> = Vec::new();
     let mut current_tokens = 0;
+    let mut fresh = false; // whether `current` holds anything not carried over
     for (unit, new_paragraph) in units {
         let tokens = counter.count_text(&unit);
-        if !current.is_empty() && current_tokens + tokens + 1 > max_tokens {
-            chunks.push(std::mem::take(&mut current));
-            current_tokens = 0;
+        if fresh && current_tokens + tokens + 1 > max_tokens {
+            chunks.push(join_units(&current));
+            // Carry the tail of this chunk into the next, within the overlap and leaving room.
+            let mut carried = Vec::new();
+            let mut carried_tokens = 0;
+            for entry in current.iter().rev() {
+                let with = carried_tokens + entry.1 + 1;
+                if with > overlap_tokens || with + tokens + 1 > max_tokens {
+                    break;
+                }
+                carried_tokens = with;
+                carried.push(entry.clone());
+            }
+            carried.reverse();
+            current = carried;
+            current_tokens = carried_tokens;
         }
         if !current.is_empty() {
-            current.push_str(if new_paragraph { "\n\n" } else { " " });
             current_tokens += 1;
         }
-        current.push_str(&unit);
+        current.push((unit, tokens, new_paragraph));
         current_tokens += tokens;
+        fresh = true;
     }
-    if !current.is_empty() {
-        chunks.push(current);
+    if fresh {
+        chunks.push(join_units(&current));
     }
     chunks
+}
+
+fn join_units(units: &[(String, usize, bool)]) -> String {
+    let mut out = String::new();
+    for (i, (unit, _, new_paragraph)) in units.iter().enumerate() {
+        if i > 0 {
+            out.push_str(if *new_paragraph { "\n\n" } else { " " });
+        }
+        out.push_str(unit);
+    }
+    out
 }
 
 fn paragraphs(text: &str) -> impl Iterator<Item = &str> {

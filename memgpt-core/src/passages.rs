@@ -62,12 +62,45 @@ impl PassageWriter<'_> {
         if chunks.is_empty() {
             return Err(PassageError::Empty);
         }
+        let chunks = chunks
+            .into_iter()
+            .enumerate()
+            .map(|(i, text)| {
+                let mut metadata = metadata.clone();
+                if numbered {
+                    metadata.insert("chunk".into(), Value::from(i));
+                }
+                (text, metadata)
+            })
+            .collect();
+        self.embed_chunks(agent, chunks, now).await
+    }
+
+    /// Ready-made chunks (each with its own metadata) as passages of `agent`, embedded in one
+    /// batch, stored at `now`. Empty chunks are an error.
+    pub(crate) async fn embed_chunks(
+        &self,
+        agent: AgentId,
+        chunks: Vec<(String, Map<String, Value>)>,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Passage>, PassageError> {
+        if chunks.is_empty() || chunks.iter().any(|(text, _)| text.trim().is_empty()) {
+            return Err(PassageError::Empty);
+        }
+        let bytes: usize = chunks.iter().map(|(text, _)| text.len()).sum();
+        if bytes > self.max_bytes {
+            return Err(PassageError::TooLarge {
+                bytes,
+                limit: self.max_bytes,
+            });
+        }
         let vectors = match self.embedder {
             Some(embedder) => {
-                let vectors = embedder.embed(&chunks).await?;
-                if vectors.len() != chunks.len() {
+                let texts: Vec<String> = chunks.iter().map(|(text, _)| text.clone()).collect();
+                let vectors = embedder.embed(&texts).await?;
+                if vectors.len() != texts.len() {
                     return Err(EmbedError::InvalidResponse {
-                        message: format!("{} vectors for {} texts", vectors.len(), chunks.len()),
+                        message: format!("{} vectors for {} texts", vectors.len(), texts.len()),
                     }
                     .into());
                 }
@@ -78,13 +111,9 @@ impl PassageWriter<'_> {
         Ok(chunks
             .into_iter()
             .zip(vectors)
-            .enumerate()
-            .map(|(i, (text, vector))| {
+            .map(|((text, metadata), vector)| {
                 let mut passage = Passage::new(agent, text, now);
-                passage.metadata = metadata.clone();
-                if numbered {
-                    passage.metadata.insert("chunk".into(), Value::from(i));
-                }
+                passage.metadata = metadata;
                 passage.embedding = vector.map(|vector| Embedding {
                     model: self
                         .embedder

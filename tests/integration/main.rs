@@ -13,6 +13,8 @@ mod fake_openai;
 mod agent_loop;
 #[cfg(feature = "anthropic")]
 mod anthropic;
+#[cfg(feature = "cli")]
+mod cli;
 mod custom_tools;
 mod layering;
 #[cfg(feature = "local-embed")]

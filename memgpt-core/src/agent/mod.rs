@@ -317,6 +317,31 @@ impl Agent {
         Ok(ids)
     }
 
+    /// Stores ready-made chunks in archival storage (each with its own metadata; no further
+    /// splitting), embedded in one batch and committed together: what a document ingester
+    /// calls with chunks of its own. Empty chunks, or more than
+    /// [`AgentConfig::max_document_bytes`] at once, are refused.
+    pub async fn insert_archival_chunks(
+        &mut self,
+        chunks: Vec<(String, serde_json::Map<String, serde_json::Value>)>,
+    ) -> Result<Vec<PassageId>> {
+        self.sync_with_store().await?;
+        let now = self.rt.clock.now();
+        let passages = self
+            .passage_writer()
+            .embed_chunks(self.id(), chunks, now)
+            .await
+            .map_err(|e| Error::from_passages("archival insert", e))?;
+        let ids = passages.iter().map(|p| p.id).collect();
+        let guard = Rollback::new(self);
+        guard
+            .agent
+            .commit(now, Vec::new(), Vec::new(), passages)
+            .await?;
+        guard.keep();
+        Ok(ids)
+    }
+
     /// Imports earlier conversation (from another system, or a replayed dataset) into recall
     /// storage and commits it: at once searchable with `conversation_search`, but not in the
     /// FIFO queue, as if it had been evicted long ago. Messages keep their own timestamps and

@@ -1,0 +1,237 @@
+//! `memgpt agents ...` and `memgpt context`: agents without a conversation.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use async_trait::async_trait;
+use memgpt::Agent;
+use memgpt::agent_file::{self, AgentFile, ImportOptions};
+use memgpt::llm::{ChatRequest, ChatResponse, LlmError, LlmProvider, Role};
+use memgpt::store::{AgentState, Storage};
+
+use crate::open;
+use crate::settings::Settings;
+
+/// Stands in for the model where a command only reads an agent (`show`, `context`): the
+/// prompt is compiled exactly as for a step, and nothing is sent anywhere.
+#[derive(Debug)]
+pub struct NoModel {
+    model: String,
+}
+
+impl NoModel {
+    /// Stands in for the model `state` was configured with (for its tokenizer).
+    pub fn for_state(state: &AgentState) -> Self {
+        Self {
+            model: if state.config.model.is_empty() {
+                "gpt-4o-mini".to_owned()
+            } else {
+                state.config.model.clone()
+            },
+        }
+    }
+}
+
+#[async_trait]
+impl LlmProvider for NoModel {
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    async fn complete(&self, _: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        Err(LlmError::Permanent {
+            status: None,
+            message: "this command does not talk to the model".into(),
+        })
+    }
+}
+
+async fn load_state(storage: &Storage, name: &str) -> Result<AgentState> {
+    match open::find_agent(storage, name).await? {
+        Some(state) => Ok(state),
+        None => bail!("no agent named `{name}` (see `memgpt agents list`)"),
+    }
+}
+
+/// Loads an agent for reading, without a model.
+async fn load_offline(storage: Storage, state: &AgentState) -> Result<Agent> {
+    Agent::builder()
+        .provider(Arc::new(NoModel::for_state(state)))
+        .storage(storage)
+        .load(state.id)
+        .await
+        .with_context(|| format!("loading agent {}", state.name))
+}
+
+pub async fn list(settings: &Settings) -> Result<()> {
+    let storage = open::storage(settings).await?;
+    let agents = storage.agents.list_agents().await?;
+    if agents.is_empty() {
+        println!(
+            "no agents in {} (`memgpt chat --agent NAME` creates one)",
+            settings.store_url()
+        );
+        return Ok(());
+    }
+    println!(
+        "{:<20} {:>9} {:>9} {:<12} {}",
+        "NAME", "MESSAGES", "PASSAGES", "POLICY", "UPDATED"
+    );
+    for state in agents {
+        let messages = storage.recall.count_messages(state.id).await?;
+        let passages = storage.archival.count_passages(state.id).await?;
+        println!(
+            "{:<20} {messages:>9} {passages:>9} {:<12} {}",
+            state.name,
+            state.config.policy,
+            state.updated_at.format("%Y-%m-%d %H:%M")
+        );
+    }
+    Ok(())
+}
+
+pub async fn show(settings: &Settings, name: &str) -> Result<()> {
+    let storage = open::storage(settings).await?;
+    let state = load_state(&storage, name).await?;
+    let messages = storage.recall.count_messages(state.id).await?;
+    let passages = storage.archival.count_passages(state.id).await?;
+    let c = &state.config;
+    println!("agent      {} ({})", state.name, state.id);
+    println!("created    {}", state.created_at.to_rfc3339());
+    println!(
+        "updated    {} (version {})",
+        state.updated_at.to_rfc3339(),
+        state.version
+    );
+    println!(
+        "model      {} (context window {} tokens)",
+        if c.model.is_empty() {
+            "(the provider's)"
+        } else {
+            &c.model
+        },
+        c.context_window
+    );
+    println!("policy     {}", c.policy);
+    println!("functions  {}", c.functions.join(", "));
+    println!(
+        "recall     {messages} messages ({} in the FIFO queue)",
+        state.fifo.len()
+    );
+    println!("archival   {passages} passages");
+    if let Some(space) = storage.agents.embedding_space().await? {
+        println!(
+            "embeddings {} ({} dimensions)",
+            space.model, space.dimension
+        );
+    }
+    println!(
+        "summary    {}",
+        if state.summary.text.is_empty() {
+            "(none yet)".to_owned()
+        } else {
+            format!("{} evicted messages", state.summary.evicted_messages)
+        }
+    );
+    for block in state.memory.blocks() {
+        println!(
+            "\n[{}] {}/{} chars\n{}",
+            block.label(),
+            block.chars(),
+            block.limit(),
+            block.value()
+        );
+    }
+    Ok(())
+}
+
+pub async fn delete(settings: &Settings, name: &str) -> Result<()> {
+    let storage = open::storage(settings).await?;
+    let state = load_state(&storage, name).await?;
+    storage.agents.delete_agent(state.id).await?;
+    println!("deleted agent {name} and everything it remembered");
+    Ok(())
+}
+
+pub async fn context(settings: &Settings, name: &str) -> Result<()> {
+    let storage = open::storage(settings).await?;
+    let state = load_state(&storage, name).await?;
+    let agent = load_offline(storage, &state).await?;
+    let request = agent.request();
+    let counter = agent.context().counter().clone();
+    for (i, message) in request.messages.iter().enumerate() {
+        let section = match (i, message.role) {
+            (0, Role::System) => "system instructions + working context".to_owned(),
+            (_, role) => format!("{role:?}").to_lowercase(),
+        };
+        println!(
+            "===== [{i}] {section} ({} tokens) =====",
+            counter.count_message(message)
+        );
+        if !message.content.is_empty() {
+            println!("{}", message.content);
+        }
+        for call in &message.tool_calls {
+            println!("-> {}({})", call.name, call.arguments);
+        }
+    }
+    println!(
+        "===== functions ({} tokens) =====",
+        agent.stats().tools_tokens
+    );
+    for tool in request.tools.iter() {
+        println!(
+            "{}: {}",
+            tool.name,
+            serde_json::to_string(&tool.parameters)?
+        );
+    }
+    let stats = agent.stats();
+    println!("===== totals =====\n{stats}");
+    Ok(())
+}
+
+pub async fn export(settings: &Settings, name: &str, output: Option<PathBuf>) -> Result<()> {
+    let storage = open::storage(settings).await?;
+    let state = load_state(&storage, name).await?;
+    let file = agent_file::export(&storage, state.id).await?;
+    let path = output.unwrap_or_else(|| PathBuf::from(format!("{name}.af")));
+    let json = serde_json::to_string_pretty(&file)?;
+    write_atomically(&path, json.as_bytes())?;
+    let extras = file.memgpt.as_ref();
+    println!(
+        "exported {name} to {} ({} messages in context, {} earlier, {} passages)",
+        path.display(),
+        file.agents.first().map_or(0, |a| a.messages.len()),
+        extras.map_or(0, |x| x.agents.first().map_or(0, |a| a.history.len())),
+        extras.map_or(0, |x| x.agents.first().map_or(0, |a| a.passages.len())),
+    );
+    Ok(())
+}
+
+pub async fn import(settings: &Settings, path: &Path, name: Option<String>) -> Result<()> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let file: AgentFile = agent_file::parse(&text)
+        .with_context(|| format!("{} is not an agent file", path.display()))?;
+    let storage = open::storage(settings).await?;
+    let report = agent_file::import(&storage, &file, ImportOptions { name })
+        .await
+        .with_context(|| format!("importing {}", path.display()))?;
+    println!(
+        "imported agent {} ({} messages, {} passages, {} blocks)",
+        report.name, report.messages, report.passages, report.blocks
+    );
+    for note in &report.unmapped {
+        println!("  not imported: {note}");
+    }
+    Ok(())
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("af.partial");
+    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}

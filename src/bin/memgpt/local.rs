@@ -1,0 +1,146 @@
+//! The offline path: the local chat model (llama.cpp, feature `local`) and the local embedder
+//! (candle, feature `local-embed`), pulled into the model cache on first use.
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use memgpt::embed::Embedder;
+use memgpt::models::{ALL_MINILM_L6_V2, ModelCache, ModelSpec, Progress};
+
+use crate::open::Llm;
+use crate::settings::Settings;
+
+/// What `memgpt` prints when no LLM is configured and it may not download one.
+pub const HOW_TO_CONFIGURE: &str = "\
+No LLM is configured.
+
+Use an endpoint (environment, memgpt.toml or flags; see `memgpt config`):
+  OpenAI:     export OPENAI_API_KEY=sk-...                                   (optional: MEMGPT_MODEL=gpt-4o)
+  Anthropic:  export ANTHROPIC_API_KEY=sk-ant-...                            (a build with --features anthropic)
+  Ollama:     export MEMGPT_BASE_URL=http://localhost:11434/v1 MEMGPT_MODEL=llama3.1:8b
+  vLLM:       export MEMGPT_BASE_URL=http://localhost:8000/v1 MEMGPT_MODEL=<served model>
+  llama.cpp:  export MEMGPT_BASE_URL=http://localhost:8080/v1 MEMGPT_MODEL=<any>
+  LM Studio:  export MEMGPT_BASE_URL=http://localhost:1234/v1 MEMGPT_MODEL=<loaded model>
+
+Or run offline on the local models (pulled once, about 190 MB, SHA-256 checked):
+  memgpt chat --yes        (asks first on a terminal; needs a build with the `local` feature)";
+
+/// Makes sure `spec` is in the cache: asks (or takes `--yes`), then downloads it with a
+/// progress bar. `Ok(None)` when the user declines.
+pub async fn ensure(
+    cache: &ModelCache,
+    spec: &ModelSpec,
+    yes: bool,
+) -> Result<Option<std::path::PathBuf>> {
+    if let Some(dir) = cache.find(spec) {
+        return Ok(Some(dir));
+    }
+    let size_mb = spec.size() as f64 / 1e6;
+    eprintln!(
+        "The local model {} ({}) is not in {}: {size_mb:.0} MB to download.",
+        spec.name,
+        spec.description,
+        cache.root().display()
+    );
+    if !yes {
+        if !std::io::stdin().is_terminal() {
+            bail!("not downloading without --yes when not on a terminal\n\n{HOW_TO_CONFIGURE}");
+        }
+        eprint!("Download it now? [y/N] ");
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            return Ok(None);
+        }
+    }
+    let bar = indicatif::ProgressBar::new(spec.size());
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar.set_message(spec.name.to_owned());
+    let progress = |p: Progress<'_>| {
+        if let Some(total) = p.total {
+            bar.set_length(total);
+        }
+        bar.set_position(p.done);
+    };
+    let dir = cache
+        .pull(spec, &progress)
+        .await
+        .with_context(|| format!("downloading {}", spec.name))?;
+    bar.finish_with_message(format!("{} (checksum verified)", spec.name));
+    Ok(Some(dir))
+}
+
+/// The local chat model and embedder. `explicit`: the user asked for `provider = local`, so
+/// its absence is an error rather than "nothing configured".
+#[cfg(feature = "local")]
+pub async fn llm(settings: &Settings, _explicit: bool) -> Result<Option<Llm>> {
+    use memgpt::local::{LlamaConfig, LlamaProvider};
+    use memgpt::models::SMOLLM2_135M_INSTRUCT;
+
+    let cache = ModelCache::from_env();
+    let Some(dir) = ensure(&cache, &SMOLLM2_135M_INSTRUCT, settings.assume_yes).await? else {
+        return Ok(None);
+    };
+    let threads = std::env::var("MEMGPT_THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(1);
+    let provider =
+        LlamaProvider::new(LlamaConfig::new(dir.join("model.gguf")).with_threads(threads))
+            .context("loading the local chat model")?;
+    let embedder = match settings.get("embedder").unwrap_or("auto") {
+        "none" => None,
+        _ => embedder(true, settings.assume_yes).await?,
+    };
+    Ok(Some(Llm {
+        provider: Arc::new(provider),
+        description: format!(
+            "local model {} on {threads} thread(s){}, offline",
+            SMOLLM2_135M_INSTRUCT.name,
+            if embedder.is_some() {
+                " with the local embedder"
+            } else {
+                ""
+            }
+        ),
+        embedder,
+    }))
+}
+
+/// Without the `local` feature there is no local chat model.
+#[cfg(not(feature = "local"))]
+pub async fn llm(_: &Settings, explicit: bool) -> Result<Option<Llm>> {
+    if explicit {
+        bail!(
+            "setting `provider` is `local`, but this memgpt was built without the `local` feature \
+             (rebuild with --features cli,local; llama.cpp needs cmake and libclang)"
+        );
+    }
+    Ok(None)
+}
+
+/// The local embedder: `required` pulls it if missing (asking first, or with `--yes`);
+/// otherwise it is used only when already present.
+pub async fn embedder(required: bool, yes: bool) -> Result<Option<Arc<dyn Embedder>>> {
+    let cache = ModelCache::from_env();
+    let dir = match cache.find(&ALL_MINILM_L6_V2) {
+        Some(dir) => dir,
+        None if required => match ensure(&cache, &ALL_MINILM_L6_V2, yes).await? {
+            Some(dir) => dir,
+            None => bail!(
+                "setting `embedder` is `local` but {} was not downloaded (set embedder = \"none\" to go without)",
+                ALL_MINILM_L6_V2.name
+            ),
+        },
+        None => return Ok(None),
+    };
+    Ok(Some(Arc::new(
+        memgpt::local_embed::LocalEmbedder::from_dir(dir).context("loading the local embedder")?,
+    )))
+}

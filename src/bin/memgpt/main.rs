@@ -1,0 +1,181 @@
+//! `memgpt`: chat with a persistent MemGPT agent, feed it documents, and move agents in and out
+//! (Letta agent files included).
+//!
+//! ```text
+//! memgpt chat [--agent NAME] [--yes]
+//! memgpt ingest --agent NAME PATH...
+//! memgpt agents list | show NAME | delete NAME | export NAME [-o FILE] | import FILE
+//! memgpt context NAME
+//! memgpt config
+//! ```
+//!
+//! Settings come from `memgpt.toml`, then environment variables, then flags (`memgpt config`
+//! shows the result and where each value came from).
+
+mod agents;
+mod chat;
+mod display;
+mod ingest;
+mod local;
+mod open;
+mod settings;
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+use crate::settings::Settings;
+
+/// Chat with a persistent MemGPT agent; ingest documents; export and import agents.
+#[derive(Debug, Parser)]
+#[command(name = "memgpt", version, about, long_about = None)]
+struct Cli {
+    /// The configuration file (default: ./memgpt.toml if present, or $MEMGPT_CONFIG).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Where agents live (default ./memgpt-data).
+    #[arg(long, global = true, value_name = "DIR")]
+    data_dir: Option<String>,
+    /// A store URL instead of the data directory (sqlite://DIR, postgres://..., memory://).
+    #[arg(long, global = true, value_name = "URL")]
+    store: Option<String>,
+    /// auto | openai | anthropic | local.
+    #[arg(long, global = true)]
+    provider: Option<String>,
+    /// An OpenAI-compatible endpoint.
+    #[arg(long, global = true, value_name = "URL")]
+    base_url: Option<String>,
+    /// The chat model.
+    #[arg(long, global = true)]
+    model: Option<String>,
+    /// The context window in tokens.
+    #[arg(long, global = true, value_name = "TOKENS")]
+    context_window: Option<String>,
+    /// The page-replacement policy of new agents.
+    #[arg(long, global = true)]
+    policy: Option<String>,
+    /// auto | none | local | openai:MODEL.
+    #[arg(long, global = true)]
+    embedder: Option<String>,
+    /// Download missing local models without asking.
+    #[arg(long, short = 'y', global = true)]
+    yes: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Talk to an agent (created on first use, resumed afterwards).
+    Chat {
+        /// The agent's name.
+        #[arg(long, default_value = "sam")]
+        agent: String,
+    },
+    /// Put documents into an agent's archival memory (text, Markdown, HTML, PDF; folders
+    /// recursively). Re-ingesting a file adds nothing; an interrupted ingest resumes.
+    Ingest {
+        /// The agent's name.
+        #[arg(long)]
+        agent: String,
+        /// Files or folders.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// List, show, delete, export and import agents.
+    #[command(subcommand)]
+    Agents(AgentsCommand),
+    /// Print an agent's main context exactly as the LLM receives it, with tokens per section.
+    Context {
+        /// The agent's name.
+        name: String,
+    },
+    /// Print the effective configuration (secrets masked) and where each value came from.
+    Config,
+}
+
+#[derive(Debug, Subcommand)]
+enum AgentsCommand {
+    /// Every agent in the store.
+    List,
+    /// One agent: configuration, memory, counts.
+    Show { name: String },
+    /// Delete an agent and everything it remembers.
+    Delete { name: String },
+    /// Write a Letta agent file (.af, schema v2) with memgpt's extras under `memgpt`.
+    Export {
+        name: String,
+        /// The file (default NAME.af).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Read a Letta or memgpt agent file into the store.
+    Import {
+        file: PathBuf,
+        /// Import under this name instead of the file's.
+        #[arg(long)]
+        name: Option<String>,
+    },
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("memgpt: cannot start the runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    if let Err(e) = runtime.block_on(run(cli)) {
+        eprintln!("memgpt: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    let mut settings = Settings::load(
+        cli.config.as_deref(),
+        |name| std::env::var(name).ok(),
+        &[
+            ("data_dir", cli.data_dir),
+            ("store", cli.store),
+            ("provider", cli.provider),
+            ("base_url", cli.base_url),
+            ("model", cli.model),
+            ("context_window", cli.context_window),
+            ("policy", cli.policy),
+            ("embedder", cli.embedder),
+        ],
+    )?;
+    settings.assume_yes = cli.yes;
+    match cli.command {
+        Command::Chat { agent } => chat::run(&settings, &agent).await,
+        Command::Ingest { agent, paths } => ingest::run(&settings, &agent, &paths).await,
+        Command::Agents(command) => match command {
+            AgentsCommand::List => agents::list(&settings).await,
+            AgentsCommand::Show { name } => agents::show(&settings, &name).await,
+            AgentsCommand::Delete { name } => agents::delete(&settings, &name).await,
+            AgentsCommand::Export { name, output } => {
+                agents::export(&settings, &name, output).await
+            }
+            AgentsCommand::Import { file, name } => agents::import(&settings, &file, name).await,
+        },
+        Command::Context { name } => agents::context(&settings, &name).await,
+        Command::Config => {
+            print!("{}", settings.render());
+            Ok(())
+        }
+    }
+}

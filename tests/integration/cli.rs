@@ -1,0 +1,397 @@
+//! The `memgpt` binary end to end: scripted stdin, the fake OpenAI server on 127.0.0.1, a data
+//! directory of its own per test.
+
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+use crate::fake_openai::{FakeOpenAi, Reply};
+
+struct Cli {
+    dir: tempfile::TempDir,
+    server: FakeOpenAi,
+}
+
+impl Cli {
+    async fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+            server: FakeOpenAi::start().await,
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// `memgpt ARGS` against the fake server, in the test's folder, without colours or local
+    /// models.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_memgpt"));
+        command
+            .args(args)
+            .current_dir(self.dir.path())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("MEMGPT_BASE_URL", self.server.base_url())
+            .env("MEMGPT_MODEL", "gpt-4o-mini")
+            .env("MEMGPT_EMBEDDER", "none")
+            .env("MEMGPT_HOME", self.path("home"))
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        command
+    }
+
+    async fn run(&self, args: &[&str], stdin: &str) -> Output {
+        run(self.command(args), stdin).await
+    }
+
+    /// Runs and insists on success; returns stdout.
+    async fn ok(&self, args: &[&str], stdin: &str) -> String {
+        let output = self.run(args, stdin).await;
+        let (out, err) = text(&output);
+        assert!(
+            output.status.success(),
+            "memgpt {args:?} failed\nstdout:\n{out}\nstderr:\n{err}"
+        );
+        out
+    }
+}
+
+async fn run(mut command: Command, stdin: &str) -> Output {
+    let mut child = command.spawn().expect("the memgpt binary");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.as_bytes()).await.unwrap();
+    drop(input);
+    tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
+        .await
+        .expect("memgpt finished")
+        .unwrap()
+}
+
+fn text(output: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn say(message: &str) -> Reply {
+    Reply::call("send_message", json!({ "message": message }))
+}
+
+#[tokio::test]
+async fn chat_with_slash_commands_resumes_after_a_restart() {
+    let cli = Cli::new().await;
+    cli.server.push(say("Nice to meet you, Ann!"));
+    cli.server.push(say("Two lines, got it."));
+    let out = cli
+        .ok(
+            &["chat"],
+            "Hi, I'm Ann\n/memory\n/context\n/recall Ann\n/archival anything\n/policy lru\n/policy\n/summary\n/model\n/help\n/bogus\nsecond \\\nline\n/exit\n",
+        )
+        .await;
+    assert!(out.contains("created agent sam"), "{out}");
+    assert!(out.contains("sam> Nice to meet you, Ann!"), "{out}");
+    assert!(
+        out.contains("[persona]") && out.contains("/2000 chars"),
+        "{out}"
+    );
+    assert!(
+        out.contains("queue") && out.contains("'|' = memory-pressure warning at 70%"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Hi, I'm Ann"),
+        "/recall shows the message: {out}"
+    );
+    assert!(out.contains("policy: lru (saved)"), "{out}");
+    assert!(out.contains("no summary yet"), "{out}");
+    assert!(out.contains("model gpt-4o-mini at"), "{out}");
+    assert!(out.contains("/archival QUERY"), "/help: {out}");
+    assert!(out.contains("unknown command /bogus"), "{out}");
+    // The continued line reached the model as one message.
+    let last = cli.server.agent_requests().last().unwrap().last_content();
+    assert!(last.contains("second \\nline"), "{last}");
+
+    // A new process resumes the agent: same memory, same history, the policy it was given.
+    cli.server.respond_with(|_| say("You are Ann."));
+    let out = cli.ok(&["chat"], "What's my name?\n").await;
+    assert!(out.contains("resumed agent sam"), "{out}");
+    assert!(out.contains("sam> You are Ann."), "{out}");
+    let prompt =
+        serde_json::to_string(cli.server.agent_requests().last().unwrap().messages()).unwrap();
+    assert!(
+        prompt.contains("Hi, I'm Ann"),
+        "the history is back in context: {prompt}"
+    );
+    let list = cli.ok(&["agents", "list"], "").await;
+    assert!(list.contains("sam") && list.contains("lru"), "{list}");
+}
+
+#[tokio::test]
+async fn ctrl_c_cancels_a_step_and_keeps_the_last_committed_state() {
+    let cli = Cli::new().await;
+    cli.server
+        .push(say("too late").delayed(Duration::from_secs(30)));
+    let mut child = cli.command(&["chat"]).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"Hello there\n").await.unwrap();
+    // Wait until the step is waiting on the model, then interrupt it.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while cli.server.agent_requests().is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the step never reached the model"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let pid = child.id().unwrap() as i32;
+    // SAFETY: sending a signal to our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stdin.write_all(b"/exit\n").await.unwrap();
+    drop(stdin);
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let (out, err) = text(&output);
+    assert!(output.status.success(), "{out}\n{err}");
+    assert!(
+        out.contains("(cancelled: the agent is at its last committed state)"),
+        "{out}"
+    );
+    assert!(!out.contains("too late"), "{out}");
+    let show = cli.ok(&["agents", "show", "sam"], "").await;
+    assert!(
+        show.contains("recall     0 messages"),
+        "nothing of the cancelled step was stored: {show}"
+    );
+}
+
+/// A one-page PDF whose text is `line` (Helvetica, WinAnsi), with a correct cross-reference table.
+fn pdf(line: &str) -> Vec<u8> {
+    let stream = format!("BT /F1 12 Tf 72 720 Td ({line}) Tj ET");
+    let objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>".to_owned(),
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_owned(),
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>".to_owned(),
+        format!("<< /Length {} >>\nstream\n{stream}\nendstream", stream.len()),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>".to_owned(),
+    ];
+    let mut out = b"%PDF-1.4\n".to_vec();
+    let mut offsets = Vec::new();
+    for (i, object) in objects.iter().enumerate() {
+        offsets.push(out.len());
+        out.extend(format!("{} 0 obj\n{object}\nendobj\n", i + 1).bytes());
+    }
+    let xref = out.len();
+    out.extend(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).bytes());
+    for offset in offsets {
+        out.extend(format!("{offset:010} 00000 n \n").bytes());
+    }
+    out.extend(
+        format!(
+            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
+            objects.len() + 1
+        )
+        .bytes(),
+    );
+    out
+}
+
+fn write(path: &Path, bytes: &[u8]) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[tokio::test]
+async fn ingest_reads_a_tree_once_and_the_agent_finds_it() {
+    let cli = Cli::new().await;
+    cli.ok(&["chat"], "/exit\n").await;
+    let docs = cli.path("docs");
+    write(
+        &docs.join("notes.md"),
+        b"# Garden\n\nThe kiwi vines need pruning in February.\n\nWater the figs weekly.",
+    );
+    write(
+        &docs.join("sub/page.html"),
+        b"<html><head><style>p{}</style></head><body><h1>Trip</h1><p>The ferry to Lindau leaves at nine.</p></body></html>",
+    );
+    write(
+        &docs.join("sub/deep/manual.pdf"),
+        &pdf("The boiler pressure must stay below two bar."),
+    );
+    write(&docs.join("image.bin"), &[0, 1, 2, 255]);
+
+    let out = cli.ok(&["ingest", "--agent", "sam", "docs"], "").await;
+    assert!(out.contains("ingested 3 files into sam"), "{out}");
+    assert!(out.contains("0 already ingested"), "{out}");
+    let again = cli.ok(&["ingest", "--agent", "sam", "docs"], "").await;
+    assert!(again.contains(": 0 new chunks"), "{again}");
+    assert!(again.contains("3 already ingested"), "{again}");
+    let show = cli.ok(&["agents", "show", "sam"], "").await;
+    assert!(show.contains("archival   3 passages"), "{show}");
+
+    let out = cli
+        .ok(
+            &["chat"],
+            "/archival boiler pressure\n/archival ferry Lindau\n/archival kiwi pruning\n",
+        )
+        .await;
+    for expected in ["two bar", "ferry to Lindau", "kiwi vines"] {
+        assert!(out.contains(expected), "{expected}: {out}");
+    }
+
+    // A broken file: one clear line, the others still go in.
+    write(&cli.path("bad/broken.pdf"), b"%PDF-1.4 this is not a pdf");
+    write(
+        &cli.path("bad/ok.txt"),
+        b"Plain text about the lighthouse keeper.",
+    );
+    let output = cli.run(&["ingest", "--agent", "sam", "bad"], "").await;
+    let (out, err) = text(&output);
+    assert!(!output.status.success());
+    assert!(
+        out.contains("broken.pdf: not a readable PDF")
+            || err.contains("broken.pdf: not a readable PDF"),
+        "{out}\n{err}"
+    );
+    assert!(
+        err.lines().filter(|l| l.starts_with("memgpt:")).count() == 1,
+        "{err}"
+    );
+    let show = cli.ok(&["agents", "show", "sam"], "").await;
+    assert!(
+        show.contains("archival   4 passages"),
+        "the good file went in: {show}"
+    );
+}
+
+fn normalized(path: &Path, rename: Option<(&str, &str)>) -> Value {
+    let mut file: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    file["created_at"] = Value::Null;
+    if let Some((from, to)) = rename {
+        assert_eq!(file["agents"][0]["name"], from);
+        file["agents"][0]["name"] = json!(to);
+    }
+    file
+}
+
+#[tokio::test]
+async fn agents_export_import_round_trip_and_letta_files() {
+    let cli = Cli::new().await;
+    cli.server.push(say("Hello Ann."));
+    cli.ok(&["chat"], "I am Ann and I keep bees.\n").await;
+    cli.ok(&["agents", "export", "sam", "-o", "sam.af"], "")
+        .await;
+    let out = cli
+        .ok(&["agents", "import", "sam.af", "--name", "copy"], "")
+        .await;
+    assert!(out.contains("imported agent copy (3 messages"), "{out}");
+    cli.ok(&["agents", "export", "copy", "-o", "copy.af"], "")
+        .await;
+    assert_eq!(
+        normalized(&cli.path("sam.af"), None),
+        normalized(&cli.path("copy.af"), Some(("copy", "sam")))
+    );
+
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("memgpt-core/src/agent_file/testdata/letta_v2.af");
+    let out = cli
+        .ok(&["agents", "import", fixture.to_str().unwrap()], "")
+        .await;
+    assert!(
+        out.contains("imported agent letta_helper (5 messages, 0 passages, 2 blocks)"),
+        "{out}"
+    );
+    assert!(out.contains("not imported: tool `roll_d20`"), "{out}");
+    let context = cli.ok(&["context", "letta_helper"], "").await;
+    assert!(
+        context.contains("My sister Maya is visiting from Lisbon"),
+        "{context}"
+    );
+    assert!(context.contains("===== functions"), "{context}");
+    assert!(context.contains("tokens"), "{context}");
+
+    // Bad files: one clear line each, nothing imported.
+    write(&cli.path("garbage.af"), b"this is not json");
+    write(
+        &cli.path("old.af"),
+        br#"{"name": "a v1 file", "memory": {}}"#,
+    );
+    for (file, expected) in [
+        ("garbage.af", "is not an agent file"),
+        ("old.af", "schema-v2"),
+        ("missing.af", "reading missing.af"),
+        ("sam.af", "already exists"),
+    ] {
+        let output = cli.run(&["agents", "import", file], "").await;
+        let (_, err) = text(&output);
+        assert!(!output.status.success(), "{file}");
+        assert_eq!(err.lines().count(), 1, "{file}: {err}");
+        assert!(
+            err.starts_with("memgpt: ") && err.contains(expected),
+            "{file}: {err}"
+        );
+    }
+    let list = cli.ok(&["agents", "list"], "").await;
+    assert_eq!(
+        list.lines().count(),
+        4,
+        "header + sam, copy, letta_helper: {list}"
+    );
+    let deleted = cli.ok(&["agents", "delete", "copy"], "").await;
+    assert!(deleted.contains("deleted agent copy"), "{deleted}");
+}
+
+#[tokio::test]
+async fn configuration_layers_and_missing_models() {
+    let cli = Cli::new().await;
+    write(
+        &cli.path("memgpt.toml"),
+        b"model = \"from-file\"\npolicy = \"lru\"\ncontext_window = 16000\n",
+    );
+    let mut command = cli.command(&["config", "--policy", "attention"]);
+    command.env("MEMGPT_API_KEY", "sk-test-abcdefghijkl1234");
+    let output = run(command, "").await;
+    let (out, _) = text(&output);
+    assert!(
+        out.contains("model           = gpt-4o-mini  [$MEMGPT_MODEL]"),
+        "{out}"
+    );
+    assert!(out.contains("policy          = attention  [flag]"), "{out}");
+    assert!(
+        out.contains("context_window  = 16000  [memgpt.toml]"),
+        "{out}"
+    );
+    assert!(
+        out.contains("sk-t…1234") && !out.contains("abcdefghijkl"),
+        "{out}"
+    );
+
+    write(&cli.path("memgpt.toml"), b"modle = \"typo\"\n");
+    let output = cli.run(&["config"], "").await;
+    let (_, err) = text(&output);
+    assert!(err.contains("unknown setting `modle`"), "{err}");
+    std::fs::remove_file(cli.path("memgpt.toml")).unwrap();
+
+    // No endpoint, no local model, not a terminal, no --yes: the how-to, and a failure.
+    let mut command = cli.command(&["chat"]);
+    command.env_remove("MEMGPT_BASE_URL");
+    let output = run(command, "hello\n").await;
+    let (out, err) = text(&output);
+    assert!(!output.status.success(), "{out}\n{err}");
+    assert!(
+        format!("{out}{err}").contains("No LLM is configured"),
+        "{out}\n{err}"
+    );
+}
