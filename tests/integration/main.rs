@@ -10,6 +10,7 @@ mod fake_anthropic;
 #[path = "../support/fake_openai.rs"]
 mod fake_openai;
 
+mod agent_file;
 mod agent_loop;
 #[cfg(feature = "anthropic")]
 mod anthropic;

@@ -183,6 +183,12 @@ pub async fn import(
         }
     }
     messages.sort_by_key(|m| m.created_at);
+    let Some(system) = system.filter(|s| !s.trim().is_empty()) else {
+        return Err(invalid(format!(
+            "agent `{}` has no system instructions (`system`, or a system message first in context)",
+            agent.id
+        )));
+    };
     let fifo: Vec<MessageId> = agent
         .in_context_message_ids
         .iter()
@@ -218,7 +224,7 @@ pub async fn import(
         name: name.clone(),
         version: 1,
         config,
-        system: system.unwrap_or_else(|| crate::agent::prompt::DEFAULT_SYSTEM_PROMPT.to_owned()),
+        system,
         memory,
         summary: extras.map(|x| x.summary.clone()).unwrap_or_default(),
         fifo,

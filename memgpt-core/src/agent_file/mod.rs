@@ -83,6 +83,3 @@ pub fn parse(text: &str) -> Result<AgentFile, AgentFileError> {
     }
     Ok(serde_json::from_value(value)?)
 }
-
-#[cfg(test)]
-mod tests;

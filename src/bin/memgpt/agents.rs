@@ -75,8 +75,8 @@ pub async fn list(settings: &Settings) -> Result<()> {
         return Ok(());
     }
     println!(
-        "{:<20} {:>9} {:>9} {:<12} {}",
-        "NAME", "MESSAGES", "PASSAGES", "POLICY", "UPDATED"
+        "{:<20} {:>9} {:>9} {:<12} UPDATED",
+        "NAME", "MESSAGES", "PASSAGES", "POLICY"
     );
     for state in agents {
         let messages = storage.recall.count_messages(state.id).await?;
@@ -203,7 +203,11 @@ pub async fn export(settings: &Settings, name: &str, output: Option<PathBuf>) ->
     println!(
         "exported {name} to {} ({} messages in context, {} earlier, {} passages)",
         path.display(),
-        file.agents.first().map_or(0, |a| a.messages.len()),
+        file.agents.first().map_or(0, |a| a
+            .messages
+            .iter()
+            .filter(|m| m.role != "system")
+            .count()),
         extras.map_or(0, |x| x.agents.first().map_or(0, |a| a.history.len())),
         extras.map_or(0, |x| x.agents.first().map_or(0, |a| a.passages.len())),
     );

@@ -1,14 +1,15 @@
+//! Agent files: export, import, Letta's own files, bad files.
+
 use std::sync::Arc;
 
+use memgpt::Agent;
+use memgpt::agent_file::*;
+use memgpt::message::MessageKind;
+use memgpt::store::{Page, RecallQuery, Storage};
+use memgpt::testing::ScriptedProvider;
 use serde_json::json;
 
-use super::*;
-use crate::Agent;
-use crate::message::MessageKind;
-use crate::store::{Page, RecallQuery, Storage};
-use crate::testing::ScriptedProvider;
-
-const LETTA: &str = include_str!("testdata/letta_v2.af");
+const LETTA: &str = include_str!("../../memgpt-core/src/agent_file/testdata/letta_v2.af");
 
 /// An agent with a conversation, a flush, passages and an edited block.
 async fn busy_agent(storage: &Storage) -> Agent {
