@@ -395,3 +395,211 @@ async fn configuration_layers_and_missing_models() {
         "{out}\n{err}"
     );
 }
+
+#[tokio::test]
+async fn an_interrupted_ingest_resumes_without_duplicates() {
+    let cli = Cli::new().await;
+    cli.ok(&["chat"], "/exit\n").await;
+    // About a million tokens: thousands of chunks, so the interrupt lands mid-file.
+    let words = [
+        "orchard", "harbour", "violin", "granite", "lantern", "meadow", "compass",
+    ];
+    let big: String = (0..50_000)
+        .map(|i| {
+            format!(
+                "Sentence {i} mentions the {} and the {} near milestone {}.\n",
+                words[i % 7],
+                words[(i / 7) % 7],
+                i * 3
+            )
+        })
+        .collect();
+    write(&cli.path("big.txt"), big.as_bytes());
+
+    let mut child = cli
+        .command(&["ingest", "--agent", "sam", "big.txt"])
+        .spawn()
+        .unwrap();
+    let db = cli.path("memgpt-data");
+    // Interrupt once some batches are committed.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    // While ingest holds the embedded indexes, another memgpt process is refused clearly.
+    let busy = loop {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "ingest never opened the store"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let output = cli.run(&["agents", "show", "sam"], "").await;
+        if !output.status.success() {
+            break text(&output).1;
+        }
+    };
+    assert!(busy.contains("in use by another memgpt process"), "{busy}");
+    // Watch the SQLite rows alone (WAL readers do not block the writer).
+    let url = format!("sqlite://{}?recall=fts5&vectors=exact", db.display());
+    let storage = url
+        .parse::<memgpt::StoreConfig>()
+        .unwrap()
+        .open()
+        .await
+        .unwrap();
+    let agent = storage.agents.list_agents().await.unwrap()[0].id;
+    loop {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "ingest never committed a batch"
+        );
+        if storage.archival.count_passages(agent).await.unwrap() >= 64 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(storage);
+    // SAFETY: sending a signal to our own child process.
+    assert_eq!(
+        unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGINT) },
+        0
+    );
+    let status = child.wait().await.unwrap();
+    assert!(!status.success(), "the interrupt stopped the ingest");
+    assert!(db.exists());
+
+    let out = cli.ok(&["ingest", "--agent", "sam", "big.txt"], "").await;
+    assert!(out.contains("ingested 1 files"), "{out}");
+    let again = cli.ok(&["ingest", "--agent", "sam", "big.txt"], "").await;
+    assert!(
+        again.contains(": 0 new chunks") && again.contains("1 already ingested"),
+        "{again}"
+    );
+
+    // Every chunk exactly once.
+    cli.ok(&["agents", "export", "sam", "-o", "sam.af"], "")
+        .await;
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(cli.path("sam.af")).unwrap()).unwrap();
+    let passages = file["memgpt"]["agents"][0]["passages"].as_array().unwrap();
+    let total = passages[0]["metadata"]["chunks"].as_u64().unwrap() as usize;
+    let mut seen = vec![0u32; total];
+    for p in passages {
+        seen[p["metadata"]["chunk"].as_u64().unwrap() as usize] += 1;
+    }
+    assert!(total > 1_000, "{total} chunks");
+    assert!(
+        seen.iter().all(|&n| n == 1),
+        "chunks stored other than once: {:?}",
+        seen.iter()
+            .enumerate()
+            .filter(|(_, n)| **n != 1)
+            .take(5)
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(passages.len(), total);
+}
+
+/// `tmux` on a private socket, for driving the chat in a real terminal.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn run(&self, args: &[&str]) -> String {
+        let output = std::process::Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "chat", "-S", "-200"])
+    }
+
+    async fn wait_for(&self, what: &str, count: usize) -> String {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let screen = self.screen();
+            if screen.matches(what).count() >= count {
+                return screen;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "waiting for {what:?} x{count}:\n{screen}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.run(&["kill-server"]);
+    }
+}
+
+#[tokio::test]
+async fn the_line_editor_completes_recalls_history_and_leaves_on_ctrl_d() {
+    if std::process::Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but tmux is missing: .ci/run installs it"
+        );
+        eprintln!("SKIPPED: the line-editor test needs tmux");
+        return;
+    }
+    let cli = Cli::new().await;
+    let tmux = Tmux {
+        socket: format!("memgpt-test-{}", std::process::id()),
+    };
+    let home = cli.path("home");
+    let env = [
+        format!("MEMGPT_BASE_URL={}", cli.server.base_url()),
+        "MEMGPT_MODEL=gpt-4o-mini".to_owned(),
+        "MEMGPT_EMBEDDER=none".to_owned(),
+        format!("MEMGPT_HOME={}", home.display()),
+        "NO_COLOR=1".to_owned(),
+    ];
+    let mut args = vec![
+        "new-session",
+        "-d",
+        "-s",
+        "chat",
+        "-x",
+        "160",
+        "-y",
+        "50",
+        "-c",
+    ];
+    let dir = cli.dir.path().display().to_string();
+    args.push(&dir);
+    for e in &env {
+        args.extend(["-e", e.as_str()]);
+    }
+    let command = format!(
+        "{} chat; echo EXITED $?; sleep 60",
+        env!("CARGO_BIN_EXE_memgpt")
+    );
+    args.push(&command);
+    tmux.run(&args);
+    tmux.wait_for("you>", 1).await;
+
+    // Tab completes a slash command.
+    tmux.run(&["send-keys", "-t", "chat", "/mem", "Tab", "Enter"]);
+    tmux.wait_for("[persona]", 1).await;
+    tmux.run(&["send-keys", "-t", "chat", "/model", "Enter"]);
+    tmux.wait_for("model gpt-4o-mini at", 1).await;
+    // Up twice recalls /memory from the history.
+    tmux.run(&["send-keys", "-t", "chat", "Up", "Up", "Enter"]);
+    tmux.wait_for("[persona]", 2).await;
+    // Ctrl-D at an empty prompt leaves cleanly.
+    tmux.run(&["send-keys", "-t", "chat", "C-d"]);
+    let screen = tmux.wait_for("EXITED", 1).await;
+    assert!(screen.contains("EXITED 0"), "{screen}");
+    assert!(cli.path("memgpt-data/history.txt").exists());
+}

@@ -3,11 +3,11 @@
 //! and stored in the agent's archival memory.
 //!
 //! Every passage records its file's SHA-256 and its chunk number, so ingesting a file again adds
-//! nothing, and an ingest stopped half-way (Ctrl-C, a crash) resumes after the last committed
-//! batch. A file is read, extracted and chunked one at a time; chunks are embedded and
+//! nothing, and an ingest stopped half-way (Ctrl-C, a crash) adds only the chunks no committed
+//! batch holds. A file is read, extracted and chunked one at a time; chunks are embedded and
 //! committed in batches, so memory stays bounded by one file's text.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -85,22 +85,23 @@ pub async fn run(settings: &Settings, name: &str, paths: &[PathBuf]) -> Result<(
         };
         let chunks = chunk_text_with_overlap(&text, passage_tokens, overlap, counter.as_ref());
         drop(text);
-        let already = done.get(&hash).copied().unwrap_or(0);
-        if already >= chunks.len() {
+        let stored = done.get(&hash);
+        let is_stored = |i: &usize| stored.is_some_and(|s| s.contains(i));
+        if (0..chunks.len()).all(|i| is_stored(&i)) {
             skipped += 1;
             bar.inc(1);
             continue;
         }
         let total = chunks.len();
         let source = file.display().to_string();
-        for (batch_start, batch) in chunks
+        let mut pending = chunks
             .into_iter()
             .enumerate()
-            .skip(already)
-            .collect::<Vec<_>>()
-            .chunks(BATCH)
-            .map(|b| (b[0].0, b.to_vec()))
-        {
+            .filter(|(i, _)| !is_stored(i))
+            .peekable();
+        while pending.peek().is_some() {
+            let batch: Vec<(usize, String)> = pending.by_ref().take(BATCH).collect();
+            let batch_start = batch[0].0;
             let items = batch
                 .into_iter()
                 .map(|(i, text)| {
@@ -136,11 +137,11 @@ pub async fn run(settings: &Settings, name: &str, paths: &[PathBuf]) -> Result<(
     Ok(())
 }
 
-/// How many chunks of each file (by SHA-256) the agent's archival memory already holds.
+/// Which chunks of each file (by SHA-256) the agent's archival memory already holds.
 async fn ingested_chunks(
     storage: &memgpt::store::Storage,
     agent: memgpt::ids::AgentId,
-) -> Result<HashMap<String, usize>> {
+) -> Result<HashMap<String, HashSet<usize>>> {
     let mut counts = HashMap::new();
     let mut page = 0;
     loop {
@@ -149,8 +150,15 @@ async fn ingested_chunks(
             .list_passages(agent, Page::new(page, 500))
             .await?;
         for hit in &found.hits {
-            if let Some(Value::String(hash)) = hit.item.metadata.get("sha256") {
-                *counts.entry(hash.clone()).or_insert(0) += 1;
+            let metadata = &hit.item.metadata;
+            if let (Some(Value::String(hash)), Some(chunk)) = (
+                metadata.get("sha256"),
+                metadata.get("chunk").and_then(Value::as_u64),
+            ) {
+                counts
+                    .entry(hash.clone())
+                    .or_insert_with(HashSet::new)
+                    .insert(chunk as usize);
             }
         }
         if !found.has_more() {

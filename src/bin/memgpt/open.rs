@@ -38,10 +38,16 @@ pub async fn storage(settings: &Settings) -> Result<Storage> {
     let config: StoreConfig = url
         .parse()
         .with_context(|| format!("setting `store`: {url} is not a store URL"))?;
-    config
-        .open()
-        .await
-        .with_context(|| format!("opening the store {url}"))
+    match config.open().await {
+        Ok(storage) => Ok(storage),
+        // tantivy and usearch take one writer per data directory.
+        Err(e) if chain(&e).contains("LockBusy") => bail!(
+            "{url} is in use by another memgpt process (the embedded indexes allow one process at a \
+             time): close it first, or share agents between processes with PostgreSQL \
+             (store = \"postgres://...\")"
+        ),
+        Err(e) => Err(e).with_context(|| format!("opening the store {url}")),
+    }
 }
 
 /// Finds an agent by name.
@@ -203,4 +209,16 @@ pub async fn open_or_create(
             ))
         }
     }
+}
+
+/// An error and its sources, as one line.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
