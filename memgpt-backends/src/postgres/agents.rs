@@ -22,24 +22,7 @@ use crate::codec::db;
 #[async_trait]
 impl AgentStore for PgStore {
     async fn create_agent(&self, state: &AgentState) -> Result<(), StoreError> {
-        let inserted = sqlx::query(
-            "INSERT INTO agents (id, name, version, state, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6) \
-             ON CONFLICT (id) DO NOTHING",
-        )
-        .bind(state.id.as_uuid())
-        .bind(&state.name)
-        .bind(state.version as i64)
-        .bind(Json(state))
-        .bind(state.created_at)
-        .bind(state.updated_at)
-        .execute(&self.pool)
-        .await
-        .map_err(|e| db("creating an agent", e))?
-        .rows_affected();
-        if inserted == 0 {
-            return Err(StoreError::AgentExists(state.id));
-        }
-        Ok(())
+        insert_agent(&self.pool, state, state.version).await
     }
 
     async fn load_agent(&self, id: AgentId) -> Result<Option<AgentState>, StoreError> {
@@ -106,61 +89,11 @@ impl AgentStore for PgStore {
     }
 
     async fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
-        let id = commit.state.id;
-        let mut tx = self
-            .pool
-            .begin()
-            .await
-            .map_err(|e| db("starting a commit", e))?;
-        // The row lock makes concurrent commits of this agent take turns; each then sees the
-        // version the previous one wrote.
-        let current: Option<i64> =
-            sqlx::query_scalar("SELECT version FROM agents WHERE id = $1 FOR UPDATE")
-                .bind(id.as_uuid())
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(|e| db("reading an agent's version", e))?;
-        commit.check_version(current.ok_or(StoreError::AgentNotFound(id))? as u64)?;
-        let space = self.write_commit(&mut tx, commit).await?;
-        tx.commit().await.map_err(|e| db("committing a step", e))?;
-        if let Some(space) = space {
-            self.remember_space(space);
-        }
-        Ok(())
+        self.write(commit, false).await
     }
 
     async fn create_agent_with(&self, commit: &Commit) -> Result<(), StoreError> {
-        let id = commit.state.id;
-        commit.check_version(0)?;
-        let mut tx = self
-            .pool
-            .begin()
-            .await
-            .map_err(|e| db("starting an import", e))?;
-        let inserted = sqlx::query(
-            "INSERT INTO agents (id, name, version, state, created_at, updated_at) VALUES ($1, $2, 0, $3, $4, $5) \
-             ON CONFLICT (id) DO NOTHING",
-        )
-        .bind(id.as_uuid())
-        .bind(&commit.state.name)
-        .bind(Json(&commit.state))
-        .bind(commit.state.created_at)
-        .bind(commit.state.updated_at)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| db("creating an agent", e))?
-        .rows_affected();
-        if inserted == 0 {
-            return Err(StoreError::AgentExists(id));
-        }
-        let space = self.write_commit(&mut tx, commit).await?;
-        tx.commit()
-            .await
-            .map_err(|e| db("committing an import", e))?;
-        if let Some(space) = space {
-            self.remember_space(space);
-        }
-        Ok(())
+        self.write(commit, true).await
     }
 
     async fn store_message_embeddings(
@@ -220,10 +153,37 @@ impl AgentStore for PgStore {
 }
 
 impl PgStore {
-    /// Rejects embeddings of another model or dimension than the store holds. The first
-    /// embedded passage fixes the space: recorded in `memgpt_meta` and given its HNSW index in
-    /// this transaction, under [`SPACE_LOCK`] so two first commits cannot fix different spaces.
-    /// Returns the space when the commit has embeddings.
+    /// One commit in one transaction: after the version check, or (`create`) creating the
+    /// agent in the same transaction, as an import does.
+    async fn write(&self, commit: &Commit, create: bool) -> Result<(), StoreError> {
+        let id = commit.state.id;
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(|e| db("starting a commit", e))?;
+        if create {
+            commit.check_version(0)?;
+            insert_agent(&mut *tx, &commit.state, 0).await?;
+        } else {
+            // The row lock makes concurrent commits of this agent take turns; each then sees
+            // the version the previous one wrote.
+            let current: Option<i64> =
+                sqlx::query_scalar("SELECT version FROM agents WHERE id = $1 FOR UPDATE")
+                    .bind(id.as_uuid())
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(|e| db("reading an agent's version", e))?;
+            commit.check_version(current.ok_or(StoreError::AgentNotFound(id))? as u64)?;
+        }
+        let space = self.write_commit(&mut tx, commit).await?;
+        tx.commit().await.map_err(|e| db("committing a step", e))?;
+        if let Some(space) = space {
+            self.remember_space(space);
+        }
+        Ok(())
+    }
+
     /// Everything a commit writes after its version check (messages, embeddings, passages,
     /// deletions, the new state), inside the caller's transaction. Returns the embedding space
     /// the commit fixed, if it fixed one.
@@ -291,6 +251,10 @@ impl PgStore {
         Ok(space)
     }
 
+    /// Rejects embeddings of another model or dimension than the store holds. The first
+    /// embedded passage fixes the space: recorded in `memgpt_meta` and given its HNSW index in
+    /// this transaction, under [`SPACE_LOCK`] so two first commits cannot fix different spaces.
+    /// Returns the space when the commit has embeddings.
     async fn check_embeddings(
         &self,
         tx: &mut PgConnection,
@@ -356,6 +320,35 @@ async fn fix_space(tx: &mut PgConnection, first: &Embedding) -> Result<Embedding
 }
 
 /// The HNSW indexes over passage and message embeddings of dimension `d` (if missing).
+/// Inserts an agent's row at `version`; an existing id is [`StoreError::AgentExists`].
+async fn insert_agent<'c, E>(
+    executor: E,
+    state: &AgentState,
+    version: u64,
+) -> Result<(), StoreError>
+where
+    E: sqlx::Executor<'c, Database = sqlx::Postgres>,
+{
+    let inserted = sqlx::query(
+        "INSERT INTO agents (id, name, version, state, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6) \
+         ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(state.id.as_uuid())
+    .bind(&state.name)
+    .bind(version as i64)
+    .bind(Json(state))
+    .bind(state.created_at)
+    .bind(state.updated_at)
+    .execute(executor)
+    .await
+    .map_err(|e| db("creating an agent", e))?
+    .rows_affected();
+    if inserted == 0 {
+        return Err(StoreError::AgentExists(state.id));
+    }
+    Ok(())
+}
+
 pub(super) async fn create_vector_indexes(
     tx: &mut PgConnection,
     d: usize,

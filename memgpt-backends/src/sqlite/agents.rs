@@ -30,24 +30,7 @@ pub(super) fn agent_token(id: AgentId) -> String {
 #[async_trait]
 impl AgentStore for SqliteStore {
     async fn create_agent(&self, state: &AgentState) -> Result<(), StoreError> {
-        let result = sqlx::query(
-            "INSERT INTO agents (id, name, version, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-        )
-        .bind(state.id.as_uuid())
-        .bind(&state.name)
-        .bind(state.version as i64)
-        .bind(state_json(state)?)
-        .bind(micros(state.created_at))
-        .bind(micros(state.updated_at))
-        .execute(&self.pool)
-        .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
-                Err(StoreError::AgentExists(state.id))
-            }
-            Err(e) => Err(db("creating an agent", e)),
-        }
+        insert_agent(&self.pool, state, state.version).await
     }
 
     async fn load_agent(&self, id: AgentId) -> Result<Option<AgentState>, StoreError> {
@@ -135,68 +118,11 @@ impl AgentStore for SqliteStore {
     }
 
     async fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
-        let id = commit.state.id;
-        // IMMEDIATE takes the write lock up front: the version check and the writes cannot
-        // interleave with another writer's.
-        let mut tx = self
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(|e| db("starting a commit", e))?;
-        let current: Option<i64> = sqlx::query_scalar("SELECT version FROM agents WHERE id = ?")
-            .bind(id.as_uuid())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(|e| db("reading an agent's version", e))?;
-        commit.check_version(current.ok_or(StoreError::AgentNotFound(id))? as u64)?;
-        let space = write_commit(&mut tx, commit).await?;
-        tx.commit().await.map_err(|e| db("committing a step", e))?;
-        if let Some(space) = space {
-            let _ = self.space.set(space);
-        }
-        let rows = commit.messages.len()
-            + commit.message_embeddings.len()
-            + commit.passages.len()
-            + commit.deleted_passages.len();
-        self.after_commit(id, rows).await;
-        Ok(())
+        self.write(commit, false).await
     }
 
     async fn create_agent_with(&self, commit: &Commit) -> Result<(), StoreError> {
-        let id = commit.state.id;
-        commit.check_version(0)?;
-        let mut tx = self
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(|e| db("starting an import", e))?;
-        let result = sqlx::query(
-            "INSERT INTO agents (id, name, version, state, created_at, updated_at) VALUES (?, ?, 0, ?, ?, ?)",
-        )
-        .bind(id.as_uuid())
-        .bind(&commit.state.name)
-        .bind(state_json(&commit.state)?)
-        .bind(micros(commit.state.created_at))
-        .bind(micros(commit.state.updated_at))
-        .execute(&mut *tx)
-        .await;
-        match result {
-            Ok(_) => {}
-            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
-                return Err(StoreError::AgentExists(id));
-            }
-            Err(e) => return Err(db("creating an agent", e)),
-        }
-        let space = write_commit(&mut tx, commit).await?;
-        tx.commit()
-            .await
-            .map_err(|e| db("committing an import", e))?;
-        if let Some(space) = space {
-            let _ = self.space.set(space);
-        }
-        let rows = commit.messages.len() + commit.message_embeddings.len() + commit.passages.len();
-        self.after_commit(id, rows).await;
-        Ok(())
+        self.write(commit, true).await
     }
 
     async fn store_message_embeddings(
@@ -398,6 +324,73 @@ async fn delete_passage(
             .map_err(|e| db("recording a passage deletion", e))?;
     }
     Ok(())
+}
+
+impl SqliteStore {
+    /// One commit in one transaction: after the version check, or (`create`) creating the
+    /// agent in the same transaction, as an import does.
+    async fn write(&self, commit: &Commit, create: bool) -> Result<(), StoreError> {
+        let id = commit.state.id;
+        // IMMEDIATE takes the write lock up front: the version check and the writes cannot
+        // interleave with another writer's.
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| db("starting a commit", e))?;
+        if create {
+            commit.check_version(0)?;
+            insert_agent(&mut *tx, &commit.state, 0).await?;
+        } else {
+            let current: Option<i64> =
+                sqlx::query_scalar("SELECT version FROM agents WHERE id = ?")
+                    .bind(id.as_uuid())
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(|e| db("reading an agent's version", e))?;
+            commit.check_version(current.ok_or(StoreError::AgentNotFound(id))? as u64)?;
+        }
+        let space = write_commit(&mut tx, commit).await?;
+        tx.commit().await.map_err(|e| db("committing a step", e))?;
+        if let Some(space) = space {
+            let _ = self.space.set(space);
+        }
+        let rows = commit.messages.len()
+            + commit.message_embeddings.len()
+            + commit.passages.len()
+            + commit.deleted_passages.len();
+        self.after_commit(id, rows).await;
+        Ok(())
+    }
+}
+
+/// Inserts an agent's row at `version`; an existing id is [`StoreError::AgentExists`].
+async fn insert_agent<'c, E>(
+    executor: E,
+    state: &AgentState,
+    version: u64,
+) -> Result<(), StoreError>
+where
+    E: sqlx::Executor<'c, Database = sqlx::Sqlite>,
+{
+    let result = sqlx::query(
+        "INSERT INTO agents (id, name, version, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+    )
+    .bind(state.id.as_uuid())
+    .bind(&state.name)
+    .bind(version as i64)
+    .bind(state_json(state)?)
+    .bind(micros(state.created_at))
+    .bind(micros(state.updated_at))
+    .execute(executor)
+    .await;
+    match result {
+        Ok(_) => Ok(()),
+        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+            Err(StoreError::AgentExists(state.id))
+        }
+        Err(e) => Err(db("creating an agent", e)),
+    }
 }
 
 /// Everything a commit writes after its version check: messages (with their search documents

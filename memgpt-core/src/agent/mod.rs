@@ -43,7 +43,7 @@ use crate::memory::{MemoryError, WorkingContext};
 use crate::message::Message;
 use crate::passages::PassageWriter;
 use crate::queue::{EvictionPolicy, QueueManager};
-use crate::store::{AgentState, Commit, MessageEmbedding, Storage, StoreError, Summary};
+use crate::store::{AgentState, Commit, MessageEmbedding, Passage, Storage, StoreError, Summary};
 use crate::summarizer::Summarizer;
 use crate::time::Clock;
 use crate::tokens::TokenCounter;
@@ -307,14 +307,7 @@ impl Agent {
             .write(self.id(), text, metadata, false, now)
             .await
             .map_err(|e| Error::from_passages("archival insert", e))?;
-        let ids = passages.iter().map(|p| p.id).collect();
-        let guard = Rollback::new(self);
-        guard
-            .agent
-            .commit(now, Vec::new(), Vec::new(), passages)
-            .await?;
-        guard.keep();
-        Ok(ids)
+        self.commit_passages(now, passages).await
     }
 
     /// Stores ready-made chunks in archival storage (each with its own metadata; no further
@@ -332,6 +325,15 @@ impl Agent {
             .embed_chunks(self.id(), chunks, now)
             .await
             .map_err(|e| Error::from_passages("archival insert", e))?;
+        self.commit_passages(now, passages).await
+    }
+
+    /// Commits passages written outside a step; a failed commit leaves the agent unchanged.
+    async fn commit_passages(
+        &mut self,
+        now: DateTime<Utc>,
+        passages: Vec<Passage>,
+    ) -> Result<Vec<PassageId>> {
         let ids = passages.iter().map(|p| p.id).collect();
         let guard = Rollback::new(self);
         guard

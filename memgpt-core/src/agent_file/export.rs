@@ -1,6 +1,7 @@
 //! Writing an agent from a store into an [`AgentFile`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
 
 use chrono::Utc;
 use serde_json::json;
@@ -11,7 +12,7 @@ use crate::function::FunctionRegistry;
 use crate::ids::{AgentId, MessageId};
 use crate::llm::Role;
 use crate::message::{Message, MessageKind};
-use crate::store::{Page, RecallQuery, Storage, StoreError};
+use crate::store::{Page, RecallQuery, SearchPage, Storage, StoreError};
 
 /// How many rows one store read fetches.
 const BATCH: usize = 500;
@@ -26,40 +27,21 @@ pub async fn export(storage: &Storage, id: AgentId) -> Result<AgentFile, AgentFi
         .await?
         .ok_or(StoreError::AgentNotFound(id))?;
 
-    // Every recall message, oldest first.
-    let mut messages = Vec::new();
-    let mut page = 0;
-    loop {
-        let query = RecallQuery::kinds(MessageKind::ALL, Page::new(page, BATCH));
-        let found = storage.recall.list_messages(id, &query).await?;
-        let done = !found.has_more();
-        messages.extend(found.hits.into_iter().map(|hit| hit.item));
-        if done {
-            break;
-        }
-        page += 1;
-    }
-    let mut passages = Vec::new();
-    let mut page = 0;
-    loop {
-        let found = storage
-            .archival
-            .list_passages(id, Page::new(page, BATCH))
-            .await?;
-        let done = !found.has_more();
-        passages.extend(found.hits.into_iter().map(|hit| hit.item));
-        if done {
-            break;
-        }
-        page += 1;
-    }
+    // Every recall message and every passage, oldest first.
+    let messages = all_pages(|page| {
+        let query = RecallQuery::kinds(MessageKind::ALL, page);
+        async move { storage.recall.list_messages(id, &query).await }
+    })
+    .await?;
+    let passages = all_pages(|page| storage.archival.list_passages(id, page)).await?;
 
     // File-local ids: the system message first, then every message in order.
-    let mut file_ids: HashMap<MessageId, String> = HashMap::new();
-    for (i, message) in messages.iter().enumerate() {
-        file_ids.insert(message.id, format!("message-{}", i + 1));
-    }
-    let in_context: std::collections::HashSet<MessageId> = state.fifo.iter().copied().collect();
+    let file_ids: HashMap<MessageId, String> = messages
+        .iter()
+        .enumerate()
+        .map(|(i, message)| (message.id, format!("message-{}", i + 1)))
+        .collect();
+    let schema_of = |message: &Message| message_schema(message, &file_ids[&message.id]);
     let system_message = MessageSchema {
         id: "message-0".into(),
         role: "system".into(),
@@ -67,28 +49,23 @@ pub async fn export(storage: &Storage, id: AgentId) -> Result<AgentFile, AgentFi
         created_at: Some(state.created_at),
         ..MessageSchema::default()
     };
-    let mut context_messages = vec![system_message];
-    let mut history = Vec::new();
-    for message in &messages {
-        let schema = message_schema(message, &file_ids[&message.id]);
-        if in_context.contains(&message.id) {
-            context_messages.push(schema);
-        } else {
-            history.push(schema);
-        }
-    }
-    // In FIFO order (which is chronological for memgpt's own agents).
-    let position: HashMap<&MessageId, usize> =
-        state.fifo.iter().enumerate().map(|(i, m)| (m, i)).collect();
-    let by_file_id: HashMap<&str, MessageId> =
-        file_ids.iter().map(|(m, f)| (f.as_str(), *m)).collect();
-    context_messages[1..].sort_by_key(|m| {
-        by_file_id
-            .get(m.id.as_str())
-            .and_then(|id| position.get(id))
-            .copied()
-            .unwrap_or(usize::MAX)
-    });
+    // Main context in FIFO order; everything else is history.
+    let by_id: HashMap<MessageId, &Message> = messages.iter().map(|m| (m.id, m)).collect();
+    let context_messages: Vec<MessageSchema> = std::iter::once(system_message)
+        .chain(
+            state
+                .fifo
+                .iter()
+                .filter_map(|id| by_id.get(id))
+                .map(|m| schema_of(m)),
+        )
+        .collect();
+    let in_context: HashSet<MessageId> = state.fifo.iter().copied().collect();
+    let history: Vec<MessageSchema> = messages
+        .iter()
+        .filter(|m| !in_context.contains(&m.id))
+        .map(schema_of)
+        .collect();
     let in_context_message_ids = context_messages.iter().map(|m| m.id.clone()).collect();
 
     let blocks: Vec<BlockSchema> = state
@@ -243,4 +220,22 @@ fn message_schema(message: &Message, id: &str) -> MessageSchema {
         tool_returns: Vec::new(),
         created_at: Some(message.created_at),
     }
+}
+
+/// Every item of a paged store listing, fetched `BATCH` at a time.
+async fn all_pages<T, F, Fut>(mut fetch: F) -> Result<Vec<T>, StoreError>
+where
+    F: FnMut(Page) -> Fut,
+    Fut: Future<Output = Result<SearchPage<T>, StoreError>>,
+{
+    let mut items = Vec::new();
+    for number in 0.. {
+        let found = fetch(Page::new(number, BATCH)).await?;
+        let done = !found.has_more();
+        items.extend(found.hits.into_iter().map(|hit| hit.item));
+        if done {
+            break;
+        }
+    }
+    Ok(items)
 }

@@ -254,24 +254,25 @@ pub async fn import(
 
 /// Ids are unique across the file and every reference resolves.
 fn check_ids(file: &AgentFile) -> Result<(), AgentFileError> {
-    let mut seen = HashSet::new();
-    let mut message_ids = HashSet::new();
-    let extras_messages = file
+    let history = file
         .memgpt
         .iter()
         .flat_map(|x| x.agents.iter().flat_map(|a| a.history.iter()));
-    let agent_messages = file.agents.iter().flat_map(|a| a.messages.iter());
+    let message_ids: Vec<&str> = file
+        .agents
+        .iter()
+        .flat_map(|a| a.messages.iter())
+        .chain(history)
+        .map(|m| m.id.as_str())
+        .collect();
+    let mut seen = HashSet::new();
     let ids = file
         .agents
         .iter()
         .map(|a| a.id.as_str())
         .chain(file.blocks.iter().map(|b| b.id.as_str()))
         .chain(file.tools.iter().map(|t| t.id.as_str()))
-        .chain(agent_messages.chain(extras_messages).map(|m| {
-            message_ids.insert(m.id.as_str());
-            m.id.as_str()
-        }))
-        .collect::<Vec<_>>();
+        .chain(message_ids.iter().copied());
     for id in ids {
         if !seen.insert(id) {
             return Err(AgentFileError::Invalid(format!(
@@ -279,6 +280,7 @@ fn check_ids(file: &AgentFile) -> Result<(), AgentFileError> {
             )));
         }
     }
+    let message_ids: HashSet<&str> = message_ids.into_iter().collect();
     let blocks: HashSet<&str> = file.blocks.iter().map(|b| b.id.as_str()).collect();
     let tools: HashSet<&str> = file.tools.iter().map(|t| t.id.as_str()).collect();
     for agent in &file.agents {

@@ -166,30 +166,27 @@ pub fn context_bars(stats: &ContextStats, warning: f64) -> String {
     let mut out = String::new();
     let cells = |tokens: usize| ((tokens * WIDTH) as f64 / window as f64).round() as usize;
     let warn_at = ((warning * WIDTH as f64).round() as usize).min(WIDTH);
-    for (name, tokens) in sections {
+    // The warning line shows through empty cells; on the total it is always drawn.
+    let bar = |tokens: usize, over_filled: bool| -> String {
         let filled = cells(tokens).min(WIDTH);
-        let mut bar: Vec<char> = std::iter::repeat_n('#', filled)
-            .chain(std::iter::repeat_n('.', WIDTH - filled))
-            .collect();
-        if warn_at < WIDTH && bar[warn_at] == '.' {
-            bar[warn_at] = '|';
-        }
-        let bar: String = bar.into_iter().collect();
+        (0..WIDTH)
+            .map(|i| match i {
+                i if i == warn_at && (over_filled || i >= filled) => '|',
+                i if i < filled => '#',
+                _ => '.',
+            })
+            .collect()
+    };
+    for (name, tokens) in sections {
+        let bar = bar(tokens, false);
         out.push_str(&format!(
             "{name:<10} [{bar}] {tokens:>6} tok {:>5.1}%\n",
             tokens as f64 * 100.0 / window as f64
         ));
     }
-    let filled = cells(stats.total_tokens).min(WIDTH);
-    let mut bar: Vec<char> = std::iter::repeat_n('#', filled)
-        .chain(std::iter::repeat_n('.', WIDTH - filled))
-        .collect();
-    if warn_at < WIDTH {
-        bar[warn_at] = '|';
-    }
-    let bar: String = bar.into_iter().collect();
+    let total = bar(stats.total_tokens, true);
     out.push_str(&format!(
-        "{:<10} [{bar}] {:>6} tok {:>5.1}% of {} ({} queued messages)\n",
+        "{:<10} [{total}] {:>6} tok {:>5.1}% of {} ({} queued messages)\n",
         "total",
         stats.total_tokens,
         stats.fraction * 100.0,

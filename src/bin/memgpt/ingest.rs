@@ -64,18 +64,8 @@ pub async fn run(settings: &Settings, name: &str, paths: &[PathBuf]) -> Result<(
     let started = Instant::now();
     let (mut added, mut skipped, mut failed) = (0usize, 0usize, 0usize);
     for file in &files {
-        let bytes = match std::fs::read(file) {
-            Ok(bytes) => bytes,
-            Err(e) => {
-                bar.suspend(|| eprintln!("{}: {e}", file.display()));
-                failed += 1;
-                bar.inc(1);
-                continue;
-            }
-        };
-        let hash = hex(&Sha256::digest(&bytes));
-        let text = match extract(file, &bytes) {
-            Ok(text) => text,
+        let (hash, text) = match read_document(file) {
+            Ok(document) => document,
             Err(e) => {
                 bar.suspend(|| eprintln!("{}: {e:#}", file.display()));
                 failed += 1;
@@ -214,8 +204,14 @@ fn extension(path: &Path) -> String {
         .to_ascii_lowercase()
 }
 
+/// A file's SHA-256 (hex) and its text.
+fn read_document(path: &Path) -> Result<(String, String)> {
+    let bytes = std::fs::read(path)?;
+    Ok((hex(&Sha256::digest(&bytes)), extract(path, &bytes)?))
+}
+
 /// The text of a file, by its type.
-pub fn extract(path: &Path, bytes: &[u8]) -> Result<String> {
+fn extract(path: &Path, bytes: &[u8]) -> Result<String> {
     let text = match extension(path).as_str() {
         "pdf" => pdf_extract::extract_text_from_mem(bytes)
             .map_err(|e| anyhow::anyhow!("not a readable PDF: {e}"))?,
