@@ -603,3 +603,31 @@ async fn the_line_editor_completes_recalls_history_and_leaves_on_ctrl_d() {
     assert!(screen.contains("EXITED 0"), "{screen}");
     assert!(cli.path("memgpt-data/history.txt").exists());
 }
+
+#[tokio::test]
+async fn ingest_embeds_through_the_endpoint_when_told_to() {
+    let cli = Cli::new().await;
+    let with_endpoint_embedder = |args: &[&str]| {
+        let mut command = cli.command(args);
+        command.env("MEMGPT_EMBEDDER", "openai:text-embedding-3-small");
+        command
+    };
+    let output = run(with_endpoint_embedder(&["chat"]), "/exit\n").await;
+    assert!(output.status.success(), "{:?}", text(&output));
+    write(
+        &cli.path("notes.md"),
+        b"The lighthouse keeper feeds the gulls at dawn.",
+    );
+    let output = run(
+        with_endpoint_embedder(&["ingest", "--agent", "sam", "notes.md"]),
+        "",
+    )
+    .await;
+    let (out, err) = text(&output);
+    assert!(output.status.success(), "{out}\n{err}");
+    let show = cli.ok(&["agents", "show", "sam"], "").await;
+    assert!(
+        show.contains("embeddings text-embedding-3-small"),
+        "passages are embedded: {show}"
+    );
+}

@@ -41,7 +41,7 @@ pub async fn run(settings: &Settings, name: &str, paths: &[PathBuf]) -> Result<(
     // Embedding needs only the embedder; no chat model is contacted.
     let llm = open::Llm {
         provider: std::sync::Arc::new(crate::agents::NoModel::for_state(&state)),
-        embedder: open::embedder(settings, None).await?,
+        embedder: open::embedder(settings, open::endpoint(settings)?.as_ref()).await?,
         description: String::new(),
     };
     let mut agent = open::builder(&llm, storage.clone())

@@ -64,7 +64,6 @@ pub async fn find_agent(storage: &Storage, name: &str) -> Result<Option<AgentSta
 /// with no endpoint and no local model).
 pub async fn llm(settings: &Settings) -> Result<Option<Llm>> {
     let provider = settings.get("provider").unwrap_or("auto");
-    let lookup = settings.provider_lookup();
     let chosen = match provider {
         "auto" | "openai" | "anthropic" | "local" => provider,
         other => bail!("setting `provider` is `{other}`: use auto, openai, anthropic or local"),
@@ -75,8 +74,8 @@ pub async fn llm(settings: &Settings) -> Result<Option<Llm>> {
     if chosen == "local" {
         return crate::local::llm(settings, true).await;
     }
-    match OpenAiConfig::from_lookup(&lookup) {
-        Ok(mut config) => {
+    match endpoint(settings)? {
+        Some(mut config) => {
             if let Some(window) = settings.number("context_window")? {
                 config.context_window = Some(window);
             }
@@ -90,14 +89,18 @@ pub async fn llm(settings: &Settings) -> Result<Option<Llm>> {
                 description: format!("model {} at {}", config.model, config.base_url),
             }))
         }
-        Err(ConfigError::NotConfigured { .. }) if chosen == "auto" => {
-            crate::local::llm(settings, false).await
-        }
-        Err(ConfigError::NotConfigured { .. }) => {
-            bail!(
-                "provider `openai` needs `base_url` or `api_key` (MEMGPT_BASE_URL, OPENAI_API_KEY)"
-            )
-        }
+        None if chosen == "auto" => crate::local::llm(settings, false).await,
+        None => bail!(
+            "provider `openai` needs `base_url` or `api_key` (MEMGPT_BASE_URL, OPENAI_API_KEY)"
+        ),
+    }
+}
+
+/// The OpenAI-compatible endpoint the settings name, if they name one.
+pub fn endpoint(settings: &Settings) -> Result<Option<OpenAiConfig>> {
+    match OpenAiConfig::from_lookup(settings.provider_lookup()) {
+        Ok(config) => Ok(Some(config)),
+        Err(ConfigError::NotConfigured { .. }) => Ok(None),
         Err(e) => Err(e).context("reading the endpoint settings (base_url, model, tool_calling)"),
     }
 }
