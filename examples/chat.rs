@@ -166,8 +166,7 @@ Use an endpoint:
   Optional: MEMGPT_CONTEXT_WINDOW=<tokens>, MEMGPT_EMBEDDING_MODEL=<model> for vector archival search.
   Then run `cargo run --example chat` again.
 
-Or run offline on local models (no key, no network once pulled; building llama.cpp needs
-cmake and libclang-dev):
+Or run offline on local models (no key, no network once pulled):
   cargo run --release --example models --features models -- pull smollm2-135m-instruct all-minilm-l6-v2
   cargo run --release --example chat --features local,local-embed,models";
 

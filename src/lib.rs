@@ -77,8 +77,8 @@
 //! * `postgres`: PostgreSQL + pgvector storage.
 //! * `models`: fetching the offline models into `$MEMGPT_HOME/models` ([`models`]).
 //! * `local-embed`: a local sentence embedder on the CPU ([`local_embed`]).
-//! * `local`: a local GGUF chat model through llama.cpp, every function call valid by
-//!   construction ([`local`]); building it needs `cmake` and `libclang`.
+//! * `local`: a local GGUF chat model on the CPU (pure Rust, candle), every function call
+//!   valid by construction ([`local`]).
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -129,7 +129,7 @@ pub use memgpt_providers::models;
 #[cfg_attr(docsrs, doc(cfg(feature = "local-embed")))]
 pub use memgpt_providers::local_embed;
 
-/// A local GGUF chat model (llama.cpp) with grammar-constrained function calls.
+/// A local GGUF chat model (pure Rust, candle) with grammar-constrained function calls.
 #[cfg(feature = "local")]
 #[cfg_attr(docsrs, doc(cfg(feature = "local")))]
 pub use memgpt_providers::local;

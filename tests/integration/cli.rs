@@ -631,3 +631,46 @@ async fn ingest_embeds_through_the_endpoint_when_told_to() {
         "passages are embedded: {show}"
     );
 }
+
+/// The README's first command: no endpoint, no key, `chat --yes` on the local models (here
+/// the test model cache stands in for the download, which `models.rs` tests on its own).
+#[tokio::test]
+async fn chat_runs_offline_on_the_local_models() {
+    use memgpt::models::{ALL_MINILM_L6_V2, SMOLLM2_135M_INSTRUCT};
+    let Some(model) = crate::local::model_dir(&SMOLLM2_135M_INSTRUCT) else {
+        return;
+    };
+    let cli = Cli::new().await;
+    assert!(crate::local::model_dir(&ALL_MINILM_L6_V2).is_some());
+    let cache = model.parent().unwrap();
+    std::fs::create_dir_all(cli.path("home")).unwrap();
+    std::os::unix::fs::symlink(cache, cli.path("home/models")).unwrap();
+
+    let mut command = cli.command(&["chat", "--yes", "--agent", "ada"]);
+    command
+        .env_remove("MEMGPT_BASE_URL")
+        .env_remove("MEMGPT_MODEL")
+        .env_remove("MEMGPT_EMBEDDER");
+    let output = run(command, "Hi! I'm Ada and I love sailing.\n/exit\n").await;
+    let (out, err) = text(&output);
+    assert!(output.status.success(), "{out}\n{err}");
+    assert!(
+        out.contains("local model smollm2-135m-instruct")
+            && out.contains("with the local embedder, offline"),
+        "{out}"
+    );
+    // The model answered with valid calls: no provider error, no invalid call.
+    assert!(
+        !format!("{out}{err}").contains("could not be reached"),
+        "{out}\n{err}"
+    );
+    assert!(
+        !format!("{out}{err}").contains("__invalid_reply"),
+        "{out}\n{err}"
+    );
+    // The step was committed: the user's message is in recall, with the model's reply.
+    let list = cli.ok(&["agents", "list"], "").await;
+    let row = list.lines().find(|l| l.starts_with("ada ")).unwrap();
+    let messages: usize = row.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(messages >= 2, "{list}");
+}

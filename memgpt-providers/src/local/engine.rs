@@ -1,26 +1,21 @@
-//! The llama.cpp worker: one thread that owns the model and its context and runs one
-//! generation at a time, reusing the KV cache of the longest common prompt prefix (an agent's
-//! prompts share their system prompt and most of their history, so only the new turns are
-//! processed).
+//! The model worker: one thread that owns the model and runs one generation at a time,
+//! reusing the key/value cache of the longest common prompt prefix (an agent's prompts share
+//! their system prompt and most of their history, so only the new turns are processed).
 
-use std::num::NonZeroU32;
-use std::sync::OnceLock;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use llama_cpp_2::context::params::LlamaContextParams;
-use llama_cpp_2::llama_backend::LlamaBackend;
-use llama_cpp_2::llama_batch::LlamaBatch;
-use llama_cpp_2::model::params::LlamaModelParams;
-use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
-use llama_cpp_2::sampling::LlamaSampler;
-use llama_cpp_2::token::LlamaToken;
+use candle_core::quantized::gguf_file::Content;
 use memgpt_core::llm::{FinishReason, LlmError};
 use tokio::sync::mpsc as tokio_mpsc;
 use tracing::{debug, info};
 
 use super::LlamaConfig;
+use super::model::Llama;
 use super::prompt::Turn;
+use super::sample::Sampler;
+use super::vocab::Vocab;
+use crate::structured::gbnf_match::CompiledGrammar;
 
 /// What a finished generation reports.
 #[derive(Clone, Debug, PartialEq)]
@@ -29,7 +24,7 @@ pub struct Generation {
     pub text: String,
     /// Tokens in the prompt.
     pub prompt_tokens: usize,
-    /// Prompt tokens actually processed (the rest came from the KV cache).
+    /// Prompt tokens actually processed (the rest came from the key/value cache).
     pub prompt_tokens_processed: usize,
     /// Tokens generated.
     pub completion_tokens: usize,
@@ -64,18 +59,6 @@ pub(crate) struct Loaded {
     pub(crate) context_window: usize,
 }
 
-/// The llama.cpp backend can be initialised once per process; it lives forever.
-fn backend() -> Result<&'static LlamaBackend, String> {
-    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
-    BACKEND
-        .get_or_init(|| {
-            llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
-            LlamaBackend::init().map_err(|e| e.to_string())
-        })
-        .as_ref()
-        .map_err(Clone::clone)
-}
-
 fn failed(message: impl std::fmt::Display) -> LlmError {
     LlmError::Permanent {
         status: None,
@@ -89,7 +72,7 @@ pub(crate) fn start(config: &LlamaConfig) -> Result<(mpsc::Sender<Job>, Loaded),
     let (ready, loaded) = mpsc::channel::<Result<Loaded, String>>();
     let config = config.clone();
     std::thread::Builder::new()
-        .name("memgpt-llama".into())
+        .name("memgpt-local-model".into())
         .spawn(move || worker(config, inbox, ready))
         .map_err(|e| format!("could not start the model thread: {e}"))?;
     let loaded = loaded
@@ -98,179 +81,210 @@ pub(crate) fn start(config: &LlamaConfig) -> Result<(mpsc::Sender<Job>, Loaded),
     Ok((jobs, loaded))
 }
 
+/// Reads the GGUF file: the tokenizer, then the weights.
+fn load(config: &LlamaConfig) -> Result<(Llama, Vocab), String> {
+    let path = &config.model_path;
+    let mut file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let content = Content::read(&mut file)
+        .map_err(|e| format!("{}: not a readable GGUF file: {e}", path.display()))?;
+    let vocab = Vocab::from_gguf(&content).map_err(|e| format!("{}: {e}", path.display()))?;
+    if !(vocab.has_control("<|im_start|>") && vocab.has_control("<|im_end|>")) {
+        return Err(format!(
+            "{}: the model has no ChatML turn tokens (<|im_start|>, <|im_end|>); the local \
+             engine prompts in ChatML, as SmolLM2's instruct models expect",
+            path.display()
+        ));
+    }
+    let trained = content
+        .metadata
+        .get("llama.context_length")
+        .and_then(|v| v.to_u32().ok())
+        .unwrap_or(config.context_window);
+    let window = config.context_window.min(trained).max(256) as usize;
+    let model =
+        Llama::load(&content, &mut file, window).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok((model, vocab))
+}
+
 fn worker(
     config: LlamaConfig,
     inbox: mpsc::Receiver<Job>,
     ready: mpsc::Sender<Result<Loaded, String>>,
 ) {
-    let setup = || -> Result<(LlamaModel, u32), String> {
-        let backend = backend()?;
-        if !config.model_path.is_file() {
-            return Err(format!(
-                "{}: no such model file",
-                config.model_path.display()
-            ));
-        }
-        let model =
-            LlamaModel::load_from_file(backend, &config.model_path, &LlamaModelParams::default())
-                .map_err(|e| format!("{}: {e}", config.model_path.display()))?;
-        let n_ctx = config.context_window.min(model.n_ctx_train().max(256));
-        Ok((model, n_ctx))
-    };
-    let (model, n_ctx) = match setup() {
-        Ok(loaded) => loaded,
+    // The model's matrix products run on a pool of `threads` threads of their own.
+    let pool = match rayon::ThreadPoolBuilder::new()
+        .num_threads(config.threads.max(1) as usize)
+        .thread_name(|i| format!("memgpt-local-model-{i}"))
+        .build()
+    {
+        Ok(pool) => pool,
         Err(e) => {
-            let _ = ready.send(Err(e));
+            let _ = ready.send(Err(format!("could not start the model's threads: {e}")));
             return;
         }
     };
-    let Ok(backend) = backend() else { return };
-    let threads = i32::try_from(config.threads.max(1)).unwrap_or(1);
-    let params = LlamaContextParams::default()
-        .with_n_ctx(NonZeroU32::new(n_ctx))
-        .with_n_batch(config.batch_size.max(32))
-        .with_n_threads(threads)
-        .with_n_threads_batch(threads);
-    let mut ctx = match model.new_context(backend, params) {
-        Ok(ctx) => ctx,
-        Err(e) => {
-            let _ = ready.send(Err(format!("creating a context: {e}")));
-            return;
+    pool.install(move || {
+        let started = Instant::now();
+        let (model, vocab) = match load(&config) {
+            Ok(loaded) => loaded,
+            Err(e) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+        };
+        info!(
+            model = %config.model_path.display(),
+            window = model.max_positions,
+            threads = config.threads,
+            load_ms = started.elapsed().as_millis() as u64,
+            "local model loaded"
+        );
+        let _ = ready.send(Ok(Loaded {
+            context_window: model.max_positions,
+        }));
+        let mut session = Session {
+            model,
+            vocab,
+            config,
+            cached: Vec::new(),
+        };
+        while let Ok(job) = inbox.recv() {
+            let events = job.events.clone();
+            let result = session.run(&job);
+            if result.is_err() {
+                // The cache may hold a half-processed prompt.
+                session.forget();
+            }
+            let _ = events.send(Event::Done(result));
         }
-    };
-    let template = match &config.chat_template {
-        Some(t) => LlamaChatTemplate::new(t).map_err(|e| e.to_string()),
-        None => model
-            .chat_template(None)
-            .or_else(|_| LlamaChatTemplate::new("chatml"))
-            .map_err(|e| e.to_string()),
-    };
-    let template = match template {
-        Ok(t) => t,
-        Err(e) => {
-            let _ = ready.send(Err(format!("chat template: {e}")));
-            return;
-        }
-    };
-    info!(model = %config.model_path.display(), n_ctx, threads, "local model loaded");
-    let _ = ready.send(Ok(Loaded {
-        context_window: n_ctx as usize,
-    }));
+    });
+}
 
-    let mut session = Session {
-        model: &model,
-        n_ctx: n_ctx as usize,
-        batch_size: config.batch_size.max(32) as usize,
-        seed: config.seed,
-        repeat: (config.repeat_last_n, config.repeat_penalty),
-        template,
-        cached: Vec::new(),
-    };
-    while let Ok(job) = inbox.recv() {
-        let events = job.events.clone();
-        let result = session.run(&mut ctx, &job);
-        if result.is_err() {
-            // The cache may hold a half-processed prompt.
-            session.cached.clear();
-            ctx.clear_kv_cache();
-        }
-        let _ = events.send(Event::Done(result));
+struct Session {
+    model: Llama,
+    vocab: Vocab,
+    config: LlamaConfig,
+    /// The tokens whose keys and values are in the model's cache, in order.
+    cached: Vec<u32>,
+}
+
+/// The prompt in ChatML, ending where the assistant's reply begins.
+fn chatml(turns: &[Turn]) -> String {
+    let mut prompt = String::new();
+    for (role, content) in turns {
+        prompt.push_str("<|im_start|>");
+        prompt.push_str(role);
+        prompt.push('\n');
+        prompt.push_str(content);
+        prompt.push_str("<|im_end|>\n");
     }
+    prompt.push_str("<|im_start|>assistant\n");
+    prompt
 }
 
-struct Session<'m> {
-    model: &'m LlamaModel,
-    n_ctx: usize,
-    batch_size: usize,
-    seed: u32,
-    /// `(last n tokens, penalty)`.
-    repeat: (u32, f32),
-    template: LlamaChatTemplate,
-    /// The tokens whose keys and values are in the context's cache, in order.
-    cached: Vec<LlamaToken>,
-}
+impl Session {
+    fn forget(&mut self) {
+        self.cached.clear();
+        let _ = self.model.truncate(0);
+    }
 
-impl Session<'_> {
-    fn run(
-        &mut self,
-        ctx: &mut llama_cpp_2::context::LlamaContext<'_>,
-        job: &Job,
-    ) -> Result<Generation, LlmError> {
-        let chat: Vec<LlamaChatMessage> = job
-            .turns
-            .iter()
-            .map(|(role, content)| LlamaChatMessage::new(role.clone(), content.clone()))
-            .collect::<Result<_, _>>()
-            .map_err(failed)?;
-        let prompt = self
-            .model
-            .apply_chat_template(&self.template, &chat, true)
-            .map_err(failed)?;
-        let vocab = self.model.vocab();
-        let tokens = vocab.tokenize(prompt.as_bytes(), true, true);
-        if tokens.is_empty() {
-            return Err(failed("empty prompt"));
+    /// Processes `tokens` after the cache, in batches; the logits of the last one.
+    fn feed(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LlmError> {
+        let mut logits = Vec::new();
+        for chunk in tokens.chunks(self.config.batch_size.max(1) as usize) {
+            logits = self.model.forward(chunk).map_err(failed)?;
+            self.cached.extend_from_slice(chunk);
         }
+        Ok(logits)
+    }
+
+    fn run(&mut self, job: &Job) -> Result<Generation, LlmError> {
+        let tokens = self.vocab.encode(&chatml(&job.turns)).map_err(failed)?;
+        let window = self.model.max_positions;
         let max_tokens = job.max_tokens.max(1) as usize;
-        if tokens.len() + max_tokens > self.n_ctx {
+        if tokens.len() + max_tokens > window {
             return Err(LlmError::ContextOverflow {
                 message: format!(
                     "the prompt ({} tokens) plus the completion limit ({max_tokens}) exceeds the \
-                     local model's context window ({} tokens)",
+                     local model's context window ({window} tokens)",
                     tokens.len(),
-                    self.n_ctx
                 ),
             });
         }
+        let grammar = match &job.grammar {
+            Some(text) => Some(
+                CompiledGrammar::new(text)
+                    .map_err(|e| failed(format!("the function-call grammar was rejected: {e}")))?,
+            ),
+            None => None,
+        };
 
         // Reuse the cached prefix; at least the last prompt token is processed again so its
         // logits are fresh.
-        let mut common = self
+        let common = self
             .cached
             .iter()
             .zip(&tokens)
             .take_while(|(a, b)| a == b)
-            .count();
-        common = common.min(tokens.len() - 1);
-        if common < self.cached.len() {
-            ctx.clear_kv_cache_seq(Some(0), u32::try_from(common).ok(), None)
-                .map_err(failed)?;
-            self.cached.truncate(common);
-        }
+            .count()
+            .min(tokens.len() - 1);
+        self.model.truncate(common).map_err(failed)?;
+        self.cached.truncate(common);
         let started = Instant::now();
-        let mut batch = LlamaBatch::new(self.batch_size, 1);
         let fresh = &tokens[common..];
-        for (chunk_no, chunk) in fresh.chunks(self.batch_size).enumerate() {
-            batch.clear();
-            let last_chunk = (chunk_no + 1) * self.batch_size >= fresh.len();
-            for (i, token) in chunk.iter().enumerate() {
-                let pos = common + chunk_no * self.batch_size + i;
-                let logits = last_chunk && i == chunk.len() - 1;
-                batch
-                    .add(*token, pos as i32, &[0], logits)
-                    .map_err(failed)?;
-            }
-            ctx.decode(&mut batch).map_err(failed)?;
-            self.cached.extend_from_slice(chunk);
-        }
+        let mut logits = self.feed(fresh)?;
         let prompt_time = started.elapsed();
 
-        let mut sampler = self.sampler(job)?;
+        let mut sampler = Sampler::new(
+            job.temperature,
+            self.config.seed,
+            self.config.repeat_last_n as usize,
+            self.config.repeat_penalty,
+        );
+        let mut state = grammar.as_ref().map(CompiledGrammar::start);
         let started = Instant::now();
         let mut text = String::new();
         let mut pending: Vec<u8> = Vec::new();
-        let mut generated = 0usize;
-        let mut logits_at = batch.n_tokens() - 1;
+        let mut generated: Vec<u32> = Vec::new();
         let finish = loop {
-            if generated >= max_tokens {
+            if generated.len() >= max_tokens || self.cached.len() >= window {
                 break FinishReason::Length;
             }
-            let token = sampler.sample(ctx, logits_at);
-            if vocab.is_eog(token) {
+            if state.as_ref().is_some_and(|s| !s.can_continue()) {
+                // The call is complete and nothing may follow it.
                 break FinishReason::Stop;
             }
-            generated += 1;
-            pending.extend(vocab.token_to_piece(token, false, None));
+            let vocab = &self.vocab;
+            let token = sampler.pick(&mut logits, &generated, |id| {
+                if vocab.ends_generation(id) {
+                    return state.as_ref().is_none_or(|s| s.is_complete());
+                }
+                if vocab.is_control(id) {
+                    return false;
+                }
+                match (&grammar, &state) {
+                    (Some(g), Some(s)) => g.allows(s, vocab.bytes(id)),
+                    _ => !vocab.bytes(id).is_empty(),
+                }
+            });
+            let Some(token) = token else {
+                let tail: String = {
+                    let chars: Vec<char> = text.chars().collect();
+                    chars[chars.len().saturating_sub(80)..].iter().collect()
+                };
+                return Err(failed(format!(
+                    "the grammar allows no token after {} generated tokens (ending `{tail}`)",
+                    generated.len()
+                )));
+            };
+            if vocab.ends_generation(token) {
+                break FinishReason::Stop;
+            }
+            if let (Some(g), Some(s)) = (&grammar, &state) {
+                state = g.accept(s, vocab.bytes(token));
+            }
+            generated.push(token);
+            pending.extend_from_slice(vocab.bytes(token));
             let valid = match std::str::from_utf8(&pending) {
                 Ok(s) => s.len(),
                 Err(e) => e.valid_up_to(),
@@ -281,16 +295,10 @@ impl Session<'_> {
                 text.push_str(&piece);
                 let _ = job.events.send(Event::Piece(piece));
             }
-            batch.clear();
-            batch
-                .add(token, self.cached.len() as i32, &[0], true)
-                .map_err(failed)?;
-            ctx.decode(&mut batch).map_err(failed)?;
-            self.cached.push(token);
-            logits_at = 0;
-            if self.cached.len() >= self.n_ctx {
-                break FinishReason::Length;
+            if state.as_ref().is_some_and(|s| !s.can_continue()) {
+                break FinishReason::Stop;
             }
+            logits = self.feed(&[token])?;
         };
         if !pending.is_empty() {
             text.push_str(&String::from_utf8_lossy(&pending));
@@ -299,7 +307,7 @@ impl Session<'_> {
             text,
             prompt_tokens: tokens.len(),
             prompt_tokens_processed: fresh.len(),
-            completion_tokens: generated,
+            completion_tokens: generated.len(),
             finish,
             prompt_time,
             generation_time: started.elapsed(),
@@ -314,33 +322,22 @@ impl Session<'_> {
         );
         Ok(generation)
     }
+}
 
-    fn sampler(&self, job: &Job) -> Result<LlamaSampler, LlmError> {
-        let mut chain = Vec::new();
-        let (last_n, penalty) = self.repeat;
-        if penalty > 1.0 && last_n > 0 {
-            chain.push(LlamaSampler::penalties(
-                self.model.n_vocab(),
-                i32::try_from(last_n).unwrap_or(64),
-                penalty,
-                0.0,
-                0.0,
-            ));
-        }
-        if let Some(grammar) = &job.grammar {
-            chain.push(
-                LlamaSampler::grammar(self.model, grammar, "root")
-                    .map_err(|e| failed(format!("the function-call grammar was rejected: {e}")))?,
-            );
-        }
-        if job.temperature > 0.0 {
-            chain.push(LlamaSampler::top_k(40));
-            chain.push(LlamaSampler::top_p(0.95, 1));
-            chain.push(LlamaSampler::temp(job.temperature));
-            chain.push(LlamaSampler::dist(self.seed));
-        } else {
-            chain.push(LlamaSampler::greedy());
-        }
-        Ok(LlamaSampler::chain_simple(chain))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompts_are_chatml_ending_at_the_reply() {
+        let turns = vec![
+            ("system".to_owned(), "Be brief.".to_owned()),
+            ("user".to_owned(), "hi".to_owned()),
+        ];
+        assert_eq!(
+            chatml(&turns),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n\
+             <|im_start|>assistant\n"
+        );
     }
 }

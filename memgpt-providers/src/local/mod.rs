@@ -1,5 +1,5 @@
-//! A local chat model: a GGUF file run on the CPU by llama.cpp (through `llama-cpp-2`), with
-//! **every function call valid by construction**.
+//! A local chat model: a GGUF file run on the CPU in pure Rust (candle), with **every function
+//! call valid by construction**. Nothing to install: no C++ toolchain, no cmake, no libclang.
 //!
 //! When a request offers functions, decoding runs under a GBNF grammar generated from their
 //! JSON schemas ([`structured::tool_call_grammar`](crate::structured::tool_call_grammar)):
@@ -22,8 +22,11 @@
 
 mod config;
 mod engine;
+mod model;
 mod prompt;
+mod sample;
 mod stream;
+mod vocab;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};

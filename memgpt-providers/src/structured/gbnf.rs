@@ -865,7 +865,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::structured::gbnf_check::Grammar;
+    use crate::structured::gbnf_match::CompiledGrammar;
+    use crate::structured::gbnf_parse::Grammar;
     use crate::structured::tests::builtin_tools;
     use crate::structured::{UnionOptions, tool_call_grammar};
 
@@ -874,12 +875,35 @@ mod tests {
         Grammar::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
     }
 
+    /// Checks the recognizer, and that the incremental matcher used for local decoding agrees
+    /// with it fed whole and fed one byte at a time (characters cut between "tokens").
     fn check(grammar: &Grammar, accepted: &[&str], rejected: &[&str]) {
+        let incremental = CompiledGrammar::new(&grammar.to_string()).unwrap();
+        let whole = |text: &str| {
+            incremental
+                .accept(&incremental.start(), text.as_bytes())
+                .is_some_and(|s| s.is_complete())
+        };
+        let bytewise = |text: &str| {
+            let mut state = Some(incremental.start());
+            for b in text.as_bytes() {
+                state = state.and_then(|s| incremental.accept(&s, std::slice::from_ref(b)));
+            }
+            state.is_some_and(|s| s.is_complete())
+        };
         for text in accepted {
             assert!(grammar.accepts(text), "should accept {text}\n{grammar}");
+            assert!(
+                whole(text) && bytewise(text),
+                "matcher should accept {text}"
+            );
         }
         for text in rejected {
             assert!(!grammar.accepts(text), "should reject {text}\n{grammar}");
+            assert!(
+                !whole(text) && !bytewise(text),
+                "matcher should reject {text}"
+            );
         }
     }
 

@@ -42,6 +42,10 @@
 mod gbnf;
 #[cfg(test)]
 mod gbnf_check;
+#[cfg(any(test, feature = "local"))]
+pub(crate) mod gbnf_match;
+#[cfg(any(test, feature = "local"))]
+mod gbnf_parse;
 mod json_repair;
 mod text_protocol;
 mod union;

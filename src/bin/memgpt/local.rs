@@ -1,5 +1,5 @@
-//! The offline path: the local chat model (llama.cpp, feature `local`) and the local embedder
-//! (candle, feature `local-embed`), pulled into the model cache on first use.
+//! The offline path: the local chat model and the local embedder (both pure Rust, on candle),
+//! pulled into the model cache on first use.
 
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -24,7 +24,7 @@ Use an endpoint (environment, memgpt.toml or flags; see `memgpt config`):
   LM Studio:  export MEMGPT_BASE_URL=http://localhost:1234/v1 MEMGPT_MODEL=<loaded model>
 
 Or run offline on the local models (pulled once, about 190 MB, SHA-256 checked):
-  memgpt chat --yes        (asks first on a terminal; needs a build with the `local` feature)";
+  memgpt chat --yes        (without --yes it asks first on a terminal)";
 
 /// Makes sure `spec` is in the cache: asks (or takes `--yes`), then downloads it with a
 /// progress bar. `Ok(None)` when the user declines.
@@ -76,10 +76,8 @@ pub async fn ensure(
     Ok(Some(dir))
 }
 
-/// The local chat model and embedder. `explicit`: the user asked for `provider = local`, so
-/// its absence is an error rather than "nothing configured".
-#[cfg(feature = "local")]
-pub async fn llm(settings: &Settings, _explicit: bool) -> Result<Option<Llm>> {
+/// The local chat model and embedder; `Ok(None)` when the user declines the download.
+pub async fn llm(settings: &Settings) -> Result<Option<Llm>> {
     use memgpt::local::{LlamaConfig, LlamaProvider};
     use memgpt::models::SMOLLM2_135M_INSTRUCT;
 
@@ -111,18 +109,6 @@ pub async fn llm(settings: &Settings, _explicit: bool) -> Result<Option<Llm>> {
         ),
         embedder,
     }))
-}
-
-/// Without the `local` feature there is no local chat model.
-#[cfg(not(feature = "local"))]
-pub async fn llm(_: &Settings, explicit: bool) -> Result<Option<Llm>> {
-    if explicit {
-        bail!(
-            "setting `provider` is `local`, but this memgpt was built without the `local` feature \
-             (rebuild with --features cli,local; llama.cpp needs cmake and libclang)"
-        );
-    }
-    Ok(None)
 }
 
 /// The local embedder: `required` pulls it if missing (asking first, or with `--yes`);

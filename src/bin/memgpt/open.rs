@@ -72,7 +72,7 @@ pub async fn llm(settings: &Settings) -> Result<Option<Llm>> {
         return anthropic(settings).map(Some);
     }
     if chosen == "local" {
-        return crate::local::llm(settings, true).await;
+        return crate::local::llm(settings).await;
     }
     match endpoint(settings)? {
         Some(mut config) => {
@@ -89,7 +89,7 @@ pub async fn llm(settings: &Settings) -> Result<Option<Llm>> {
                 description: format!("model {} at {}", config.model, config.base_url),
             }))
         }
-        None if chosen == "auto" => crate::local::llm(settings, false).await,
+        None if chosen == "auto" => crate::local::llm(settings).await,
         None => bail!(
             "provider `openai` needs `base_url` or `api_key` (MEMGPT_BASE_URL, OPENAI_API_KEY)"
         ),
