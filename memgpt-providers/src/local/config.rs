@@ -9,8 +9,10 @@ pub struct LlamaConfig {
     pub model_id: Option<String>,
     /// Context window in tokens (capped at what the model was trained with). Default 8,192.
     pub context_window: u32,
-    /// CPU threads for decoding. Default 1: on small machines a second thread competing with
-    /// the rest of the process makes generation several times slower, not faster.
+    /// Threads of the model's own pool (attention, normalisation, dense products). Default 1.
+    /// candle runs the quantized matrix products on its process-wide pool, sized by the
+    /// `CANDLE_NUM_THREADS` (or `RAYON_NUM_THREADS`) environment variable, by default the
+    /// physical cores.
     pub threads: u32,
     /// Tokens per prompt-processing batch. Default 512.
     pub batch_size: u32,

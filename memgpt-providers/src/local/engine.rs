@@ -34,6 +34,9 @@ pub struct Generation {
     pub prompt_time: Duration,
     /// Time spent generating.
     pub generation_time: Duration,
+    /// The part of [`Generation::generation_time`] spent choosing tokens (repeat penalty,
+    /// ordering, and the grammar's checks when a request offers functions).
+    pub sampling_time: Duration,
 }
 
 /// A request to the worker.
@@ -185,7 +188,7 @@ fn chatml(turns: &[Turn]) -> String {
 impl Session {
     fn forget(&mut self) {
         self.cached.clear();
-        let _ = self.model.truncate(0);
+        self.model.truncate(0);
     }
 
     /// Processes `tokens` after the cache, in batches; the logits of the last one.
@@ -228,7 +231,7 @@ impl Session {
             .take_while(|(a, b)| a == b)
             .count()
             .min(tokens.len() - 1);
-        self.model.truncate(common).map_err(failed)?;
+        self.model.truncate(common);
         self.cached.truncate(common);
         let started = Instant::now();
         let fresh = &tokens[common..];
@@ -246,6 +249,7 @@ impl Session {
         let mut text = String::new();
         let mut pending: Vec<u8> = Vec::new();
         let mut generated: Vec<u32> = Vec::new();
+        let mut sampling_time = Duration::ZERO;
         let finish = loop {
             if generated.len() >= max_tokens || self.cached.len() >= window {
                 break FinishReason::Length;
@@ -255,6 +259,7 @@ impl Session {
                 break FinishReason::Stop;
             }
             let vocab = &self.vocab;
+            let choosing = Instant::now();
             let token = sampler.pick(&mut logits, &generated, |id| {
                 if vocab.ends_generation(id) {
                     return state.as_ref().is_none_or(|s| s.is_complete());
@@ -283,6 +288,7 @@ impl Session {
             if let (Some(g), Some(s)) = (&grammar, &state) {
                 state = g.accept(s, vocab.bytes(token));
             }
+            sampling_time += choosing.elapsed();
             generated.push(token);
             pending.extend_from_slice(vocab.bytes(token));
             let valid = match std::str::from_utf8(&pending) {
@@ -311,6 +317,7 @@ impl Session {
             finish,
             prompt_time,
             generation_time: started.elapsed(),
+            sampling_time,
         };
         debug!(
             prompt = generation.prompt_tokens,
@@ -318,6 +325,7 @@ impl Session {
             generated = generation.completion_tokens,
             prompt_ms = generation.prompt_time.as_secs_f64() * 1e3,
             generation_ms = generation.generation_time.as_secs_f64() * 1e3,
+            sampling_ms = generation.sampling_time.as_secs_f64() * 1e3,
             "local generation"
         );
         Ok(generation)

@@ -242,3 +242,18 @@ impl StreamingProvider for LlamaProvider {
         Ok(self.response(generation, Some(id)))
     }
 }
+
+/// SmolLM2's GGUF file in the test model cache (`MEMGPT_TEST_MODELS`), or `None` (skip, except
+/// under CI).
+#[cfg(test)]
+fn test_model() -> Option<std::path::PathBuf> {
+    let Some(root) = std::env::var_os("MEMGPT_TEST_MODELS").filter(|r| !r.is_empty()) else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but MEMGPT_TEST_MODELS is not set"
+        );
+        eprintln!("SKIPPED: set MEMGPT_TEST_MODELS to a model cache holding SmolLM2");
+        return None;
+    };
+    Some(std::path::Path::new(&root).join("smollm2-135m-instruct/model.gguf"))
+}

@@ -230,17 +230,8 @@ impl Vocab {
 mod tests {
     use super::*;
 
-    /// SmolLM2's GGUF file from the test model cache (`MEMGPT_TEST_MODELS`), or `None` (skip).
     fn smollm2() -> Option<Content> {
-        let Some(root) = std::env::var_os("MEMGPT_TEST_MODELS").filter(|r| !r.is_empty()) else {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI=true but MEMGPT_TEST_MODELS is not set"
-            );
-            eprintln!("SKIPPED: set MEMGPT_TEST_MODELS to a model cache holding SmolLM2");
-            return None;
-        };
-        let path = std::path::Path::new(&root).join("smollm2-135m-instruct/model.gguf");
+        let path = super::super::test_model()?;
         let mut file = std::fs::File::open(&path).expect("the model file");
         Some(Content::read(&mut file).expect("a GGUF file"))
     }
