@@ -42,23 +42,32 @@ pub fn chunk_text_with_overlap(
     counter: &dyn TokenCounter,
 ) -> Vec<String> {
     let max_tokens = max_tokens.max(1);
-    // (unit text, starts a new paragraph)
-    let mut units: Vec<(String, bool)> = Vec::new();
+    // (unit text, its tokens, starts a new paragraph)
+    let mut units: Vec<(String, usize, bool)> = Vec::new();
     for paragraph in paragraphs(text) {
-        if counter.count_text(paragraph) <= max_tokens {
-            units.push((paragraph.to_owned(), true));
+        let tokens = counter.count_text(paragraph);
+        if tokens <= max_tokens {
+            units.push((paragraph.to_owned(), tokens, true));
             continue;
         }
         let mut first = true;
-        for sentence in sentences(paragraph) {
-            if counter.count_text(sentence) <= max_tokens {
-                units.push((sentence.to_owned(), first));
+        let sentences = sentences(paragraph);
+        let whole = sentences.len() == 1;
+        for sentence in sentences {
+            // A paragraph of one sentence was just counted: over the limit.
+            let tokens = if whole {
+                usize::MAX
             } else {
-                for (i, piece) in split_words(sentence, max_tokens, counter)
+                counter.count_text(sentence)
+            };
+            if tokens <= max_tokens {
+                units.push((sentence.to_owned(), tokens, first));
+            } else {
+                for (i, (piece, tokens)) in split_words(sentence, max_tokens, counter)
                     .into_iter()
                     .enumerate()
                 {
-                    units.push((piece, first && i == 0));
+                    units.push((piece, tokens, first && i == 0));
                 }
             }
             first = false;
@@ -70,8 +79,7 @@ pub fn chunk_text_with_overlap(
     let mut current: Vec<(String, usize, bool)> = Vec::new();
     let mut current_tokens = 0;
     let mut fresh = false; // whether `current` holds anything not carried over
-    for (unit, new_paragraph) in units {
-        let tokens = counter.count_text(&unit);
+    for (unit, tokens, new_paragraph) in units {
         if fresh && current_tokens + tokens + 1 > max_tokens {
             chunks.push(join_units(&current));
             // Carry the tail of this chunk into the next, within the overlap and leaving room.
@@ -143,36 +151,119 @@ fn sentences(paragraph: &str) -> Vec<&str> {
 }
 
 /// Packs words into pieces of at most `max_tokens`; a single word longer than that is cut by
-/// characters.
-fn split_words(sentence: &str, max_tokens: usize, counter: &dyn TokenCounter) -> Vec<String> {
+/// characters. Each word is counted once (with the space before it, as BPE tokenizers attach
+/// it), so the cost is linear in the sentence; a piece whose exact count is over (word
+/// boundaries can merge differently) is cut again exactly.
+fn split_words(
+    sentence: &str,
+    max_tokens: usize,
+    counter: &dyn TokenCounter,
+) -> Vec<(String, usize)> {
+    // Pieces in order: `done` is final, `pieces` still to be checked exactly.
+    let mut done = Vec::new();
     let mut pieces = Vec::new();
     let mut current = String::new();
+    let mut current_tokens = 0;
+    let mut spaced = String::new();
     for word in sentence.split_whitespace() {
-        let candidate = if current.is_empty() {
-            word.to_owned()
+        let tokens = if current.is_empty() {
+            counter.count_text(word)
         } else {
-            format!("{current} {word}")
+            spaced.clear();
+            spaced.push(' ');
+            spaced.push_str(word);
+            counter.count_text(&spaced)
         };
-        if counter.count_text(&candidate) <= max_tokens {
-            current = candidate;
+        if !current.is_empty() && current_tokens + tokens <= max_tokens {
+            current.push(' ');
+            current.push_str(word);
+            current_tokens += tokens;
             continue;
         }
         if !current.is_empty() {
             pieces.push(std::mem::take(&mut current));
         }
-        if counter.count_text(word) <= max_tokens {
-            current = word.to_owned();
+        let alone = counter.count_text(word);
+        if alone <= max_tokens {
+            current.push_str(word);
+            current_tokens = alone;
         } else {
-            pieces.extend(split_chars(word, max_tokens, counter));
+            current_tokens = 0;
+            done.append(&mut verified(
+                std::mem::take(&mut pieces),
+                max_tokens,
+                counter,
+            ));
+            done.extend(split_chars(word, max_tokens, counter));
         }
     }
     if !current.is_empty() {
         pieces.push(current);
     }
-    pieces
+    done.append(&mut verified(pieces, max_tokens, counter));
+    done
 }
 
-fn split_chars(word: &str, max_tokens: usize, counter: &dyn TokenCounter) -> Vec<String> {
+/// Bytes per window when cutting one very long word: windows are counted once each and packed.
+const WINDOW: usize = 32;
+
+/// Cuts a word longer than `max_tokens` into pieces: windows of [`WINDOW`] bytes (on character
+/// boundaries) are counted once each and packed greedily, then each piece is checked exactly.
+/// Linear in the word's length.
+fn split_chars(word: &str, max_tokens: usize, counter: &dyn TokenCounter) -> Vec<(String, usize)> {
+    let mut pieces = Vec::new();
+    let mut current = String::new();
+    let mut current_tokens = 0;
+    let mut start = 0;
+    while start < word.len() {
+        let mut end = (start + WINDOW).min(word.len());
+        while !word.is_char_boundary(end) {
+            end += 1;
+        }
+        let window = &word[start..end];
+        start = end;
+        let tokens = counter.count_text(window);
+        if !current.is_empty() && current_tokens + tokens > max_tokens {
+            pieces.push(std::mem::take(&mut current));
+            current_tokens = 0;
+        }
+        if tokens > max_tokens {
+            pieces.extend(split_chars_exactly(window, max_tokens, counter));
+            continue;
+        }
+        current.push_str(window);
+        current_tokens += tokens;
+    }
+    if !current.is_empty() {
+        pieces.push(current);
+    }
+    verified(pieces, max_tokens, counter)
+}
+
+/// Each piece with its exact count; pieces over `max_tokens` cut again character by character
+/// (they are short: at most a few windows).
+fn verified(
+    pieces: Vec<String>,
+    max_tokens: usize,
+    counter: &dyn TokenCounter,
+) -> Vec<(String, usize)> {
+    let mut out = Vec::with_capacity(pieces.len());
+    for piece in pieces {
+        let tokens = counter.count_text(&piece);
+        if tokens <= max_tokens {
+            out.push((piece, tokens));
+        } else {
+            for part in split_chars_exactly(&piece, max_tokens, counter) {
+                let tokens = counter.count_text(&part);
+                out.push((part, tokens));
+            }
+        }
+    }
+    out
+}
+
+/// Character by character, counting the growing piece: exact, quadratic, for short texts only.
+fn split_chars_exactly(word: &str, max_tokens: usize, counter: &dyn TokenCounter) -> Vec<String> {
     let mut pieces = Vec::new();
     let mut current = String::new();
     for c in word.chars() {
@@ -219,6 +310,42 @@ mod tests {
         }
         let squash = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
         assert_eq!(squash(&chunks.join(" ")), squash(&text));
+    }
+
+    #[test]
+    fn pathological_inputs_keep_the_limit_and_lose_nothing() {
+        let counter = TiktokenCounter::cl100k();
+        let squash = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+        let mut state = 7u32;
+        let hash: String = (0..200_000)
+            .map(|i| {
+                state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                // Letters, with a multi-byte character now and then (cuts respect them).
+                if i % 997 == 0 {
+                    'é'
+                } else {
+                    char::from(b'a' + (state >> 16) as u8 % 26)
+                }
+            })
+            .collect();
+        let words = "the user mentioned that her sister moved to Lisbon ".repeat(4_000);
+        for text in [hash, words] {
+            for max in [300, 7] {
+                let chunks = chunk_text_with_overlap(&text, max, max / 6, &counter);
+                assert!(chunks.len() > 10);
+                for chunk in &chunks {
+                    assert!(
+                        counter.count_text(chunk) <= max,
+                        "{} > {max}",
+                        counter.count_text(chunk)
+                    );
+                }
+                if max == 300 {
+                    let overlap_free = chunk_text(&text, max, &counter);
+                    assert_eq!(squash(&overlap_free.concat()), squash(&text));
+                }
+            }
+        }
     }
 
     #[test]

@@ -106,12 +106,89 @@ impl fmt::Debug for TiktokenCounter {
     }
 }
 
-impl TokenCounter for TiktokenCounter {
-    fn count_text(&self, text: &str) -> usize {
+/// Runs of one kind of character (letters, punctuation or whitespace) longer than this many
+/// bytes are counted in pieces of this size.
+///
+/// BPE merging is quadratic in the length of one pre-token, and the tokenizers' pre-tokenizers
+/// keep a run of letters (or of punctuation, or of whitespace) together: counting a 5 MB paste
+/// of a hash exactly would take minutes. No word of natural text, and no JSON (where the kinds
+/// alternate), has such runs; for them the count is that of their pieces (a slight
+/// overestimate, the safe side for a context budget), and the cost stays linear in the input.
+pub const LONGEST_COUNTED_RUN: usize = 256;
+
+/// The kinds of character that pre-tokenizers keep together in one pre-token.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Letter,
+    Punctuation,
+    Space,
+    /// Digits (pre-tokenized in groups of at most three) and the like: never a long run.
+    Other,
+}
+
+fn kind(c: char) -> Kind {
+    if c.is_alphabetic() {
+        Kind::Letter
+    } else if c.is_whitespace() {
+        Kind::Space
+    } else if c.is_numeric() {
+        Kind::Other
+    } else {
+        Kind::Punctuation
+    }
+}
+
+impl TiktokenCounter {
+    fn encoded(&self, text: &str) -> usize {
         if text.is_empty() {
+            0
+        } else {
+            self.bpe.encode_ordinary(text).len()
+        }
+    }
+
+    /// Counts the run `text[start..end]` in pieces when it is too long; `pending` is where
+    /// the text not yet counted starts.
+    fn cut_long_run(&self, text: &str, start: usize, end: usize, pending: &mut usize) -> usize {
+        if end - start <= LONGEST_COUNTED_RUN {
             return 0;
         }
-        self.bpe.encode_ordinary(text).len()
+        let mut total = self.encoded(&text[*pending..start]);
+        let mut piece = start;
+        while piece < end {
+            let mut cut = (piece + LONGEST_COUNTED_RUN).min(end);
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            total += self.encoded(&text[piece..cut]);
+            piece = cut;
+        }
+        *pending = end;
+        total
+    }
+}
+
+impl TokenCounter for TiktokenCounter {
+    fn count_text(&self, text: &str) -> usize {
+        if text.len() <= LONGEST_COUNTED_RUN {
+            return self.encoded(text);
+        }
+        let mut total = 0;
+        let mut pending = 0; // start of the text not yet counted
+        let mut run = (0, Kind::Other); // start and kind of the current run
+        for (i, c) in text.char_indices() {
+            let k = kind(c);
+            if k != run.1 {
+                if run.1 != Kind::Other {
+                    total += self.cut_long_run(text, run.0, i, &mut pending);
+                }
+                run = (i, k);
+            }
+        }
+        if run.1 != Kind::Other {
+            total += self.cut_long_run(text, run.0, text.len(), &mut pending);
+        }
+        total + self.encoded(&text[pending..])
     }
 }
 
@@ -130,6 +207,35 @@ impl TokenCounter for ApproxCounter {
 mod tests {
     use super::*;
     use crate::message::ToolCall;
+
+    #[test]
+    fn text_is_counted_exactly_and_only_endless_runs_in_pieces() {
+        let counter = TiktokenCounter::cl100k();
+        let bpe = tiktoken_rs::cl100k_base_singleton();
+        let natural =
+            "Ada said: \"I'll sail to Lisbon on 2026-05-04!\"\n\nThen\ther   sister   came. ";
+        let text = natural.repeat(50);
+        assert_eq!(counter.count_text(&text), bpe.encode_ordinary(&text).len());
+        // A run just at the bound is still exact.
+        let at_bound = "x".repeat(LONGEST_COUNTED_RUN);
+        assert_eq!(
+            counter.count_text(&at_bound),
+            bpe.encode_ordinary(&at_bound).len()
+        );
+        // Longer: the text around it exactly, the run by pieces of the bound (on character
+        // boundaries), never less than the exact count.
+        let run = "é".repeat(LONGEST_COUNTED_RUN); // 2 bytes each: twice the bound
+        let mixed = format!("before {run} after");
+        let pieces: usize = [&run[..LONGEST_COUNTED_RUN], &run[LONGEST_COUNTED_RUN..]]
+            .iter()
+            .map(|p| bpe.encode_ordinary(p).len())
+            .sum();
+        let expected =
+            bpe.encode_ordinary("before ").len() + pieces + bpe.encode_ordinary(" after").len();
+        assert_eq!(counter.count_text(&mixed), expected);
+        assert!(counter.count_text(&mixed) >= bpe.encode_ordinary(&mixed).len());
+        assert_eq!(counter.count_text(""), 0);
+    }
 
     #[test]
     fn model_names_pick_their_encoding() {
