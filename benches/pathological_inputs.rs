@@ -1,9 +1,9 @@
 //! Pathological sizes: how long the framework takes over one very large input, the LLM aside.
 //!
-//! Each row is one input of a few megabytes handled once: token counting, chunking, and a whole
-//! agent step whose only function call is an `archival_memory_insert` of that input (a
-//! scripted in-process provider, so the time is the framework's alone: counting, chunking,
-//! storing, the step's bookkeeping).
+//! Each row is one large input handled once: token counting, chunking, and a whole agent step
+//! whose only function call is an `archival_memory_insert` of that input (a scripted in-process
+//! provider, so the time is the framework's alone: counting, chunking, storing, the step's
+//! bookkeeping). Calls over `AgentConfig::max_function_argument_bytes` are refused at once.
 //!
 //! ```text
 //! cargo bench --bench pathological_inputs --features sqlite
@@ -106,9 +106,18 @@ fn main() {
         "| input | count_text | chunk_text (300/50) | archival_memory_insert step, memory | same, SQLite |"
     );
     println!("|---|---|---|---|---|");
+    // The largest call an agent accepts by default (AgentConfig::max_function_argument_bytes,
+    // 1 MiB, minus the JSON around the content), and five times more (refused at once).
+    let largest = (1 << 20) - 100;
     for (name, text) in [
         ("5 MB, no spaces", no_spaces(5_000_000)),
+        ("1 MiB, no spaces", no_spaces(largest)),
         ("1M tokens of words, one paragraph", words(1_000_000)),
+        ("1 MiB of words, one paragraph", {
+            let mut w = words(200_000);
+            w.truncate(largest);
+            w
+        }),
     ] {
         let (tokens, counting) = time(|| counter.count_text(&text));
         let (chunks, chunking) = time(|| chunk_text_with_overlap(&text, 300, 50, &counter));

@@ -40,6 +40,12 @@ pub struct AgentConfig {
     /// Longest function result the model sees, in characters; longer results are cut with a
     /// note saying how much was left out (Letta's limit, 6,000 by default).
     pub max_function_output_chars: usize,
+    /// Largest arguments one function call may carry, in bytes (default 1 MiB). A larger call
+    /// is refused before it is parsed, with an error (and a heartbeat) telling the model to
+    /// split the content; a step's cost stays bounded whatever the model writes. Larger
+    /// documents go in through [`Agent::insert_archival`](crate::Agent::insert_archival) (up to
+    /// [`AgentConfig::max_document_bytes`]) or `memgpt ingest`.
+    pub max_function_argument_bytes: usize,
     /// How `conversation_search` ranks (see [`RecallRanking`]).
     pub recall_ranking: RecallRanking,
     /// Commit a step's messages without embedding them (default `false`: with an embedder,
@@ -103,6 +109,7 @@ impl Default for AgentConfig {
             max_document_bytes: DEFAULT_MAX_DOCUMENT_BYTES,
             policy: "paper".to_owned(),
             max_function_output_chars: 6_000,
+            max_function_argument_bytes: 1 << 20,
             recall_ranking: RecallRanking::default(),
             defer_message_embeddings: false,
         }

@@ -473,6 +473,16 @@ impl Agent {
                 call.name,
                 self.rt.functions.names().collect::<Vec<_>>().join(", ")
             )),
+            Some(_) if call.arguments.len() > self.state.config.max_function_argument_bytes => {
+                FunctionReturn::failed(format!(
+                    "the arguments of `{}` are {} bytes, over the limit of {} bytes per call \
+                     (AgentConfig::max_function_argument_bytes): split the content over several \
+                     smaller calls",
+                    call.name,
+                    call.arguments.len(),
+                    self.state.config.max_function_argument_bytes
+                ))
+            }
             Some(function) => match parse_raw_arguments(&call.name, &call.arguments) {
                 Err(message) => FunctionReturn::failed(message),
                 Ok(arguments) => {

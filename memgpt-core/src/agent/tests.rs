@@ -297,6 +297,54 @@ async fn failed_calls_give_control_back_with_a_precise_error() {
 }
 
 #[tokio::test]
+async fn oversize_arguments_are_refused_before_parsing_with_a_way_out() {
+    let llm = llm();
+    let limit = AgentConfig::default().max_function_argument_bytes;
+    let huge = "x".repeat(limit + 1);
+    llm.push_call(
+        "archival_memory_insert",
+        json!({"content": huge, "request_heartbeat": true}),
+    );
+    let fits = "y".repeat(limit - 100);
+    llm.push_call(
+        "archival_memory_insert",
+        json!({"content": fits, "request_heartbeat": true}),
+    );
+    llm.push_call("send_message", json!({"message": "stored"}));
+    let mut agent = agent(&llm).await;
+    let record = agent.step("store this").await.unwrap();
+    assert_eq!(record.stop_reason, StopReason::EndTurn);
+    let refused = &record.function_calls[0];
+    assert!(!refused.ok);
+    assert!(
+        refused
+            .output
+            .contains("over the limit of 1048576 bytes per call")
+            && refused.output.contains("split the content"),
+        "{}",
+        refused.output
+    );
+    // Nothing of the refused call was stored; the one within the limit was.
+    assert!(
+        record.function_calls[1].ok,
+        "{}",
+        record.function_calls[1].output
+    );
+    let archival = &agent.storage().archival;
+    let stored = archival.count_passages(agent.id()).await.unwrap();
+    assert!(stored > 0);
+    let page = archival
+        .list_passages(agent.id(), Page::first(stored as usize))
+        .await
+        .unwrap();
+    assert_eq!(page.hits.len() as u64, stored);
+    assert!(
+        page.hits.iter().all(|h| !h.item.text.contains('x')),
+        "no passage of the refused call"
+    );
+}
+
+#[tokio::test]
 async fn tool_errors_are_reported_and_memory_limits_say_how_far_over() {
     let llm = llm();
     llm.push_call(
