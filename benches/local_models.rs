@@ -20,38 +20,9 @@ use memgpt::local::{LlamaConfig, LlamaProvider};
 use memgpt::local_embed::LocalEmbedder;
 use memgpt::models::{ALL_MINILM_L6_V2, ModelCache, SMOLLM2_135M_INSTRUCT};
 
-const WORDS: &[&str] = &[
-    "the",
-    "user",
-    "mentioned",
-    "that",
-    "her",
-    "sister",
-    "moved",
-    "to",
-    "Lisbon",
-    "last",
-    "spring",
-    "and",
-    "started",
-    "a",
-    "new",
-    "job",
-    "at",
-    "bakery",
-    "near",
-    "river",
-    "they",
-    "talked",
-    "about",
-    "sailing",
-    "weekend",
-    "plans",
-    "with",
-    "friends",
-    "from",
-    "college",
-];
+#[path = "support/words.rs"]
+mod vocabulary;
+use vocabulary::WORDS;
 
 fn sentences(n: usize) -> Vec<String> {
     let mut state = 0x9e37_79b9u32;

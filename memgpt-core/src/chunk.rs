@@ -166,23 +166,20 @@ fn split_words(
     let mut current_tokens = 0;
     let mut spaced = String::new();
     for word in sentence.split_whitespace() {
-        let tokens = if current.is_empty() {
-            counter.count_text(word)
-        } else {
+        if !current.is_empty() {
             spaced.clear();
             spaced.push(' ');
             spaced.push_str(word);
-            counter.count_text(&spaced)
-        };
-        if !current.is_empty() && current_tokens + tokens <= max_tokens {
-            current.push(' ');
-            current.push_str(word);
-            current_tokens += tokens;
-            continue;
-        }
-        if !current.is_empty() {
+            let tokens = counter.count_text(&spaced);
+            if current_tokens + tokens <= max_tokens {
+                current.push(' ');
+                current.push_str(word);
+                current_tokens += tokens;
+                continue;
+            }
             pieces.push(std::mem::take(&mut current));
         }
+        // The word starts a piece: counted on its own.
         let alone = counter.count_text(word);
         if alone <= max_tokens {
             current.push_str(word);

@@ -101,7 +101,7 @@ fn load(config: &LlamaConfig) -> Result<(Llama, Vocab), String> {
     let trained = content
         .metadata
         .get("llama.context_length")
-        .and_then(|v| v.to_u32().ok())
+        .and_then(super::model::whole)
         .unwrap_or(config.context_window);
     let window = config.context_window.min(trained).max(256) as usize;
     let model =

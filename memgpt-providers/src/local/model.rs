@@ -87,14 +87,33 @@ pub(crate) struct Llama {
     pub(crate) max_positions: usize,
 }
 
+/// A GGUF metadata value as a number, whatever its integer or float type.
+pub(super) fn numeric(value: &Value) -> Option<f64> {
+    Some(match value {
+        Value::U8(v) => f64::from(*v),
+        Value::I8(v) => f64::from(*v),
+        Value::U16(v) => f64::from(*v),
+        Value::I16(v) => f64::from(*v),
+        Value::U32(v) => f64::from(*v),
+        Value::I32(v) => f64::from(*v),
+        Value::U64(v) => *v as f64,
+        Value::I64(v) => *v as f64,
+        Value::F32(v) => f64::from(*v),
+        Value::F64(v) => *v,
+        _ => return None,
+    })
+}
+
+/// A GGUF metadata value that must be a count or an id: a whole number in `u32`'s range.
+pub(super) fn whole(value: &Value) -> Option<u32> {
+    numeric(value)
+        .filter(|n| n.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(n))
+        .map(|n| n as u32)
+}
+
 fn number(content: &Content, key: &str) -> Result<f64, String> {
     match content.metadata.get(key) {
-        Some(Value::U32(v)) => Ok(f64::from(*v)),
-        Some(Value::I32(v)) => Ok(f64::from(*v)),
-        Some(Value::U64(v)) => Ok(*v as f64),
-        Some(Value::F32(v)) => Ok(f64::from(*v)),
-        Some(Value::F64(v)) => Ok(*v),
-        Some(other) => Err(format!("`{key}` is not a number: {other:?}")),
+        Some(value) => numeric(value).ok_or_else(|| format!("`{key}` is not a number: {value:?}")),
         None => Err(format!("the GGUF file has no `{key}`")),
     }
 }
@@ -153,11 +172,12 @@ impl Llama {
         let dense = |t: QTensor| t.dequantize(&device).map_err(failed);
 
         let token_embeddings = tensor("token_embd.weight")?;
-        let embeddings = dense(token_embeddings)?;
-        let output = match tensor("output.weight") {
-            Ok(t) => matmul(t)?,
-            // Tied embeddings.
-            Err(_) => matmul(tensor("token_embd.weight")?)?,
+        let embeddings = token_embeddings.dequantize(&device).map_err(failed)?;
+        let output = if content.tensor_infos.contains_key("output.weight") {
+            matmul(tensor("output.weight")?)?
+        } else {
+            // Tied embeddings: the output projection is the embedding table.
+            matmul(token_embeddings)?
         };
         let norm = dense(tensor("output_norm.weight")?)?;
         let mut blocks = Vec::with_capacity(layers);

@@ -20,6 +20,8 @@ pub(crate) struct Sampler {
     repeat_last_n: usize,
     repeat_penalty: f32,
     state: u64,
+    /// Token ids in the order they are examined, reused from token to token.
+    order: Vec<u32>,
 }
 
 impl Sampler {
@@ -35,6 +37,7 @@ impl Sampler {
             repeat_last_n,
             repeat_penalty,
             state: u64::from(seed) ^ 0x9E37_79B9_7F4A_7C15,
+            order: Vec::new(),
         }
     }
 
@@ -81,7 +84,9 @@ impl Sampler {
                 .partial_cmp(&logits[*a as usize])
                 .unwrap_or(Ordering::Equal)
         };
-        let mut order: Vec<u32> = (0..logits.len() as u32).collect();
+        let order = &mut self.order;
+        order.clear();
+        order.extend(0..logits.len() as u32);
         let mut sorted = FIRST_CANDIDATES.min(order.len());
         if sorted == 0 {
             return None;

@@ -3,6 +3,8 @@
 //! stream text and to check tokens against a grammar), and which tokens end a turn.
 
 use candle_core::quantized::gguf_file::{Content, Value};
+
+use super::model::whole;
 use tokenizers::models::bpe::{BPE, Vocab as BpeVocab};
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
 use tokenizers::pre_tokenizers::digits::Digits;
@@ -46,18 +48,6 @@ fn strings(value: &Value, key: &str) -> Result<Vec<String>, String> {
                 .map_err(|_| format!("`{key}` holds a non-string"))
         })
         .collect()
-}
-
-fn number(value: &Value) -> Option<u32> {
-    match value {
-        Value::U8(v) => Some(u32::from(*v)),
-        Value::U16(v) => Some(u32::from(*v)),
-        Value::U32(v) => Some(*v),
-        Value::I32(v) => u32::try_from(*v).ok(),
-        Value::U64(v) => u32::try_from(*v).ok(),
-        Value::I64(v) => u32::try_from(*v).ok(),
-        _ => None,
-    }
 }
 
 /// GPT-2's reversible map from bytes to printable characters, inverted: the byte each
@@ -106,7 +96,7 @@ impl Vocab {
                 .to_vec()
                 .map_err(|e| e.to_string())?
                 .iter()
-                .map(|v| number(v).unwrap_or(1))
+                .map(|v| whole(v).unwrap_or(1))
                 .collect(),
             None => vec![1; tokens.len()],
         };
@@ -174,7 +164,7 @@ impl Vocab {
         let mut end_of_generation: Vec<u32> = content
             .metadata
             .get("tokenizer.ggml.eos_token_id")
-            .and_then(number)
+            .and_then(whole)
             .into_iter()
             .collect();
         for name in END_OF_TURN {

@@ -217,8 +217,8 @@ impl CompiledGrammar {
         })
     }
 
-    /// Whether `bytes` may come next (without building the new state when the caller only
-    /// asks).
+    /// Whether `bytes` may come next: [`CompiledGrammar::accept`] with the state dropped (a
+    /// token with no bytes never may).
     pub(crate) fn allows(&self, state: &GrammarState, bytes: &[u8]) -> bool {
         !bytes.is_empty() && self.accept(state, bytes).is_some()
     }

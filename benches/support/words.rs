@@ -1,0 +1,36 @@
+//! Everyday words the benches build their texts from (ordinary English, so token counts and
+//! tokenization behave as on real conversations).
+
+/// The vocabulary; its first 20 words are the pathological-inputs bench's.
+pub const WORDS: &[&str] = &[
+    "the",
+    "user",
+    "mentioned",
+    "that",
+    "her",
+    "sister",
+    "moved",
+    "to",
+    "Lisbon",
+    "last",
+    "spring",
+    "and",
+    "started",
+    "a",
+    "new",
+    "job",
+    "at",
+    "bakery",
+    "near",
+    "river",
+    "they",
+    "talked",
+    "about",
+    "sailing",
+    "weekend",
+    "plans",
+    "with",
+    "friends",
+    "from",
+    "college",
+];
