@@ -655,6 +655,11 @@ mod tests {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("../shared/data/locomo/locomo5_dev.json");
         if !path.exists() {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI=true but {} is missing: the evaluation data must be there in CI",
+                path.display()
+            );
             eprintln!(
                 "SKIPPED: {} is missing (see ../shared/data/README.md)",
                 path.display()

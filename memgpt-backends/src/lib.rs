@@ -53,8 +53,8 @@ pub use memgpt_core::store::{InMemoryStore, Storage};
 pub use postgres::{PgOptions, PgStore};
 #[cfg(feature = "tantivy")]
 pub use sqlite::TantivyRecall;
+#[cfg(feature = "sqlite")]
+pub use sqlite::{IndexAudit, RecallIndex, SqliteOptions, SqliteStore, VectorIndex};
 #[cfg(feature = "usearch")]
 pub use sqlite::{Quantization, UsearchIndexes, UsearchOptions};
-#[cfg(feature = "sqlite")]
-pub use sqlite::{RecallIndex, SqliteOptions, SqliteStore, VectorIndex};
 pub use url::StoreUrlError;

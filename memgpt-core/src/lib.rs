@@ -28,6 +28,7 @@
 //! * [`message`], [`ids`], [`time`], [`chunk`]: the vocabulary the rest is written in.
 //! * [`agent_file`]: an agent's whole state as one JSON document, in Letta's agent-file format
 //!   (export, import).
+//! * [`failpoint`]: named places where crash tests stop the process (feature `failpoints`).
 //! * [`testing`]: a scripted in-process provider for unit tests of agents and functions.
 //!
 //! # Stability
@@ -50,6 +51,7 @@ pub mod context;
 pub mod embed;
 mod error;
 mod error_kind;
+pub mod failpoint;
 pub mod function;
 pub mod ids;
 mod indexing;

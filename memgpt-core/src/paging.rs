@@ -180,6 +180,7 @@ impl<'a> Pager<'a> {
         let started = Instant::now();
         let result = self.summarizer.summarize(&previous.text, &evicted).await;
         let summarizer_time = started.elapsed();
+        crate::failpoint::hit("flush.summarized");
         let (text, updated_at, summary_updated) = match result {
             Ok(text) if !text.trim().is_empty() => (text, Some(now()), true),
             Ok(_) => {

@@ -59,7 +59,14 @@ pub struct HttpSettings {
     pub connect_timeout: Duration,
     /// Retries of transient failures.
     pub retry: RetryPolicy,
+    /// The most bytes read from one response body (or one response stream); a larger body is
+    /// an [`HttpFailure::TooLarge`], not an allocation the server chooses.
+    pub max_response_bytes: usize,
 }
+
+/// The default [`HttpSettings::max_response_bytes`]: 16 MiB, far above any chat completion or
+/// embedding batch a provider sends (an 8,192-token reply is well under 100 KB).
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 16 << 20;
 
 impl Default for HttpSettings {
     fn default() -> Self {
@@ -67,6 +74,7 @@ impl Default for HttpSettings {
             timeout: Duration::from_secs(300),
             connect_timeout: Duration::from_secs(10),
             retry: RetryPolicy::default(),
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 }
@@ -113,6 +121,21 @@ pub enum HttpFailure {
     Status(HttpResponse),
     /// The request never got a response (connection, timeout, body), after retries.
     Transport(reqwest::Error),
+    /// The response body was longer than [`HttpSettings::max_response_bytes`] (not retried:
+    /// the same server would most likely send it again).
+    TooLarge {
+        /// The limit that was passed.
+        limit: usize,
+    },
+}
+
+impl HttpFailure {
+    /// The message of a [`HttpFailure::TooLarge`].
+    pub fn too_large_message(limit: usize) -> String {
+        format!(
+            "the response is larger than the {limit}-byte limit (HttpSettings::max_response_bytes)"
+        )
+    }
 }
 
 /// Whether a status is worth retrying.
@@ -146,15 +169,17 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 /// Sends the request `build` makes, retrying transient failures per `policy`. Returns the
 /// first successful response, or why it failed. `give_up` lets the caller stop retrying a
 /// retryable status whose body says retrying is pointless (e.g. an exhausted quota).
+///
+/// Bodies longer than `settings.max_response_bytes` are not read past the limit.
 pub async fn send_with_retry(
-    policy: &RetryPolicy,
+    settings: &HttpSettings,
     build: impl Fn() -> RequestBuilder,
     give_up: impl Fn(&HttpResponse) -> bool,
 ) -> Result<HttpResponse, HttpFailure> {
-    match retry_loop(policy, build, give_up, false).await? {
+    match retry_loop(settings, build, give_up, false).await? {
         Attempt::Read(response) => Ok(response),
         // Not produced when `stream_success` is false; read it all the same.
-        Attempt::Unread(response) => read(response).await.map_err(HttpFailure::Transport),
+        Attempt::Unread(response) => read(response, settings.max_response_bytes).await,
     }
 }
 
@@ -166,11 +191,11 @@ pub async fn send_with_retry(
 /// Once the successful response is returned nothing is retried: a failure while reading its
 /// body is the caller's to report, since part of it may already have been used.
 pub async fn send_with_retry_streaming(
-    policy: &RetryPolicy,
+    settings: &HttpSettings,
     build: impl Fn() -> RequestBuilder,
     give_up: impl Fn(&HttpResponse) -> bool,
 ) -> Result<reqwest::Response, HttpFailure> {
-    match retry_loop(policy, build, give_up, true).await? {
+    match retry_loop(settings, build, give_up, true).await? {
         Attempt::Unread(response) => Ok(response),
         // Not produced when `stream_success` is true.
         Attempt::Read(response) => Err(HttpFailure::Status(response)),
@@ -185,10 +210,10 @@ enum Attempt {
     Unread(reqwest::Response),
 }
 
-async fn read(response: reqwest::Response) -> Result<HttpResponse, reqwest::Error> {
+async fn read(response: reqwest::Response, limit: usize) -> Result<HttpResponse, HttpFailure> {
     let status = response.status();
     let headers = response.headers().clone();
-    let body = response.text().await?;
+    let body = read_text(response, limit).await?;
     Ok(HttpResponse {
         status,
         headers,
@@ -196,37 +221,62 @@ async fn read(response: reqwest::Response) -> Result<HttpResponse, reqwest::Erro
     })
 }
 
+/// Reads a whole body as text (invalid UTF-8 replaced), refusing to read more than `limit`
+/// bytes: a declared `Content-Length` over it fails at once, an undeclared one as soon as the
+/// limit is passed.
+pub async fn read_text(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<String, HttpFailure> {
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        return Err(HttpFailure::TooLarge { limit });
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(HttpFailure::Transport)? {
+        if body.len() + chunk.len() > limit {
+            return Err(HttpFailure::TooLarge { limit });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(match String::from_utf8(body) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}
+
 /// The retry loop of [`send_with_retry`] and [`send_with_retry_streaming`]: a successful
 /// response is returned unread when `stream_success` is set, every other response is read.
 async fn retry_loop(
-    policy: &RetryPolicy,
+    settings: &HttpSettings,
     build: impl Fn() -> RequestBuilder,
     give_up: impl Fn(&HttpResponse) -> bool,
     stream_success: bool,
 ) -> Result<Attempt, HttpFailure> {
+    let policy = &settings.retry;
     let mut attempt = 0;
     loop {
         let outcome = match build().send().await {
             Ok(response) if stream_success && response.status().is_success() => {
                 return Ok(Attempt::Unread(response));
             }
-            Ok(response) => read(response).await,
-            Err(e) => Err(e),
+            Ok(response) => read(response, settings.max_response_bytes).await,
+            Err(e) => Err(HttpFailure::Transport(e)),
         };
         let (retry, wait) = match &outcome {
             Ok(response) if response.status.is_success() => {
-                break outcome.map(Attempt::Read).map_err(HttpFailure::Transport);
+                break outcome.map(Attempt::Read);
             }
             Ok(response) => (
                 is_retryable(response.status) && !give_up(response),
                 retry_after(&response.headers),
             ),
-            Err(_) => (true, None),
+            Err(HttpFailure::Transport(_)) => (true, None),
+            Err(_) => (false, None),
         };
         if !retry || attempt >= policy.max_retries {
             return match outcome {
                 Ok(response) => Err(HttpFailure::Status(response)),
-                Err(e) => Err(HttpFailure::Transport(e)),
+                Err(failure) => Err(failure),
             };
         }
         let delay = policy.delay(attempt, wait);
@@ -237,7 +287,10 @@ async fn retry_loop(
                 ?delay,
                 "transient provider error, retrying"
             ),
-            Err(e) => warn!(error = %e, attempt, ?delay, "request failed, retrying"),
+            Err(HttpFailure::Transport(e)) => {
+                warn!(error = %e, attempt, ?delay, "request failed, retrying")
+            }
+            Err(_) => {}
         }
         tokio::time::sleep(delay).await;
         attempt += 1;

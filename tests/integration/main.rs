@@ -9,6 +9,8 @@
 mod fake_anthropic;
 #[path = "../support/fake_openai.rs"]
 mod fake_openai;
+#[path = "../support/fault_server.rs"]
+mod fault_server;
 
 mod agent_file;
 mod agent_loop;
@@ -17,6 +19,7 @@ mod anthropic;
 #[cfg(feature = "cli")]
 mod cli;
 mod custom_tools;
+mod faults;
 mod layering;
 #[cfg(feature = "local-embed")]
 mod local;

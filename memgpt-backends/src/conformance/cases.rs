@@ -848,11 +848,13 @@ pub async fn embedding_space_is_enforced(backend: &StoreUnderTest) {
 }
 
 /// State, messages, passages and the version survive dropping every handle and opening the
-/// store again (persistent stores only; others pass trivially).
+/// store again. Only for persistent stores: it fails for one that is not.
 pub async fn persistence_across_reopen(backend: &StoreUnderTest) {
-    if !backend.is_persistent() {
-        return;
-    }
+    assert!(
+        backend.is_persistent(),
+        "{}: the persistence case needs a persistent store (StoreUnderTest::persistent)",
+        backend.name()
+    );
     let (a, messages, passages) = {
         let s = backend.open().await;
         let mut a = new_agent(&s, "durable").await;

@@ -33,12 +33,14 @@
 //! Each case is an ordinary `#[test]` that builds its own multi-threaded tokio runtime and
 //! panics with the store's name on the first broken expectation, so a failure reads like any
 //! other test failure. The cases are also public async functions in [`cases`] for harnesses
-//! that want to run them another way. The SIGKILL crash test needs to spawn the test binary as a
-//! child process, so it lives in this crate's own test suite rather than here.
+//! that want to run them another way. The SIGKILL crash campaign ([`crash::Campaign`]) needs a
+//! child process to kill, so it is not one of the generated tests: a test (or a program) names
+//! the child command and runs it.
 //!
 //! Requires the `conformance` feature.
 
 pub mod cases;
+pub mod crash;
 pub mod fixtures;
 mod hybrid;
 
@@ -180,8 +182,18 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 /// `Option<StoreUnderTest>` where `None` skips the case, for example when a database URL is not
 /// set). The expression is evaluated afresh for every case. Invoke it once per store, each in its
 /// own module; see [the module documentation](crate::conformance).
+///
+/// A store whose data survives reopening adds `persistent`
+/// (`store_conformance_tests!(my_store(), persistent)`), which adds the cases that drop every
+/// handle and open the store again; they fail for a store that is not
+/// [persistent](crate::conformance::StoreUnderTest::persistent). A store without it runs no
+/// persistence case at all, rather than passing one that cannot apply.
 #[macro_export]
 macro_rules! store_conformance_tests {
+    ($store:expr, persistent) => {
+        $crate::store_conformance_tests!($store);
+        $crate::store_conformance_tests!(@cases $store; persistence_across_reopen);
+    };
     ($store:expr) => {
         $crate::store_conformance_tests!(@cases $store;
             agents_lifecycle,
@@ -193,7 +205,6 @@ macro_rules! store_conformance_tests {
             archival_insert_search_delete,
             archival_hybrid_and_text,
             embedding_space_is_enforced,
-            persistence_across_reopen,
             concurrent_commits,
             agrees_with_the_reference,
             hybrid_recall_agrees_with_the_reference,

@@ -177,7 +177,9 @@ impl PgStore {
             commit.check_version(current.ok_or(StoreError::AgentNotFound(id))? as u64)?;
         }
         let space = self.write_commit(&mut tx, commit).await?;
+        memgpt_core::failpoint::hit("commit.before");
         tx.commit().await.map_err(|e| db("committing a step", e))?;
+        memgpt_core::failpoint::hit("commit.after");
         if let Some(space) = space {
             self.remember_space(space);
         }
@@ -499,6 +501,7 @@ async fn insert_passages(
     let mut vectors: Vec<f32> = Vec::new();
     let mut next_slot = 0i32;
     for p in passages {
+        memgpt_core::failpoint::hit("passages.insert");
         ids.push(*p.id.as_uuid());
         agents.push(*p.agent_id.as_uuid());
         texts.push(p.text.as_str());

@@ -351,7 +351,9 @@ impl SqliteStore {
             commit.check_version(current.ok_or(StoreError::AgentNotFound(id))? as u64)?;
         }
         let space = write_commit(&mut tx, commit).await?;
+        memgpt_core::failpoint::hit("commit.before");
         tx.commit().await.map_err(|e| db("committing a step", e))?;
+        memgpt_core::failpoint::hit("commit.after");
         if let Some(space) = space {
             let _ = self.space.set(space);
         }
@@ -416,6 +418,7 @@ async fn write_commit(
     }
     insert_message_embeddings(&mut *tx, id, &commit.message_embeddings).await?;
     for passage in &commit.passages {
+        memgpt_core::failpoint::hit("passages.insert");
         insert_passage(&mut *tx, passage, &token).await?;
     }
     for passage_id in &commit.deleted_passages {

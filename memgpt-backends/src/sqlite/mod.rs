@@ -14,6 +14,7 @@
 
 mod agents;
 mod archival;
+mod audit;
 mod dialect;
 mod documents;
 mod recall;
@@ -23,6 +24,7 @@ mod url;
 #[cfg(feature = "usearch")]
 mod usearch_index;
 
+pub use audit::IndexAudit;
 #[cfg(feature = "usearch")]
 pub(crate) use dialect::push_filters as push_recall_filters;
 #[cfg(feature = "tantivy")]

@@ -147,6 +147,7 @@ impl Inner {
             .prepare_commit()
             .map_err(|e| tantivy_error("committing the recall index", e))?;
         commit.set_payload(&watermark.payload());
+        memgpt_core::failpoint::hit("tantivy.catch_up");
         commit
             .commit()
             .map_err(|e| tantivy_error("committing the recall index", e))?;
@@ -384,6 +385,21 @@ impl TantivyRecall {
             keys.push(seq as i64);
         }
         Ok(TextCandidates { keys, statistics })
+    }
+
+    /// How many live documents of `agent` the index holds.
+    pub(crate) fn count(&self, agent: AgentId) -> Result<u64, StoreError> {
+        let term = Term::from_field_text(
+            self.inner.fields.agent,
+            &agent.as_uuid().simple().to_string(),
+        );
+        let query = TermQuery::new(term, IndexRecordOption::Basic);
+        self.inner
+            .reader
+            .searcher()
+            .search(&query, &tantivy::collector::Count)
+            .map(|n| n as u64)
+            .map_err(|e| tantivy_error("counting an agent's documents", e))
     }
 
     /// Forgets an agent's messages after the database deleted them at `generation`.

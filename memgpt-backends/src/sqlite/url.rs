@@ -71,7 +71,7 @@ impl SqliteOptions {
                     options.vectors = VectorIndex::Usearch(usearch);
                 }
                 #[cfg(feature = "usearch")]
-                ("ef_search" | "ef_construction" | "connectivity", n) => {
+                ("ef_search" | "ef_construction" | "connectivity" | "save_every", n) => {
                     let n: usize = n
                         .parse()
                         .ok()
@@ -84,6 +84,7 @@ impl SqliteOptions {
                     match name {
                         "ef_search" => usearch.expansion_search = n,
                         "ef_construction" => usearch.expansion_add = n,
+                        "save_every" => usearch.save_every = n,
                         _ => usearch.connectivity = n,
                     }
                     options.vectors = VectorIndex::Usearch(usearch);
@@ -94,7 +95,7 @@ impl SqliteOptions {
                 _ => {
                     return Err(invalid(
                         "one of recall, vectors, quantization, ef_search, ef_construction, \
-                         connectivity, sync",
+                         connectivity, save_every, sync",
                     ));
                 }
             }

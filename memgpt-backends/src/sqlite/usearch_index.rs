@@ -594,6 +594,7 @@ impl UsearchIndexes {
             .save(&tmp_index.to_string_lossy())
             .map_err(|e| usearch_error("saving a vector index", e))?;
         std::fs::rename(&tmp_index, &index_path).map_err(|e| db("saving a vector index", e))?;
+        memgpt_core::failpoint::hit("usearch.save");
         let sidecar = json!({
             "passage_seq": watermark.passage_seq,
             "deletion_seq": watermark.deletion_seq,

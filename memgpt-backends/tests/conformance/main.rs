@@ -48,19 +48,27 @@ fn postgres() -> Option<StoreUnderTest> {
     ))
 }
 
-/// The kit's cases, plus the crash test, for one backend.
+/// The kit's cases for one backend, plus (`crash`) the crash campaign for a persistent one.
 macro_rules! conformance {
     ($module:ident, $store:expr) => {
         mod $module {
             use super::*;
 
             memgpt_backends::store_conformance_tests!($store);
+        }
+    };
+    ($module:ident, $store:expr, crash) => {
+        mod $module {
+            use super::*;
+
+            memgpt_backends::store_conformance_tests!($store, persistent);
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn crash_mid_step_loses_nothing_committed() {
+            async fn crash_campaign_loses_nothing_acknowledged() {
                 let store: Option<StoreUnderTest> = $store.into();
-                if let Some(url) = store.as_ref().and_then(StoreUnderTest::url) {
-                    crate::crash::run(store.as_ref().map_or("", |s| s.name()), url).await;
+                if let Some(store) = store {
+                    let url = store.url().expect("a persistent store has a URL");
+                    crate::crash::run(store.name(), url).await;
                 }
             }
         }
@@ -71,25 +79,32 @@ conformance!(memory, StoreUnderTest::in_memory());
 #[cfg(feature = "sqlite")]
 conformance!(
     sqlite_fts5_exact,
-    sqlite("sqlite (FTS5, exact)", "?recall=fts5&vectors=exact")
+    sqlite("sqlite (FTS5, exact)", "?recall=fts5&vectors=exact"),
+    crash
 );
 #[cfg(feature = "tantivy")]
 conformance!(
     sqlite_tantivy_exact,
-    sqlite("sqlite + tantivy", "?recall=tantivy&vectors=exact")
+    sqlite("sqlite + tantivy", "?recall=tantivy&vectors=exact"),
+    crash
 );
 #[cfg(feature = "usearch")]
 conformance!(
     sqlite_fts5_usearch,
-    sqlite("sqlite + usearch", "?recall=fts5&vectors=usearch")
+    sqlite("sqlite + usearch", "?recall=fts5&vectors=usearch"),
+    crash
 );
 #[cfg(all(feature = "tantivy", feature = "usearch"))]
 conformance!(
     sqlite_tantivy_usearch,
-    sqlite("sqlite + tantivy + usearch", "")
+    sqlite(
+        "sqlite + tantivy + usearch",
+        "?recall=tantivy&vectors=usearch&save_every=8"
+    ),
+    crash
 );
 #[cfg(feature = "postgres")]
-conformance!(postgres, postgres());
+conformance!(postgres, postgres(), crash);
 
 /// What only stores with a real cross-process agent lock can show.
 #[cfg(feature = "postgres")]

@@ -74,7 +74,8 @@ impl Agent {
     ///
     /// Returns the step's record. Provider failures (after the provider's own retries) end the
     /// step with [`StopReason::ProviderError`] and what happened before them is still
-    /// committed. An `Err` means nothing was stored (storage failure, oversize input, embedding
+    /// committed, the event (the user's message) first: it is never lost and never needs
+    /// resending, and the next step carries on from it. An `Err` means nothing was stored (storage failure, oversize input, embedding
     /// failure of an upload) and the agent is unchanged; the same happens if the returned
     /// future is dropped before it completes.
     pub async fn step(&mut self, event: impl Into<Event>) -> Result<StepRecord> {

@@ -9,7 +9,7 @@ use super::response::ResponseBuilder;
 use super::stream::StreamDecoder;
 use super::wire::{self, MessageResponse, MessagesBody};
 use super::{AnthropicConfig, ConfigError, llm_error};
-use crate::http::{self, HttpResponse};
+use crate::http::{self, HttpFailure, HttpResponse};
 use crate::known_context_window;
 
 /// A chat provider for Anthropic's Messages API (Claude models).
@@ -96,13 +96,10 @@ impl LlmProvider for AnthropicProvider {
         let body = self.encode(request, false)?;
         let url = self.config.messages_url();
         debug!(%url, bytes = body.len(), messages = request.messages.len(), "anthropic message");
-        let response = http::send_with_retry(
-            &self.config.http.retry,
-            || self.request(&url, &body),
-            give_up,
-        )
-        .await
-        .map_err(llm_error)?;
+        let response =
+            http::send_with_retry(&self.config.http, || self.request(&url, &body), give_up)
+                .await
+                .map_err(llm_error)?;
         parse_message(&response.body)
     }
 
@@ -122,7 +119,7 @@ impl StreamingProvider for AnthropicProvider {
         let url = self.config.messages_url();
         debug!(%url, bytes = body.len(), messages = request.messages.len(), "anthropic message stream");
         let mut response = http::send_with_retry_streaming(
-            &self.config.http.retry,
+            &self.config.http,
             || self.request(&url, &body),
             give_up,
         )
@@ -135,13 +132,23 @@ impl StreamingProvider for AnthropicProvider {
             .is_some_and(|v| v.starts_with("text/event-stream"));
         if !is_event_stream {
             // A server (or proxy) that ignored `"stream": true` and answered in one piece.
-            let text = response.text().await.map_err(transport)?;
+            let text = http::read_text(response, self.config.http.max_response_bytes)
+                .await
+                .map_err(llm_error)?;
             let complete = parse_message(&text)?;
             replay(&complete, sink);
             return Ok(complete);
         }
         let mut decoder = StreamDecoder::default();
+        let limit = self.config.http.max_response_bytes;
+        let mut read = 0usize;
         while let Some(chunk) = response.chunk().await.map_err(transport)? {
+            read += chunk.len();
+            if read > limit {
+                return Err(LlmError::InvalidResponse {
+                    message: HttpFailure::too_large_message(limit),
+                });
+            }
             if decoder.feed(&chunk, sink)? {
                 break;
             }

@@ -77,6 +77,9 @@ fn llm_error(failure: HttpFailure) -> LlmError {
             message: http::describe_transport_error(&e),
             retry_after: None,
         },
+        HttpFailure::TooLarge { limit } => LlmError::InvalidResponse {
+            message: HttpFailure::too_large_message(limit),
+        },
         HttpFailure::Status(response) => {
             let detail = wire::error_detail(&response.body);
             let message = detail

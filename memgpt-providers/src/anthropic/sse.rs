@@ -5,7 +5,16 @@
 //! Lines are decoded only once complete, so a UTF-8 character split across chunks is never
 //! cut: no byte of a multi-byte character is `\n` or `\r`. `event:` and `data:` fields are
 //! kept (several `data:` lines join with `\n`), comments (`:`) and other fields are skipped,
-//! and a blank line dispatches the event.
+//! and a blank line dispatches the event. One event (its data so far plus the line being read)
+//! may hold at most [`MAX_EVENT_BYTES`]: a server cannot make the parser buffer without bound.
+
+/// The largest event the parser buffers: 8 MiB, several times the largest function call an
+/// agent accepts (`AgentConfig::max_function_argument_bytes`, 1 MiB, JSON-escaped in a delta).
+pub(super) const MAX_EVENT_BYTES: usize = 8 << 20;
+
+/// An event grew past [`MAX_EVENT_BYTES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct EventTooLarge;
 
 /// One event.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,8 +40,13 @@ pub(super) struct SseParser {
 }
 
 impl SseParser {
-    /// Parses `bytes`, appending the events they complete to `out`.
-    pub(super) fn feed(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) {
+    /// Parses `bytes`, appending the events they complete to `out`; fails once an event grows
+    /// past [`MAX_EVENT_BYTES`] (the parser is then of no further use).
+    pub(super) fn feed(
+        &mut self,
+        mut bytes: &[u8],
+        out: &mut Vec<SseEvent>,
+    ) -> Result<(), EventTooLarge> {
         while !bytes.is_empty() {
             if std::mem::take(&mut self.after_cr)
                 && let Some(rest) = bytes.strip_prefix(b"\n")
@@ -56,7 +70,11 @@ impl SseParser {
                     bytes = &[];
                 }
             }
+            if self.line.len() + self.data.len() > MAX_EVENT_BYTES {
+                return Err(EventTooLarge);
+            }
         }
+        Ok(())
     }
 
     /// Ends the stream: a last event not followed by a blank line is dispatched too (the
@@ -126,7 +144,7 @@ mod tests {
         let mut parser = SseParser::default();
         let mut out = Vec::new();
         for chunk in input.chunks(size) {
-            parser.feed(chunk, &mut out);
+            parser.feed(chunk, &mut out).unwrap();
         }
         parser.finish(&mut out);
         out
@@ -164,5 +182,29 @@ mod tests {
     #[test]
     fn an_event_without_data_is_not_dispatched() {
         assert_eq!(parse_in_chunks(b"event: ping\n\n", 3), vec![]);
+    }
+
+    #[test]
+    fn an_endless_line_or_event_is_refused_at_the_limit() {
+        let mut parser = SseParser::default();
+        let mut out = Vec::new();
+        let chunk = vec![b'x'; 1 << 20];
+        parser.feed(b"data: ", &mut out).unwrap();
+        let mut fed = 0;
+        let refused = loop {
+            if let Err(e) = parser.feed(&chunk, &mut out) {
+                break e;
+            }
+            fed += chunk.len();
+            assert!(fed <= MAX_EVENT_BYTES, "never refused");
+        };
+        assert_eq!(refused, EventTooLarge);
+        // Many short data lines of one event count together.
+        let mut parser = SseParser::default();
+        let line = format!("data: {}\n", "y".repeat(1 << 16));
+        let refused = (0..=MAX_EVENT_BYTES / (1 << 16) + 1)
+            .any(|_| parser.feed(line.as_bytes(), &mut out).is_err());
+        assert!(refused);
+        assert!(out.is_empty());
     }
 }

@@ -25,7 +25,14 @@ impl StreamDecoder {
         if self.stopped {
             return Ok(true);
         }
-        self.sse.feed(bytes, &mut self.events);
+        self.sse
+            .feed(bytes, &mut self.events)
+            .map_err(|_| LlmError::InvalidResponse {
+                message: format!(
+                    "an event in the response stream is larger than {} bytes",
+                    super::sse::MAX_EVENT_BYTES
+                ),
+            })?;
         self.drain(sink)
     }
 

@@ -113,7 +113,7 @@ impl LlmProvider for OpenAiProvider {
         let url = self.config.url("chat/completions");
         debug!(%url, bytes = body.len(), messages = request.messages.len(), "chat completion");
         let response = http::send_with_retry(
-            &self.config.http.retry,
+            &self.config.http,
             || self.request(&self.client, &url, &body),
             |r| {
                 // Retrying an exhausted quota or an overlong prompt cannot help; the agent

@@ -74,7 +74,7 @@ impl OpenAiEmbedder {
         let url = config.url("embeddings");
         let client: &Client = &self.provider.client;
         let response = http::send_with_retry(
-            &config.http.retry,
+            &config.http,
             || self.provider.request(client, &url, &body),
             |_| false,
         )

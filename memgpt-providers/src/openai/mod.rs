@@ -47,6 +47,9 @@ fn llm_error(failure: HttpFailure) -> LlmError {
             message: transport_message(&e),
             retry_after: None,
         },
+        HttpFailure::TooLarge { limit } => LlmError::InvalidResponse {
+            message: HttpFailure::too_large_message(limit),
+        },
         HttpFailure::Status(response) => {
             let status = response.status.as_u16();
             let message =
