@@ -46,6 +46,11 @@ pub struct AgentConfig {
     /// documents go in through [`Agent::insert_archival`](crate::Agent::insert_archival) (up to
     /// [`AgentConfig::max_document_bytes`]) or `memgpt ingest`.
     pub max_function_argument_bytes: usize,
+    /// Most function calls run from one model response (default 16). Calls past it are dropped
+    /// before they run or are recorded, and a system alert (with a heartbeat) tells the model
+    /// how many ran and to send the rest in later responses: a response of 100,000 calls cannot
+    /// bury the context window under 100,000 results in one turn.
+    pub max_calls_per_response: usize,
     /// How `conversation_search` ranks (see [`RecallRanking`]).
     pub recall_ranking: RecallRanking,
     /// Commit a step's messages without embedding them (default `false`: with an embedder,
@@ -110,6 +115,7 @@ impl Default for AgentConfig {
             policy: "paper".to_owned(),
             max_function_output_chars: 6_000,
             max_function_argument_bytes: 1 << 20,
+            max_calls_per_response: 16,
             recall_ranking: RecallRanking::default(),
             defer_message_embeddings: false,
         }

@@ -1219,3 +1219,94 @@ pub async fn imports_are_all_or_nothing(backend: &StoreUnderTest) {
         backend.name()
     );
 }
+
+/// Text with a NUL character (U+0000) is refused alike by every store, wherever it hides (a
+/// message, a tool call, a passage or its metadata, a memory block, the agent's name), with
+/// [`StoreError::NulCharacter`] and nothing written; other control characters and astral-plane
+/// text are stored exactly.
+pub async fn nul_characters_are_refused_alike(backend: &StoreUnderTest) {
+    let s = backend.open().await;
+    let name = backend.name();
+    let mut nameless = state(AgentId::new(), "bad\0name");
+    nameless.version = 0;
+    assert!(
+        matches!(
+            s.agents.create_agent(&nameless).await,
+            Err(StoreError::NulCharacter(_))
+        ),
+        "{name}: an agent named with NUL"
+    );
+    assert!(s.agents.load_agent(nameless.id).await.unwrap().is_none());
+
+    let a = new_agent(&s, "nul").await;
+    let mut bad_call = assistant_calling(a.id, "thinking", "said", t0());
+    bad_call.tool_calls[0].arguments = "{\"message\":\"a\0b\"}".into();
+    let mut tagged = passage(a.id, "fine text", t0());
+    tagged
+        .metadata
+        .insert("tags".into(), serde_json::json!(["ok", "b\0d"]));
+    let mut blocked = a.clone();
+    blocked
+        .memory
+        .add(memgpt_core::MemoryBlock::new("notes", "x\0y"))
+        .unwrap();
+    let attempts: Vec<(&str, memgpt_core::store::Commit)> = vec![
+        (
+            "message text",
+            a.clone()
+                .next_commit(vec![user(a.id, "one\0two", t0())], vec![]),
+        ),
+        ("tool call", a.clone().next_commit(vec![bad_call], vec![])),
+        (
+            "passage text",
+            a.clone()
+                .next_commit(vec![], vec![passage(a.id, "p\0q", t0())]),
+        ),
+        (
+            "passage metadata",
+            a.clone().next_commit(vec![], vec![tagged]),
+        ),
+        ("memory block", blocked.next_commit(vec![], vec![])),
+    ];
+    for (what, commit) in attempts {
+        let err = s.agents.commit(&commit).await.unwrap_err();
+        assert!(
+            matches!(err, StoreError::NulCharacter(_)),
+            "{name}: {what}: {err}"
+        );
+        assert_eq!(err.kind(), memgpt_core::ErrorKind::InvalidInput);
+        assert_eq!(
+            s.agents.agent_version(a.id).await.unwrap(),
+            Some(0),
+            "{name}: {what}"
+        );
+        assert_eq!(
+            s.recall.count_messages(a.id).await.unwrap(),
+            0,
+            "{name}: {what}"
+        );
+        assert_eq!(
+            s.archival.count_passages(a.id).await.unwrap(),
+            0,
+            "{name}: {what}"
+        );
+    }
+
+    // Everything short of NUL round-trips exactly.
+    let text = "tab\there, bell\u{7}, escape\u{1b}[0m, DEL\u{7f}, U+FFFD \u{FFFD}, astral \u{1F600}\u{10FFFF}";
+    let mut good = a.clone();
+    let message = user(a.id, text, t0());
+    let id = message.id;
+    s.agents
+        .commit(&good.next_commit(vec![message], vec![passage(a.id, text, t0())]))
+        .await
+        .unwrap();
+    let stored = s.recall.get_messages(a.id, &[id]).await.unwrap();
+    assert_eq!(stored[0].text, text, "{name}");
+    let passages = s
+        .archival
+        .list_passages(a.id, Page::first(5))
+        .await
+        .unwrap();
+    assert_eq!(passages.hits[0].item.text, text, "{name}");
+}

@@ -212,6 +212,7 @@ macro_rules! store_conformance_tests {
             extreme_pages_are_safe,
             archival_filters_by_tag_and_date,
             imports_are_all_or_nothing,
+            nul_characters_are_refused_alike,
         );
     };
     (@cases $store:expr; $($case:ident),* $(,)?) => {

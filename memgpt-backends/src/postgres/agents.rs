@@ -22,6 +22,7 @@ use crate::codec::db;
 #[async_trait]
 impl AgentStore for PgStore {
     async fn create_agent(&self, state: &AgentState) -> Result<(), StoreError> {
+        state.check_text()?;
         insert_agent(&self.pool, state, state.version).await
     }
 
@@ -156,6 +157,7 @@ impl PgStore {
     /// One commit in one transaction: after the version check, or (`create`) creating the
     /// agent in the same transaction, as an import does.
     async fn write(&self, commit: &Commit, create: bool) -> Result<(), StoreError> {
+        commit.check_text()?;
         let id = commit.state.id;
         let mut tx = self
             .pool

@@ -30,6 +30,7 @@ pub(super) fn agent_token(id: AgentId) -> String {
 #[async_trait]
 impl AgentStore for SqliteStore {
     async fn create_agent(&self, state: &AgentState) -> Result<(), StoreError> {
+        state.check_text()?;
         insert_agent(&self.pool, state, state.version).await
     }
 
@@ -330,6 +331,7 @@ impl SqliteStore {
     /// One commit in one transaction: after the version check, or (`create`) creating the
     /// agent in the same transaction, as an import does.
     async fn write(&self, commit: &Commit, create: bool) -> Result<(), StoreError> {
+        commit.check_text()?;
         let id = commit.state.id;
         // IMMEDIATE takes the write lock up front: the version check and the writes cannot
         // interleave with another writer's.

@@ -22,7 +22,7 @@ use crate::llm::Usage;
 use crate::message::{Message, MessageKind, ToolCall};
 use crate::paging::{FlushRecord, Pager};
 use crate::queue::Pressure;
-use crate::store::{Page, RecallQuery};
+use crate::store::{Page, RecallQuery, storable};
 use crate::time::{Clock, format_time};
 
 /// The heartbeat after a function requested one.
@@ -117,6 +117,11 @@ impl Agent {
         }
 
         let message = self.event_message(&event, &mut run, now).await?;
+        // Refused before any LLM call rather than by the commit at the end.
+        storable(&message.text, || "the event".into())?;
+        for passage in &run.writes.passages {
+            storable(&passage.text, || "an uploaded document".into())?;
+        }
         self.check_fits(&message)?;
         let event_id = message.id;
         self.push(&mut run, message);
@@ -183,9 +188,22 @@ impl Agent {
             }
             let now = run.now(self.rt.clock.as_ref());
             turn_start = run.messages.len();
+            // What the model sent is stored as sent, except for NUL characters, which no store
+            // holds (see `without_nul`).
+            let received = calls.len();
+            let allowed = self.state.config.max_calls_per_response.max(1);
+            let calls: Vec<ToolCall> = calls
+                .into_iter()
+                .take(allowed)
+                .map(|call| ToolCall {
+                    id: without_nul(call.id),
+                    name: without_nul(call.name),
+                    arguments: without_nul(call.arguments),
+                })
+                .collect();
             self.push(
                 &mut run,
-                Message::assistant(self.id(), response.content, calls.clone(), now),
+                Message::assistant(self.id(), without_nul(response.content), calls.clone(), now),
             );
             if calls.is_empty() {
                 break StopReason::NoFunctionCall;
@@ -196,6 +214,29 @@ impl Agent {
                 let result = self.call_function(&mut run, call).await;
                 failed |= result.is_failure();
                 heartbeat |= result.request_heartbeat;
+            }
+            if received > calls.len() {
+                warn!(
+                    received,
+                    ran = calls.len(),
+                    "too many function calls in one response"
+                );
+                let now = run.now(self.rt.clock.as_ref());
+                self.push(
+                    &mut run,
+                    Message::new(
+                        self.id(),
+                        MessageKind::SystemAlert,
+                        format!(
+                            "Your last response held {received} function calls; only the first {} \
+                             ran (the limit per response). The others did not run: send them in \
+                             your next responses.",
+                            calls.len()
+                        ),
+                        now,
+                    ),
+                );
+                failed = true;
             }
             if !failed && !heartbeat {
                 break StopReason::EndTurn;
@@ -486,6 +527,11 @@ impl Agent {
             }
             Some(function) => match parse_raw_arguments(&call.name, &call.arguments) {
                 Err(message) => FunctionReturn::failed(message),
+                Ok(arguments) if holds_nul(&arguments) => FunctionReturn::failed(format!(
+                    "the arguments of `{}` contain a NUL character (\\u0000), which memory cannot \
+                     store: send the text without it",
+                    call.name
+                )),
                 Ok(arguments) => {
                     let recall_messages = self.context.counts().recall;
                     let mut ctx = FunctionContext {
@@ -515,16 +561,11 @@ impl Agent {
                 }
             },
         };
+        let limit = self.state.config.max_function_output_chars;
         let result = FunctionReturn {
             result: match result.result {
-                Ok(text) => Ok(cap_output(
-                    text,
-                    self.state.config.max_function_output_chars,
-                )),
-                Err(text) => Err(cap_output(
-                    text,
-                    self.state.config.max_function_output_chars,
-                )),
+                Ok(text) => Ok(cap_output(without_nul(text), limit)),
+                Err(text) => Err(cap_output(without_nul(text), limit)),
             },
             ..result
         };
@@ -606,6 +647,28 @@ fn parse_raw_arguments(function: &str, raw: &str) -> Result<Value, String> {
         Err(e) => Err(format!(
             "the arguments to `{function}` are not valid JSON ({e}); send one JSON object of named arguments"
         )),
+    }
+}
+
+/// `text` with each NUL character (U+0000) replaced by U+FFFD. No store can hold NUL (PostgreSQL
+/// text cannot), so text the framework records on the model's or a tool's behalf (the model's
+/// words and calls, function results) is cleaned rather than failing the step's commit; text
+/// from the caller or in function arguments is refused with an error instead.
+fn without_nul(text: String) -> String {
+    if text.contains('\0') {
+        text.replace('\0', "\u{FFFD}")
+    } else {
+        text
+    }
+}
+
+/// Whether any string (or key) in `value` holds a NUL character.
+fn holds_nul(value: &Value) -> bool {
+    match value {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(items) => items.iter().any(holds_nul),
+        Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || holds_nul(v)),
+        _ => false,
     }
 }
 

@@ -43,6 +43,13 @@ pub enum StoreError {
     /// The query cannot be run (for example a vector search without a query vector).
     #[error("invalid query: {0}")]
     InvalidQuery(String),
+    /// Text to be written contains U+0000, which no store accepts (PostgreSQL's text types
+    /// cannot hold it, so every store refuses it alike); the field is named.
+    #[error(
+        "cannot store {0}: it contains a NUL character (U+0000), which no store holds (PostgreSQL \
+         text cannot); remove it or encode the data first"
+    )]
+    NulCharacter(String),
     /// Stored data is corrupt or inconsistent (an undecodable row, a queued message missing
     /// from recall storage...).
     #[error("corrupt or inconsistent stored data: {0}")]
@@ -100,7 +107,7 @@ impl StoreError {
             StoreError::AgentExists(_) => ErrorKind::AlreadyExists,
             StoreError::Conflict { .. } => ErrorKind::Conflict,
             StoreError::EmbeddingMismatch { .. } => ErrorKind::Config,
-            StoreError::InvalidQuery(_) => ErrorKind::InvalidInput,
+            StoreError::InvalidQuery(_) | StoreError::NulCharacter(_) => ErrorKind::InvalidInput,
             StoreError::Corrupt(_) => ErrorKind::Corrupt,
             StoreError::Backend {
                 transient: true, ..

@@ -146,6 +146,7 @@ impl InMemoryStore {
 #[async_trait]
 impl AgentStore for InMemoryStore {
     async fn create_agent(&self, state: &AgentState) -> Result<(), StoreError> {
+        state.check_text()?;
         let mut inner = self.write();
         if inner.agents.contains_key(&state.id) {
             return Err(StoreError::AgentExists(state.id));
@@ -185,6 +186,7 @@ impl AgentStore for InMemoryStore {
     }
 
     async fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
+        commit.check_text()?;
         let id = commit.state.id;
         let mut inner = self.write();
         // Validate everything before changing anything: the commit is all or nothing.

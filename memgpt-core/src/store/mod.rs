@@ -29,7 +29,7 @@ pub use search::search_recall;
 pub use space::EmbeddingSpace;
 pub use types::{
     AgentState, ArchivalQuery, Commit, Hit, MessageEmbedding, Page, Passage, RecallQuery,
-    SearchPage, Summary, TAGS_KEY, TimeRange,
+    SearchPage, Summary, TAGS_KEY, TimeRange, storable,
 };
 
 /// Re-exported from [`retrieval`](crate::retrieval): the archival ranking a query asks for.

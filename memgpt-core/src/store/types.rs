@@ -344,6 +344,61 @@ pub struct AgentState {
     pub updated_at: DateTime<Utc>,
 }
 
+/// Fails with [`StoreError::NulCharacter`] (naming `what`) if `text` holds U+0000.
+pub fn storable(text: &str, what: impl FnOnce() -> String) -> Result<(), StoreError> {
+    if text.contains('\0') {
+        return Err(StoreError::NulCharacter(what()));
+    }
+    Ok(())
+}
+
+fn json_storable(value: &serde_json::Value, what: &dyn Fn() -> String) -> Result<(), StoreError> {
+    match value {
+        serde_json::Value::String(s) => storable(s, what),
+        serde_json::Value::Array(items) => items.iter().try_for_each(|v| json_storable(v, what)),
+        serde_json::Value::Object(map) => map.iter().try_for_each(|(k, v)| {
+            storable(k, what)?;
+            json_storable(v, what)
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn message_text(message: &Message) -> Result<(), StoreError> {
+    let what = || format!("message {}", message.id);
+    storable(&message.text, what)?;
+    if let Some(name) = &message.name {
+        storable(name, what)?;
+    }
+    if let Some(id) = &message.tool_call_id {
+        storable(id, what)?;
+    }
+    for call in &message.tool_calls {
+        storable(&call.id, what)?;
+        storable(&call.name, what)?;
+        storable(&call.arguments, what)?;
+    }
+    Ok(())
+}
+
+impl AgentState {
+    /// Refuses a state holding U+0000 anywhere (see [`Commit::check_text`]).
+    pub fn check_text(&self) -> Result<(), StoreError> {
+        storable(&self.name, || "the agent's name".into())?;
+        storable(&self.system, || "the system prompt".into())?;
+        storable(&self.summary.text, || "the recursive summary".into())?;
+        for block in self.memory.blocks() {
+            let what = || format!("memory block \"{}\"", block.label().replace('\0', "\\0"));
+            storable(block.label(), what)?;
+            storable(block.value(), what)?;
+            if let Some(description) = block.description() {
+                storable(description, what)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// One atomic write: the outcome of one agent step.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Commit {
@@ -382,6 +437,24 @@ impl Commit {
                 expected,
                 found: stored,
             });
+        }
+        Ok(())
+    }
+
+    /// Refuses text no store can hold: a NUL character (U+0000) anywhere in the state,
+    /// messages or passages ([`StoreError::NulCharacter`], naming the field). Every store calls
+    /// this before writing, so all of them accept and refuse the same commits.
+    pub fn check_text(&self) -> Result<(), StoreError> {
+        self.state.check_text()?;
+        for message in &self.messages {
+            message_text(message)?;
+        }
+        for passage in &self.passages {
+            storable(&passage.text, || format!("passage {}", passage.id))?;
+            json_storable(
+                &serde_json::Value::Object(passage.metadata.clone()),
+                &|| format!("the metadata of passage {}", passage.id),
+            )?;
         }
         Ok(())
     }
