@@ -7,9 +7,14 @@
 //! measured on the main thread is the agent's alone: building the prompt, serialising the
 //! request, the HTTP client, parsing the reply, running the function, committing the step.
 //!
+//! Rows run on the in-memory store and, with the `sqlite` feature, on SQLite (FTS5, exact
+//! vectors) and (with `tantivy` and `usearch`) the embedded stack, each in a fresh temporary
+//! directory; the step's commit (one SQLite transaction) is part of every measured step.
+//!
 //! ```text
 //! cargo bench --bench step_overhead                 # full run
 //! cargo bench --bench step_overhead -- --quick      # fewer samples
+//! cargo bench --bench step_overhead --features tantivy,usearch   # with the embedded stack
 //! ```
 
 #[path = "../tests/support/fake_openai.rs"]
@@ -21,6 +26,7 @@ use std::time::{Duration, Instant};
 use fake_openai::{FakeOpenAi, Reply};
 use memgpt::llm::ChatMessage;
 use memgpt::openai::{OpenAiConfig, OpenAiProvider};
+use memgpt::store::Storage;
 use memgpt::tokens::{TiktokenCounter, TokenCounter};
 use memgpt::{Agent, StopReason};
 use serde_json::json;
@@ -37,10 +43,12 @@ fn thread_cpu() -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
+#[derive(Default)]
 struct Samples {
     wall: Vec<Duration>,
     cpu: Vec<Duration>,
     overhead: Vec<Duration>,
+    commit: Vec<Duration>,
 }
 
 impl Samples {
@@ -67,13 +75,47 @@ fn provider(base_url: &str) -> Arc<OpenAiProvider> {
         .clone()
 }
 
-async fn agent(base_url: String) -> Agent {
-    Agent::builder()
+async fn agent(base_url: String, storage: Option<Storage>) -> Agent {
+    let builder = Agent::builder()
         .provider(provider(&base_url))
-        .context_window(128_000)
-        .build()
+        .context_window(128_000);
+    match storage {
+        Some(storage) => builder.storage(storage),
+        None => builder,
+    }
+    .build()
+    .await
+    .expect("agent")
+}
+
+/// The stores the rows run on: a name and a URL (`None`: in memory).
+fn stores() -> Vec<(&'static str, Option<&'static str>)> {
+    #[allow(unused_mut)]
+    let mut stores = vec![("memory", None)];
+    #[cfg(feature = "sqlite")]
+    stores.push(("sqlite", Some("?recall=fts5&vectors=exact")));
+    #[cfg(all(feature = "tantivy", feature = "usearch"))]
+    stores.push((
+        "sqlite+tantivy+usearch",
+        Some("?recall=tantivy&vectors=usearch"),
+    ));
+    stores
+}
+
+/// Opens a store from `params` in a fresh directory (kept until the returned guard drops).
+async fn open_store(params: Option<&str>) -> (Option<Storage>, Option<tempfile::TempDir>) {
+    let Some(params) = params else {
+        return (None, None);
+    };
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let url = format!("sqlite://{}{params}", dir.path().display());
+    let storage = url
+        .parse::<memgpt::StoreConfig>()
+        .expect("store URL")
+        .open()
         .await
-        .expect("agent")
+        .expect("open store");
+    (Some(storage), Some(dir))
 }
 
 async fn measure(agent: &mut Agent, steps: usize, samples: &mut Samples) {
@@ -92,6 +134,7 @@ async fn measure(agent: &mut Agent, steps: usize, samples: &mut Samples) {
         samples.wall.push(wall);
         samples.cpu.push(cpu);
         samples.overhead.push(record.timings.overhead());
+        samples.commit.push(record.timings.commit);
     }
 }
 
@@ -100,23 +143,17 @@ async fn measure(agent: &mut Agent, steps: usize, samples: &mut Samples) {
 /// within `history..history + 3 * steps` during measurement.
 async fn measure_at(
     base_url: &str,
+    store: Option<&str>,
     history: usize,
     agents: usize,
     steps: usize,
 ) -> (Samples, usize) {
-    let mut samples = Samples {
-        wall: Vec::new(),
-        cpu: Vec::new(),
-        overhead: Vec::new(),
-    };
-    let mut discard = Samples {
-        wall: Vec::new(),
-        cpu: Vec::new(),
-        overhead: Vec::new(),
-    };
+    let mut samples = Samples::default();
+    let mut discard = Samples::default();
     let mut tokens = 0;
+    let (storage, _dir) = open_store(store).await;
     for _ in 0..agents {
-        let mut agent = agent(base_url.to_owned()).await;
+        let mut agent = agent(base_url.to_owned(), storage.clone()).await;
         // Each step appends three messages (user, assistant, function result).
         measure(&mut agent, history.div_ceil(3), &mut discard).await;
         measure(&mut agent, steps, &mut samples).await;
@@ -154,7 +191,7 @@ fn main() {
         .expect("runtime");
     runtime.block_on(async {
         // Prompt size at message 1 with all eight built-in functions.
-        let fresh = agent(base_url.clone()).await;
+        let fresh = agent(base_url.clone(), None).await;
         let counter = TiktokenCounter::for_model("gpt-4o-mini");
         let mut prompt = fresh.prompt();
         prompt.push(ChatMessage::user(
@@ -172,28 +209,41 @@ fn main() {
         );
 
         // Warm up the process (allocator, connection pool, caches).
-        measure_at(&base_url, 30, 3, 10).await;
+        measure_at(&base_url, None, 30, 3, 10).await;
         let mut rows = Vec::new();
-        for (history, agents, steps) in [(0, measured, 1), (1_000, measured / 10, 10)] {
-            let (samples, tokens) = measure_at(&base_url, history, agents, steps).await;
-            rows.push((history, history + 3 * steps, tokens, samples));
+        for (store, params) in stores() {
+            let sizes = [
+                (0, measured, 1),
+                (1_000, measured / 10, 10),
+                (10_000, (measured / 100).max(1), 10),
+            ];
+            for (history, agents, steps) in sizes {
+                let (samples, tokens) = measure_at(&base_url, params, history, agents, steps).await;
+                rows.push((store, history, history + 3 * steps, tokens, samples));
+            }
         }
 
         println!();
         println!(
-            "| history (messages) | prompt tokens | wall p50 ms | wall p99 ms | agent CPU p50 ms | agent CPU p99 ms | non-LLM p50 ms |"
+            "| store | history (messages) | prompt tokens | wall p50 ms | wall p99 ms | agent CPU p50 ms | agent CPU p99 ms | non-LLM p50 ms | commit p50 ms |"
         );
-        println!("|---|---|---|---|---|---|---|");
-        for (from, to, tokens, s) in &rows {
+        println!("|---|---|---|---|---|---|---|---|---|");
+        for (store, from, to, tokens, s) in &rows {
             println!(
-                "| {from}-{to} | {tokens} | {} | {} | {} | {} | {} |",
+                "| {store} | {from}-{to} | {tokens} | {} | {} | {} | {} | {} | {} |",
                 ms(Samples::percentile(&s.wall, 0.5)),
                 ms(Samples::percentile(&s.wall, 0.99)),
                 ms(Samples::percentile(&s.cpu, 0.5)),
                 ms(Samples::percentile(&s.cpu, 0.99)),
                 ms(Samples::percentile(&s.overhead, 0.5)),
+                ms(Samples::percentile(&s.commit, 0.5)),
             );
         }
-        println!("\n{measured} measured steps per row.");
+        println!(
+            "\n{measured} measured steps per row at 0 messages, {} at 1,000, {} at 10,000 (caches \
+             warm: each agent's store was just written).",
+            measured / 10 * 10,
+            (measured / 100).max(1) * 10
+        );
     });
 }

@@ -69,16 +69,16 @@ mod armed {
     use std::sync::atomic::{AtomicU64, Ordering};
 
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    enum Action {
+    pub(super) enum Action {
         Pause,
         Abort,
     }
 
     #[derive(Debug)]
-    struct Point {
-        name: String,
-        action: Action,
-        on_hit: u64,
+    pub(super) struct Point {
+        pub(super) name: String,
+        pub(super) action: Action,
+        pub(super) on_hit: u64,
         hits: AtomicU64,
     }
 
@@ -86,7 +86,7 @@ mod armed {
 
     /// Parses `name=action[@n]` entries separated by `;`. A malformed entry is reported on
     /// standard error and ignored (a crash test then sees its point never reached).
-    fn parse(spec: &str) -> Vec<Point> {
+    pub(super) fn parse(spec: &str) -> Vec<Point> {
         let mut points = Vec::new();
         for entry in spec.split(';').map(str::trim).filter(|e| !e.is_empty()) {
             let parsed = entry.split_once('=').and_then(|(name, rest)| {
@@ -118,7 +118,7 @@ mod armed {
 
     pub(super) fn hit(name: &'static str) {
         let plan = PLAN.get_or_init(|| {
-            std::env::var(super::ENV)
+            std::env::var(crate::failpoint::ENV)
                 .map(|spec| parse(&spec))
                 .unwrap_or_default()
         });
@@ -140,25 +140,26 @@ mod armed {
             }
         }
     }
+}
 
-    #[cfg(test)]
-    mod tests {
-        use super::*;
+#[cfg(test)]
+mod tests {
+    #[cfg(feature = "failpoints")]
+    #[test]
+    fn entries_parse_with_counts_and_bad_ones_are_skipped() {
+        use super::armed::{Action, parse};
 
-        #[test]
-        fn entries_parse_with_counts_and_bad_ones_are_skipped() {
-            let points = parse("commit.before=pause@3; flush.summarized=abort;x=explode;y");
-            let got: Vec<_> = points
-                .iter()
-                .map(|p| (p.name.as_str(), p.action, p.on_hit))
-                .collect();
-            assert_eq!(
-                got,
-                [
-                    ("commit.before", Action::Pause, 3),
-                    ("flush.summarized", Action::Abort, 1)
-                ]
-            );
-        }
+        let points = parse("commit.before=pause@3; flush.summarized=abort;x=explode;y");
+        let got: Vec<_> = points
+            .iter()
+            .map(|p| (p.name.as_str(), p.action, p.on_hit))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("commit.before", Action::Pause, 3),
+                ("flush.summarized", Action::Abort, 1)
+            ]
+        );
     }
 }

@@ -57,7 +57,7 @@ const URL_VAR: &str = "MEMGPT_CRASH_URL";
 /// The child's agent.
 const AGENT_VAR: &str = "MEMGPT_CRASH_AGENT";
 /// The most versions one child commits before it says `DONE` (a failpoint it never reached).
-const VERSIONS_PER_CHILD: u64 = 24;
+pub const VERSIONS_PER_CHILD: u64 = 24;
 /// Passages in each bulk insert.
 pub const BULK_PASSAGES: usize = 16;
 /// Dimension of the campaign's hashing embedder.
@@ -319,6 +319,7 @@ impl Campaign {
 }
 
 /// The kill points that exist in the store at `url`.
+#[cfg_attr(not(feature = "sqlite"), allow(unused_variables))]
 fn kill_points(url: &str) -> Vec<KillPoint> {
     let mut points = vec![
         KillPoint::Failpoint {
@@ -338,6 +339,7 @@ fn kill_points(url: &str) -> Vec<KillPoint> {
             max_hit: 2,
         },
     ];
+    #[cfg(feature = "sqlite")]
     #[allow(unused_variables)]
     if let Ok(StoreConfig::Sqlite(options)) = url.parse::<StoreConfig>() {
         #[cfg(feature = "tantivy")]

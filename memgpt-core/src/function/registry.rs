@@ -148,25 +148,48 @@ impl FunctionRegistry {
                 })?;
             functions.push(registered.clone());
         }
-        let schemas = functions.iter().map(|f| f.schema.clone()).collect();
+        let schemas = shared_schemas(functions.iter().map(|f| &f.schema));
+        let functions = functions.into_iter().map(|f| f.function).collect();
         Ok(FunctionSet { functions, schemas })
     }
+}
+
+/// The schemas as one shared list: agents offered the same functions (the common case: every
+/// agent with the defaults) share one copy instead of a deep copy each, which is most of an
+/// idle agent's memory otherwise. Lists no agent holds any more are dropped.
+fn shared_schemas<'a>(schemas: impl Iterator<Item = &'a ToolSchema>) -> Arc<[ToolSchema]> {
+    static SHARED: std::sync::Mutex<Vec<std::sync::Weak<[ToolSchema]>>> =
+        std::sync::Mutex::new(Vec::new());
+    let wanted: Vec<&ToolSchema> = schemas.collect();
+    let mut shared = SHARED.lock().unwrap_or_else(|p| p.into_inner());
+    shared.retain(|weak| weak.strong_count() > 0);
+    let found = shared
+        .iter()
+        .filter_map(std::sync::Weak::upgrade)
+        .find(|list| list.len() == wanted.len() && list.iter().zip(&wanted).all(|(a, b)| a == *b));
+    if let Some(list) = found {
+        return list;
+    }
+    let list: Arc<[ToolSchema]> = wanted.into_iter().cloned().collect();
+    shared.push(Arc::downgrade(&list));
+    list
 }
 
 /// The ordered set of functions one agent may call.
 #[derive(Clone, Debug)]
 pub struct FunctionSet {
-    functions: Vec<RegisteredFunction>,
+    /// The functions, in the order of `schemas`.
+    functions: Vec<Arc<dyn Function>>,
     schemas: Arc<[ToolSchema]>,
 }
 
 impl FunctionSet {
     /// The function called `name`, if the agent has it.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Function>> {
-        self.functions
+        self.schemas
             .iter()
-            .find(|f| f.schema.name == name)
-            .map(|f| &f.function)
+            .position(|s| s.name == name)
+            .map(|i| &self.functions[i])
     }
 
     /// The schemas sent to the LLM, in order.
@@ -176,7 +199,7 @@ impl FunctionSet {
 
     /// The function names, in order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.functions.iter().map(|f| f.schema.name.as_str())
+        self.schemas.iter().map(|s| s.name.as_str())
     }
 
     /// How many functions there are.

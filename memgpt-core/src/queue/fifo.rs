@@ -218,7 +218,18 @@ impl FifoQueue {
         sorted.sort_unstable();
         sorted.dedup();
         let mut removed = Vec::with_capacity(sorted.len());
-        let mut kept = VecDeque::with_capacity(self.entries.len() - sorted.len());
+        // The common case (the paper's policy, oldest first): a prefix, popped in O(k).
+        if sorted.iter().enumerate().all(|(n, &i)| n == i) {
+            for _ in 0..sorted.len() {
+                if let Some(entry) = self.entries.pop_front() {
+                    self.tokens -= entry.tokens;
+                    removed.push(entry);
+                }
+            }
+            return removed;
+        }
+        // Otherwise one pass; the capacity is kept, so the next append does not reallocate.
+        let mut kept = VecDeque::with_capacity(self.entries.capacity());
         let mut next = sorted.iter().peekable();
         for (i, entry) in std::mem::take(&mut self.entries).into_iter().enumerate() {
             if next.peek() == Some(&&i) {

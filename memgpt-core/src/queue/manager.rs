@@ -366,6 +366,113 @@ mod tests {
         }
     }
 
+    /// One operation on a live queue.
+    #[derive(Clone, Debug)]
+    enum Op {
+        Append(Turn),
+        Flush,
+        Touch(usize),
+        Pin(usize),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => turn().prop_map(Op::Append),
+            2 => Just(Op::Flush),
+            1 => (0usize..400).prop_map(Op::Touch),
+            1 => (0usize..400).prop_map(Op::Pin),
+        ]
+    }
+
+    /// Every registered policy, and one that evicts arbitrary messages.
+    fn policies(picks: Vec<usize>, window: usize) -> Vec<Arc<dyn EvictionPolicy>> {
+        let mut policies: Vec<Arc<dyn EvictionPolicy>> = crate::queue::registry::policy_names()
+            .into_iter()
+            .map(|name| crate::queue::registry::policy_by_name(name).unwrap())
+            .collect();
+        policies.push(Arc::new(Arbitrary {
+            picks,
+            flush_at: window,
+        }));
+        policies
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Random appends, flushes (the evicted messages folded into a running count, as a
+        /// summary would be), uses and pins, under every policy: after every operation the
+        /// queue's total is the sum of its entries, calls stay with their results, nothing is
+        /// queued twice, every appended message is either queued or evicted exactly once, pins
+        /// and the newest unit survive flushes, and a flush stops only when it freed enough or
+        /// nothing evictable is left.
+        #[test]
+        fn any_sequence_under_any_policy_keeps_the_books(
+            ops in prop::collection::vec(op(), 1..80),
+            picks in prop::collection::vec(0usize..200, 0..20),
+            window in 200usize..4000,
+            fixed in 0usize..150,
+        ) {
+            for policy in policies(picks.clone(), window) {
+                let name = policy.name().to_owned();
+                let manager = QueueManager::new(policy);
+                let mut q = FifoQueue::new();
+                let (mut appended, mut evicted) = (0usize, 0usize);
+                let mut pinned: Vec<MessageId> = Vec::new();
+                for op in &ops {
+                    match op {
+                        Op::Append(t) => {
+                            let added = build(std::slice::from_ref(t), &[]);
+                            appended += added.len();
+                            for e in added.entries() {
+                                q.push(e.message().clone(), &ApproxCounter);
+                            }
+                        }
+                        Op::Touch(i) if !q.is_empty() => {
+                            let id = q.get(i % q.len()).unwrap().message().id;
+                            q.touch(id);
+                        }
+                        Op::Pin(i) if !q.is_empty() => {
+                            let id = q.get(i % q.len()).unwrap().message().id;
+                            q.set_pinned(id, true);
+                            pinned.push(id);
+                        }
+                        Op::Flush if !q.is_empty() => {
+                            let newest: Vec<MessageId> = q
+                                .units()
+                                .pop()
+                                .unwrap()
+                                .map(|i| q.get(i).unwrap().message().id)
+                                .collect();
+                            let plan = manager.plan(&q, window, fixed, &[]);
+                            let before = q.tokens();
+                            let removed = q.remove(&plan.indices);
+                            prop_assert_eq!(before - q.tokens(), plan.tokens, "{}", name);
+                            evicted += removed.len();
+                            for id in pinned.iter().chain(&newest) {
+                                prop_assert!(q.position(*id).is_some(), "{}: a pinned or newest message was evicted", name);
+                            }
+                            if plan.is_empty() || fixed + q.tokens() >= window {
+                                let again = manager.plan(&q, window, fixed, &[]);
+                                prop_assert!(
+                                    fixed + q.tokens() < window || again.is_empty(),
+                                    "{}: the flush stopped while more could be evicted", name
+                                );
+                            }
+                        }
+                        _ => {}
+                    }
+                    let sum: usize = q.entries().map(|e| e.tokens()).sum();
+                    prop_assert_eq!(q.tokens(), sum, "{}: the running total drifted", name);
+                    prop_assert!(pairs_intact(&q), "{}: a call was separated from its result", name);
+                    let ids: std::collections::HashSet<MessageId> = q.ids().into_iter().collect();
+                    prop_assert_eq!(ids.len(), q.len(), "{}: a message is queued twice", name);
+                    prop_assert_eq!(evicted + q.len(), appended, "{}: a message was lost or duplicated", name);
+                }
+            }
+        }
+    }
+
     #[test]
     fn protected_messages_stay() {
         let q = build(
