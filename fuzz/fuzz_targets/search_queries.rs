@@ -1,0 +1,80 @@
+//! Recall and archival query strings through the in-memory store and SQLite (FTS5): any text is
+//! a result page or a clear error, never a panic or an SQL error leaking through.
+#![no_main]
+
+use std::sync::{Arc, OnceLock};
+
+use libfuzzer_sys::fuzz_target;
+use memgpt_core::Agent;
+use memgpt_core::ids::AgentId;
+use memgpt_core::store::{ArchivalQuery, InMemoryStore, Page, RecallQuery, SearchMode, Storage};
+use memgpt_core::testing::ScriptedProvider;
+
+struct Fixture {
+    runtime: tokio::runtime::Runtime,
+    stores: Vec<(Storage, AgentId)>,
+    _dir: tempfile::TempDir,
+}
+
+fn fixture() -> &'static Fixture {
+    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let url = format!("sqlite://{}?recall=fts5&vectors=exact", dir.path().display());
+        let stores = runtime.block_on(async {
+            let sqlite: memgpt_backends::StoreConfig = url.parse().expect("URL");
+            let mut stores = Vec::new();
+            for storage in [
+                Storage::from_store(Arc::new(InMemoryStore::new())),
+                sqlite.open().await.expect("SQLite"),
+            ] {
+                let mut agent = Agent::builder()
+                    .provider(Arc::new(ScriptedProvider::new()))
+                    .storage(storage.clone())
+                    .build()
+                    .await
+                    .expect("agent");
+                agent
+                    .insert_archival(
+                        "The user's sister moved to Lisbon last spring; \"quotes\" AND OR NOT * ^ - : ( )",
+                        Default::default(),
+                    )
+                    .await
+                    .expect("passage");
+                stores.push((storage, agent.id()));
+            }
+            stores
+        });
+        Fixture {
+            runtime,
+            stores,
+            _dir: dir,
+        }
+    })
+}
+
+fuzz_target!(|data: &[u8]| {
+    let text = String::from_utf8_lossy(data);
+    let fixture = fixture();
+    fixture.runtime.block_on(async {
+        for (storage, agent) in &fixture.stores {
+            let recall = storage
+                .recall
+                .search(*agent, &RecallQuery::text(text.as_ref(), Page::first(5)))
+                .await;
+            assert!(recall.is_ok(), "recall search failed: {recall:?}");
+            let archival = storage
+                .archival
+                .search(
+                    *agent,
+                    &ArchivalQuery::new(text.as_ref(), SearchMode::Text, Page::first(5)),
+                )
+                .await;
+            assert!(archival.is_ok(), "archival search failed: {archival:?}");
+        }
+    });
+});
