@@ -6,10 +6,17 @@
 //! (each has had one step, so its queue holds the greeting turn): allocator slack included, the
 //! store's own caches excluded as far as possible by building the agents after opening it.
 //!
+//! `million` instead builds one agent with 1,000,000 recall messages and 1,000,000 archival
+//! passages (imported in batches, embedded with the 64-d hashing embedder) and times its steps
+//! that search both (a scripted in-process model), on SQLite with FTS5 and exact vectors, or
+//! with `million stack` on SQLite + tantivy + usearch.
+//!
 //! One store per process (the resident-set growth of a second run in the same process would
 //! reuse the first run's freed memory):
 //!
 //! ```text
+//! cargo bench --bench scale -- million
+//! cargo bench --bench scale --features tantivy,usearch -- million stack
 //! cargo bench --bench scale -- sqlite
 //! MEMGPT_TEST_POSTGRES_URL=postgres://... cargo bench --bench scale --features postgres -- postgres
 //! ```
@@ -106,6 +113,130 @@ async fn run(name: &str, storage: Storage, provider: Arc<OpenAiProvider>) {
     drop(agents);
 }
 
+/// One agent with a million messages and a million passages: how long filling takes, and the
+/// time of steps that search both.
+async fn million(url: &str, label: &str) {
+    use memgpt::embed::HashingEmbedder;
+    use memgpt::message::{Message, MessageKind};
+    use memgpt::testing::ScriptedProvider;
+
+    const ROWS: usize = 1_000_000;
+    const BATCH: usize = 10_000;
+    let storage = open(url).await;
+    let llm = Arc::new(ScriptedProvider::new());
+    let mut agent = Agent::builder()
+        .provider(llm.clone())
+        .storage(storage)
+        .embedder(Arc::new(HashingEmbedder::new(64)))
+        .build()
+        .await
+        .expect("agent");
+    let words = [
+        "Lisbon", "sister", "jazz", "hiking", "spring", "piano", "garden", "Paris",
+    ];
+    let started = Instant::now();
+    let base = memgpt::chrono::Utc::now() - memgpt::chrono::Duration::days(400);
+    for batch in 0..ROWS / BATCH {
+        let messages: Vec<Message> = (0..BATCH)
+            .map(|i| {
+                let n = batch * BATCH + i;
+                let kind = if n.is_multiple_of(2) {
+                    MessageKind::User
+                } else {
+                    MessageKind::Assistant
+                };
+                let text = format!(
+                    "message {n} about {} and {} on day {}",
+                    words[n % 8],
+                    words[(n / 8) % 8],
+                    n / 2_500
+                );
+                Message::new(
+                    agent.id(),
+                    kind,
+                    text,
+                    base + memgpt::chrono::Duration::seconds(n as i64 * 30),
+                )
+            })
+            .collect();
+        agent.import_history(messages).await.expect("import");
+    }
+    let messages_took = started.elapsed();
+    let started = Instant::now();
+    for batch in 0..ROWS / BATCH {
+        let chunks = (0..BATCH)
+            .map(|i| {
+                let n = batch * BATCH + i;
+                (
+                    format!(
+                        "fact {n}: the user likes {} in {}",
+                        words[n % 8],
+                        words[(n / 8) % 8]
+                    ),
+                    Default::default(),
+                )
+            })
+            .collect();
+        agent
+            .insert_archival_chunks(chunks)
+            .await
+            .expect("passages");
+    }
+    let passages_took = started.elapsed();
+    let mut steps = Vec::new();
+    for i in 0..20 {
+        let (function, query) = if i % 2 == 0 {
+            (
+                "conversation_search",
+                format!("message {} Lisbon", i * 49_999),
+            )
+        } else {
+            (
+                "archival_memory_search",
+                format!("fact {} jazz", i * 49_999),
+            )
+        };
+        llm.push_call(function, json!({"query": query, "request_heartbeat": true}));
+        llm.push_call("send_message", json!({"message": "found it"}));
+        let begun = Instant::now();
+        let record = agent.step(format!("look up {query}")).await.expect("step");
+        assert_eq!(record.stop_reason, StopReason::EndTurn);
+        assert!(
+            record.function_calls[0].ok,
+            "{}",
+            record.function_calls[0].output
+        );
+        steps.push(begun.elapsed());
+    }
+    let mut recall: Vec<Duration> = steps.iter().step_by(2).copied().collect();
+    let mut archival: Vec<Duration> = steps.iter().skip(1).step_by(2).copied().collect();
+    println!(
+        "| store | messages | passages | import messages s | insert passages s | step with conversation_search p50 ms | max ms | step with archival_memory_search p50 ms | max ms |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    println!(
+        "| {label} | {} | {} | {:.0} | {:.0} | {} | {} | {} | {} |",
+        agent
+            .storage()
+            .recall
+            .count_messages(agent.id())
+            .await
+            .expect("count"),
+        agent
+            .storage()
+            .archival
+            .count_passages(agent.id())
+            .await
+            .expect("count"),
+        messages_took.as_secs_f64(),
+        passages_took.as_secs_f64(),
+        ms(percentile(&mut recall, 0.5)),
+        ms(percentile(&mut recall, 1.0)),
+        ms(percentile(&mut archival, 0.5)),
+        ms(percentile(&mut archival, 1.0)),
+    );
+}
+
 /// The store at `url`.
 async fn open(url: &str) -> Storage {
     url.parse::<memgpt::StoreConfig>()
@@ -127,6 +258,17 @@ fn main() {
             .await;
         let config = OpenAiConfig::new(server.base_url(), "gpt-4o-mini").with_api_key("sk-bench");
         let provider = Arc::new(OpenAiProvider::new(config).expect("provider"));
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        if args.iter().any(|a| a == "million") {
+            let dir = tempfile::tempdir().expect("temporary directory");
+            let (params, label) = if args.iter().any(|a| a == "stack") {
+                ("?recall=tantivy&vectors=usearch", "sqlite+tantivy+usearch")
+            } else {
+                ("?recall=fts5&vectors=exact", "sqlite")
+            };
+            million(&format!("sqlite://{}{params}", dir.path().display()), label).await;
+            return;
+        }
         println!(
             "| store | agents resident | KB per idle agent | messages queued per agent | concurrent steps/s | p50 ms | p99 ms |"
         );
