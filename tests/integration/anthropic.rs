@@ -25,7 +25,7 @@ fn provider(server: &FakeAnthropic) -> Arc<AnthropicProvider> {
 }
 
 /// A request the fake server answers from its agent queue (it offers a tool).
-fn hello() -> ChatRequest {
+pub(crate) fn hello() -> ChatRequest {
     let mut request = ChatRequest::new("", vec![ChatMessage::user("hello")]);
     request.tools = Arc::from(vec![ToolSchema {
         name: "send_message".into(),

@@ -342,7 +342,7 @@ async fn bad_calls_are_reported_to_the_model_and_an_endless_chain_is_cut() {
 #[cfg(feature = "anthropic")]
 mod anthropic {
     use memgpt::anthropic::{AnthropicConfig, AnthropicProvider};
-    use memgpt::llm::{StreamDelta, StreamingProvider, ToolSchema};
+    use memgpt::llm::{StreamDelta, StreamingProvider};
 
     use super::*;
 
@@ -351,17 +351,6 @@ mod anthropic {
             .with_api_key("sk-ant-test")
             .with_retry(quick_retry())
             .with_timeout(TIMEOUT)
-    }
-
-    /// A request the Anthropic provider sends with a tool.
-    fn anthropic_request() -> ChatRequest {
-        let mut request = ChatRequest::new("", vec![ChatMessage::user("hello")]);
-        request.tools = Arc::from(vec![ToolSchema {
-            name: "send_message".into(),
-            description: "Say something to the user.".into(),
-            parameters: json!({"type": "object", "properties": {"message": {"type": "string"}}}),
-        }]);
-        request
     }
 
     #[tokio::test]
@@ -376,7 +365,7 @@ mod anthropic {
         let started = Instant::now();
         let sink = |_: StreamDelta<'_>| {};
         let err = provider
-            .complete_streaming(&anthropic_request(), &sink)
+            .complete_streaming(&crate::anthropic::hello(), &sink)
             .await
             .unwrap_err();
         assert!(err.is_transient(), "{err}");
@@ -395,7 +384,7 @@ mod anthropic {
         let provider = AnthropicProvider::new(config).unwrap();
         let sink = |_: StreamDelta<'_>| {};
         let err = provider
-            .complete_streaming(&anthropic_request(), &sink)
+            .complete_streaming(&crate::anthropic::hello(), &sink)
             .await
             .unwrap_err();
         assert!(
@@ -415,7 +404,10 @@ mod anthropic {
         let mut config = anthropic_config(server.base_url());
         config.http.timeout = Duration::from_secs(30);
         let provider = AnthropicProvider::new(config).unwrap();
-        let err = provider.complete(&anthropic_request()).await.unwrap_err();
+        let err = provider
+            .complete(&crate::anthropic::hello())
+            .await
+            .unwrap_err();
         assert!(
             matches!(&err, LlmError::InvalidResponse { message } if message.contains("larger than")),
             "{err}"

@@ -22,7 +22,7 @@ use crate::llm::Usage;
 use crate::message::{Message, MessageKind, ToolCall};
 use crate::paging::{FlushRecord, Pager};
 use crate::queue::Pressure;
-use crate::store::{Page, RecallQuery, storable};
+use crate::store::{Page, RecallQuery, json_holds_nul, storable};
 use crate::time::{Clock, format_time};
 
 /// The heartbeat after a function requested one.
@@ -527,7 +527,7 @@ impl Agent {
             }
             Some(function) => match parse_raw_arguments(&call.name, &call.arguments) {
                 Err(message) => FunctionReturn::failed(message),
-                Ok(arguments) if holds_nul(&arguments) => FunctionReturn::failed(format!(
+                Ok(arguments) if json_holds_nul(&arguments) => FunctionReturn::failed(format!(
                     "the arguments of `{}` contain a NUL character (\\u0000), which memory cannot \
                      store: send the text without it",
                     call.name
@@ -659,16 +659,6 @@ fn without_nul(text: String) -> String {
         text.replace('\0', "\u{FFFD}")
     } else {
         text
-    }
-}
-
-/// Whether any string (or key) in `value` holds a NUL character.
-fn holds_nul(value: &Value) -> bool {
-    match value {
-        Value::String(s) => s.contains('\0'),
-        Value::Array(items) => items.iter().any(holds_nul),
-        Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || holds_nul(v)),
-        _ => false,
     }
 }
 

@@ -27,6 +27,7 @@ pub use memory::InMemoryStore;
 pub(crate) use memory::rank_passages;
 pub use search::search_recall;
 pub use space::EmbeddingSpace;
+pub(crate) use types::json_holds_nul;
 pub use types::{
     AgentState, ArchivalQuery, Commit, Hit, MessageEmbedding, Page, Passage, RecallQuery,
     SearchPage, Summary, TAGS_KEY, TimeRange, storable,

@@ -352,16 +352,23 @@ pub fn storable(text: &str, what: impl FnOnce() -> String) -> Result<(), StoreEr
     Ok(())
 }
 
-fn json_storable(value: &serde_json::Value, what: &dyn Fn() -> String) -> Result<(), StoreError> {
+/// Whether any string (or key) in `value` holds a NUL character.
+pub(crate) fn json_holds_nul(value: &serde_json::Value) -> bool {
     match value {
-        serde_json::Value::String(s) => storable(s, what),
-        serde_json::Value::Array(items) => items.iter().try_for_each(|v| json_storable(v, what)),
-        serde_json::Value::Object(map) => map.iter().try_for_each(|(k, v)| {
-            storable(k, what)?;
-            json_storable(v, what)
-        }),
-        _ => Ok(()),
+        serde_json::Value::String(s) => s.contains('\0'),
+        serde_json::Value::Array(items) => items.iter().any(json_holds_nul),
+        serde_json::Value::Object(map) => map
+            .iter()
+            .any(|(k, v)| k.contains('\0') || json_holds_nul(v)),
+        _ => false,
     }
+}
+
+fn json_storable(value: &serde_json::Value, what: &dyn Fn() -> String) -> Result<(), StoreError> {
+    if json_holds_nul(value) {
+        return Err(StoreError::NulCharacter(what()));
+    }
+    Ok(())
 }
 
 fn message_text(message: &Message) -> Result<(), StoreError> {
