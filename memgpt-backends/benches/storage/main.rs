@@ -13,9 +13,9 @@
 //! those candidate-list sizes (reopened with `ef_search=N`; an entry may carry more store URL
 //! parameters after a `&`); `--index-only N,...` also searches each usearch
 //! backend's saved index file directly with the usearch crate at those sizes (default 96), the
-//! HNSW part alone. `--store DIR` keeps each SQLite backend's archival data directory in `DIR`
-//! and reuses it when it already holds the same dataset, so a 1M index is built once for
-//! several runs. `--queries N` (default 200) are measured after `--warm N` (default 100) other
+//! HNSW part alone. `--store DIR` keeps each SQLite backend's archival (and recall) data
+//! directory in `DIR` and reuses it when it already holds the same dataset, so a 1M index is
+//! built once for several runs. `--queries N` (default 200) are measured after `--warm N` (default 100) other
 //! queries searched unmeasured; `--repeat N` measures the same queries N times (for profilers).
 //!
 //! Vectors are 384-d and deterministic (see `vectors.rs`): by default a clustered worst case;
@@ -667,18 +667,42 @@ async fn recall(messages: usize, queries: usize) {
     ];
     let zipf = Zipf::new(VOCABULARY);
     let words: Vec<String> = (0..VOCABULARY).map(word).collect();
-    for backend in backends(kinds) {
+    for mut backend in backends(kinds) {
         let n = if backend.name == "postgres" {
             messages.min(postgres_max)
         } else {
             messages
         };
+        if let Some(root) = arg("--store") {
+            backend.keep(&root, n);
+        }
         let s = open(&backend.url).await;
-        let mut a = state(AgentId::new());
-        s.agents.create_agent(&a).await.expect("create");
+        // A kept store that already holds this conversation is searched as it is.
+        let kept = match s
+            .agents
+            .list_agents()
+            .await
+            .expect("list agents")
+            .as_slice()
+        {
+            [kept] if s.recall.count_messages(kept.id).await.expect("count") == n as u64 => {
+                eprintln!("reusing the {n} messages kept in {}", backend.url);
+                Some(kept.clone())
+            }
+            _ => None,
+        };
+        let reused = kept.is_some();
+        let mut a = match kept {
+            Some(kept) => kept,
+            None => {
+                let a = state(AgentId::new());
+                s.agents.create_agent(&a).await.expect("create");
+                a
+            }
+        };
         let mut rng = Rng(0x7e47);
         let started = Instant::now();
-        let mut done = 0;
+        let mut done = if reused { n } else { 0 };
         while done < n {
             let batch = (n - done).min(5_000);
             let mut ms = Vec::with_capacity(batch);
@@ -721,7 +745,11 @@ async fn recall(messages: usize, queries: usize) {
             vector: data.queries[0].clone(),
         });
         s.recall.search(a.id, &warm).await.expect("search");
-        let insert_rate = n as f64 / started.elapsed().as_secs_f64();
+        let insert_rate = if reused {
+            f64::NAN
+        } else {
+            n as f64 / started.elapsed().as_secs_f64()
+        };
         let mut qrng = Rng(0x9e37);
         let mut lexical = Vec::new();
         let mut hybrid = Vec::new();

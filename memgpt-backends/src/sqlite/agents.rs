@@ -10,7 +10,8 @@ use memgpt_core::store::{
 };
 use sqlx::{Row, SqliteConnection};
 
-use super::documents::{builder_for, count_documents, passage_document, write_message_document};
+use super::batch::Batch;
+use super::documents::{builder_for, count_documents, passage_document};
 use super::{SqliteStore, embedding_space};
 use crate::codec::{corrupt, db, micros, vector_to_blob};
 
@@ -81,7 +82,9 @@ impl AgentStore for SqliteStore {
         let terms: i64 = row
             .try_get("terms")
             .map_err(|e| db("deleting an agent", e))?;
-        count_documents(&mut tx, -documents, -terms).await?;
+        let mut batch = Batch::new("deleting an agent");
+        count_documents(&mut batch, -documents, -terms);
+        batch.send(&mut tx).await?;
         for sql in [
             "DELETE FROM message_terms WHERE rowid IN (SELECT seq FROM messages WHERE agent_id = ?)",
             "DELETE FROM message_embeddings WHERE agent_id = ?",
@@ -140,8 +143,10 @@ impl AgentStore for SqliteStore {
             .await
             .map_err(|e| db("starting to store embeddings", e))?;
         let vectors: Vec<&Embedding> = embeddings.iter().map(|e| &e.embedding).collect();
-        let space = fix_space(&mut tx, &vectors).await?;
-        insert_message_embeddings(&mut tx, agent, embeddings).await?;
+        let space = fix_space(&mut tx, &vectors, self.space.get()).await?;
+        let mut batch = Batch::new("storing message embeddings");
+        insert_message_embeddings(&mut tx, &mut batch, agent, embeddings).await?;
+        batch.send(&mut tx).await?;
         tx.commit()
             .await
             .map_err(|e| db("committing message embeddings", e))?;
@@ -158,13 +163,18 @@ impl AgentStore for SqliteStore {
 }
 
 /// Rejects embeddings of another space than the store holds; fixes the store's space with the
-/// first one. Returns the space when there are embeddings.
+/// first one. Returns the space when there are embeddings. `known` is the space this process
+/// already read or fixed (a store's space never changes once fixed), which saves the read.
 async fn fix_space(
     tx: &mut SqliteConnection,
     embeddings: &[&Embedding],
+    known: Option<&EmbeddingSpace>,
 ) -> Result<Option<EmbeddingSpace>, StoreError> {
     if embeddings.is_empty() {
         return Ok(None);
+    }
+    if let Some(known) = known {
+        return EmbeddingSpace::settle(Some(known.clone()), embeddings.iter().copied());
     }
     let stored = embedding_space(&mut *tx).await?;
     let first_ever = stored.is_none();
@@ -185,9 +195,10 @@ async fn fix_space(
     Ok(space)
 }
 
-/// Appends a message with its search document; returns the document's length.
-async fn insert_message(
-    tx: &mut SqliteConnection,
+/// Appends a message with its search document (its `messages` row, then its `message_terms`
+/// row keyed by the new row's `seq`); returns the document's length.
+fn insert_message(
+    batch: &mut Batch,
     message: &Message,
     builder: &mut DocumentBuilder,
 ) -> Result<i64, StoreError> {
@@ -197,101 +208,122 @@ async fn insert_message(
         Some(serde_json::to_string(&message.tool_calls).map_err(|e| db("encoding tool calls", e))?)
     };
     let document = builder.add(message);
-    let row = sqlx::query(
-        "INSERT INTO messages (id, agent_id, kind, text, tool_calls, tool_call_id, name, created_at, turn, \
-         document, document_length) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
-    )
-    .bind(message.id.as_uuid())
-    .bind(message.agent_id.as_uuid())
-    .bind(message.kind.as_str())
-    .bind(&message.text)
-    .bind(tool_calls)
-    .bind(&message.tool_call_id)
-    .bind(&message.name)
-    .bind(micros(message.created_at))
-    .bind(document.turn.map(|t| t as i64))
-    .bind(document.text())
-    .bind(document.len() as i64)
-    .fetch_one(&mut *tx)
-    .await
-    .map_err(|e| db("appending a message", e))?;
-    let seq: i64 = row
-        .try_get("seq")
-        .map_err(|e| db("appending a message", e))?;
-    write_message_document(tx, seq, message.agent_id, &document, false).await?;
-    Ok(document.len() as i64)
+    let length = document.len() as i64;
+    let text = document.text();
+    batch
+        .statement(
+            "INSERT INTO messages (id, agent_id, kind, text, tool_calls, tool_call_id, name, \
+             created_at, turn, document, document_length) VALUES (",
+        )
+        .bind(message.id.as_uuid())
+        .sql(", ")
+        .bind(message.agent_id.as_uuid())
+        .sql(", ")
+        .bind(message.kind.as_str())
+        .sql(", ")
+        .bind(message.text.as_str())
+        .sql(", ")
+        .bind(tool_calls)
+        .sql(", ")
+        .bind(message.tool_call_id.as_deref())
+        .sql(", ")
+        .bind(message.name.as_deref())
+        .sql(", ")
+        .bind(micros(message.created_at))
+        .sql(", ")
+        .bind(document.turn.map(|t| t as i64))
+        .sql(", ")
+        .bind(text.clone())
+        .sql(", ")
+        .bind(length)
+        .sql(")");
+    batch
+        .statement("INSERT INTO message_terms (rowid, agent, body) VALUES (last_insert_rowid(), ")
+        .bind(agent_token(message.agent_id))
+        .sql(", ")
+        .bind(text)
+        .sql(")");
+    Ok(length)
 }
 
 /// Stores embeddings of the agent's conversation messages (others and repeats are ignored).
 async fn insert_message_embeddings(
     tx: &mut SqliteConnection,
+    batch: &mut Batch,
     agent: AgentId,
     embeddings: &[MessageEmbedding],
 ) -> Result<(), StoreError> {
     for e in embeddings {
-        let seq: Option<i64> = sqlx::query_scalar(
-            "UPDATE messages SET embedded = 1 WHERE id = ? AND agent_id = ? AND turn IS NOT NULL \
-             AND embedded = 0 RETURNING seq",
-        )
-        .bind(e.message.as_uuid())
-        .bind(agent.as_uuid())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(|e| db("storing a message embedding", e))?;
-        let Some(seq) = seq else { continue };
-        sqlx::query(
-            "INSERT INTO message_embeddings (message_seq, agent_id, embedding) VALUES (?, ?, ?)",
-        )
-        .bind(seq)
-        .bind(agent.as_uuid())
-        .bind(vector_to_blob(&e.embedding.vector))
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| db("storing a message embedding", e))?;
+        // The embedding row first (while the message is still unembedded), then the mark.
+        batch
+            .statement(
+                "INSERT INTO message_embeddings (message_seq, agent_id, embedding) \
+                 SELECT seq, agent_id, ",
+            )
+            .bind(vector_to_blob(&e.embedding.vector))
+            .sql(" FROM messages WHERE id = ")
+            .bind(e.message.as_uuid())
+            .sql(" AND agent_id = ")
+            .bind(agent.as_uuid())
+            .sql(" AND turn IS NOT NULL AND embedded = 0");
+        batch
+            .statement("UPDATE messages SET embedded = 1 WHERE id = ")
+            .bind(e.message.as_uuid())
+            .sql(" AND agent_id = ")
+            .bind(agent.as_uuid())
+            .sql(" AND turn IS NOT NULL AND embedded = 0");
+        batch.send_if_full(tx).await?;
     }
     Ok(())
 }
 
+/// Stores a passage with its search document and tags.
 async fn insert_passage(
     tx: &mut SqliteConnection,
+    batch: &mut Batch,
     passage: &Passage,
     token: &str,
 ) -> Result<(), StoreError> {
     let metadata =
         serde_json::to_string(&passage.metadata).map_err(|e| db("encoding passage metadata", e))?;
-    let row = sqlx::query(
-        "INSERT INTO passages (id, agent_id, text, embedding, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?) \
-         RETURNING seq",
-    )
-    .bind(passage.id.as_uuid())
-    .bind(passage.agent_id.as_uuid())
-    .bind(&passage.text)
-    .bind(passage.embedding.as_ref().map(|e| vector_to_blob(&e.vector)))
-    .bind(metadata)
-    .bind(micros(passage.created_at))
-    .fetch_one(&mut *tx)
-    .await
-    .map_err(|e| db("storing a passage", e))?;
-    let seq: i64 = row.try_get("seq").map_err(|e| db("storing a passage", e))?;
-    sqlx::query("INSERT INTO passage_terms (rowid, agent, body) VALUES (?, ?, ?)")
-        .bind(seq)
-        .bind(token)
-        .bind(passage_document(passage))
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| db("indexing a passage", e))?;
-    for tag in passage.tags() {
-        sqlx::query(
-            "INSERT OR IGNORE INTO passage_tags (passage_seq, agent_id, tag) VALUES (?, ?, ?)",
+    batch
+        .statement(
+            "INSERT INTO passages (id, agent_id, text, embedding, metadata, created_at) VALUES (",
         )
-        .bind(seq)
+        .bind(passage.id.as_uuid())
+        .sql(", ")
         .bind(passage.agent_id.as_uuid())
-        .bind(tag)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| db("tagging a passage", e))?;
+        .sql(", ")
+        .bind(passage.text.as_str())
+        .sql(", ")
+        .bind(
+            passage
+                .embedding
+                .as_ref()
+                .map(|e| vector_to_blob(&e.vector)),
+        )
+        .sql(", ")
+        .bind(metadata)
+        .sql(", ")
+        .bind(micros(passage.created_at))
+        .sql(")");
+    batch
+        .statement("INSERT INTO passage_terms (rowid, agent, body) VALUES (last_insert_rowid(), ")
+        .bind(token)
+        .sql(", ")
+        .bind(passage_document(passage))
+        .sql(")");
+    for tag in passage.tags() {
+        batch
+            .statement(
+                "INSERT OR IGNORE INTO passage_tags (passage_seq, agent_id, tag) \
+                 SELECT seq, agent_id, ",
+            )
+            .bind(tag.to_owned())
+            .sql(" FROM passages WHERE id = ")
+            .bind(passage.id.as_uuid());
     }
-    Ok(())
+    batch.send_if_full(tx).await
 }
 
 async fn delete_passage(
@@ -340,22 +372,37 @@ impl SqliteStore {
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(|e| db("starting a commit", e))?;
-        if create {
+        // The builder of the agent's search documents: the one its last commit in this
+        // process ended with, when nothing was committed since (same version, same number of
+        // conversation turns), else read from its latest turns.
+        let cached = self.builders.take(id);
+        let builder = if create {
             commit.check_version(0)?;
             insert_agent(&mut *tx, &commit.state, 0).await?;
+            None
         } else {
-            let current: Option<i64> =
-                sqlx::query_scalar("SELECT version FROM agents WHERE id = ?")
-                    .bind(id.as_uuid())
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(|e| db("reading an agent's version", e))?;
-            commit.check_version(current.ok_or(StoreError::AgentNotFound(id))? as u64)?;
-        }
-        let space = write_commit(&mut tx, commit).await?;
+            let row: Option<(i64, Option<i64>)> = sqlx::query_as(
+                "SELECT version, (SELECT max(turn) FROM messages WHERE agent_id = ?1 AND turn IS NOT NULL) \
+                 FROM agents WHERE id = ?1",
+            )
+            .bind(id.as_uuid())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| db("reading an agent's version", e))?;
+            let (version, last_turn) = row.ok_or(StoreError::AgentNotFound(id))?;
+            commit.check_version(version as u64)?;
+            let next_turn = last_turn.map_or(0, |t| t as u64 + 1);
+            cached
+                .filter(|c| c.version == version as u64 && c.builder.next_turn() == next_turn)
+                .map(|c| c.builder)
+        };
+        let (space, builder) = write_commit(&mut tx, commit, self.space.get(), builder).await?;
         memgpt_core::failpoint::hit("commit.before");
         tx.commit().await.map_err(|e| db("committing a step", e))?;
         memgpt_core::failpoint::hit("commit.after");
+        if let Some(builder) = builder {
+            self.builders.keep(id, commit.state.version, builder);
+        }
         if let Some(space) = space {
             let _ = self.space.set(space);
         }
@@ -400,40 +447,56 @@ where
 /// Everything a commit writes after its version check: messages (with their search documents
 /// and embeddings), passages, deletions and the new state. Returns the embedding space the
 /// commit fixed, if it fixed one.
+///
+/// `builder` continues the agent's search documents (read from its latest turns when `None`
+/// and the commit has messages); the builder the commit ends with is returned with the space.
 async fn write_commit(
     tx: &mut SqliteConnection,
     commit: &Commit,
-) -> Result<Option<EmbeddingSpace>, StoreError> {
+    known: Option<&EmbeddingSpace>,
+    builder: Option<DocumentBuilder>,
+) -> Result<(Option<EmbeddingSpace>, Option<DocumentBuilder>), StoreError> {
     let id = commit.state.id;
     let embeddings: Vec<&Embedding> = commit.embeddings().collect();
-    let space = fix_space(&mut *tx, &embeddings).await?;
+    let space = fix_space(&mut *tx, &embeddings, known).await?;
     let token = agent_token(id);
+    let mut batch = Batch::new("writing a step");
+    let mut builder = builder;
     if !commit.messages.is_empty() {
-        let mut builder = builder_for(&mut *tx, id).await?;
+        let builder = match &mut builder {
+            Some(builder) => builder,
+            None => builder.insert(builder_for(&mut *tx, id).await?),
+        };
         let (mut documents, mut terms) = (0i64, 0i64);
         for message in &commit.messages {
-            let length = insert_message(&mut *tx, message, &mut builder).await?;
+            terms += insert_message(&mut batch, message, builder)?;
             documents += 1;
-            terms += length;
+            batch.send_if_full(tx).await?;
         }
-        count_documents(&mut *tx, documents, terms).await?;
+        count_documents(&mut batch, documents, terms);
     }
-    insert_message_embeddings(&mut *tx, id, &commit.message_embeddings).await?;
+    insert_message_embeddings(&mut *tx, &mut batch, id, &commit.message_embeddings).await?;
     for passage in &commit.passages {
         memgpt_core::failpoint::hit("passages.insert");
-        insert_passage(&mut *tx, passage, &token).await?;
+        insert_passage(&mut *tx, &mut batch, passage, &token).await?;
     }
-    for passage_id in &commit.deleted_passages {
-        delete_passage(&mut *tx, id, *passage_id).await?;
+    if !commit.deleted_passages.is_empty() {
+        batch.send(tx).await?;
+        for passage_id in &commit.deleted_passages {
+            delete_passage(&mut *tx, id, *passage_id).await?;
+        }
     }
-    sqlx::query("UPDATE agents SET name = ?, version = ?, state = ?, updated_at = ? WHERE id = ?")
-        .bind(&commit.state.name)
+    batch
+        .statement("UPDATE agents SET name = ")
+        .bind(commit.state.name.as_str())
+        .sql(", version = ")
         .bind(commit.state.version as i64)
+        .sql(", state = ")
         .bind(state_json(&commit.state)?)
+        .sql(", updated_at = ")
         .bind(micros(commit.state.updated_at))
-        .bind(id.as_uuid())
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| db("writing agent state", e))?;
-    Ok(space)
+        .sql(" WHERE id = ")
+        .bind(id.as_uuid());
+    batch.send(tx).await?;
+    Ok((space, builder))
 }

@@ -10,6 +10,7 @@
 //! document and both full-text tables are rebuilt on open.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 use memgpt_core::ids::AgentId;
 use memgpt_core::message::Message;
@@ -21,6 +22,7 @@ use memgpt_core::store::{Passage, StoreError};
 use sqlx::{Row, SqliteConnection, SqlitePool};
 use tracing::info;
 
+use super::batch::Batch;
 use super::dialect::{MESSAGE_COLUMNS, message_from_row};
 use super::meta;
 use crate::codec::db;
@@ -32,6 +34,46 @@ const ANALYZER: &str = "analyzer";
 
 /// Rows rewritten per batch while rebuilding.
 const REBUILD_BATCH: i64 = 5_000;
+
+/// Each agent's [`DocumentBuilder`] as its last commit in this process left it, so the next
+/// commit need not read the agent's latest turns again. An entry is only used when the agent's
+/// version and number of conversation turns in the database are still the ones it was left at
+/// (another process's commit changes the version); it is taken out for each commit and put back
+/// only after the commit succeeds.
+#[derive(Debug, Default)]
+pub(crate) struct BuilderCache(Mutex<HashMap<AgentId, CachedBuilder>>);
+
+/// A cached builder and the agent version it is current for.
+#[derive(Debug)]
+pub(crate) struct CachedBuilder {
+    pub(crate) version: u64,
+    pub(crate) builder: DocumentBuilder,
+}
+
+impl BuilderCache {
+    /// Entries kept at most (each is an agent's last two turns, as terms); past it the cache
+    /// starts over.
+    const CAPACITY: usize = 4_096;
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<AgentId, CachedBuilder>> {
+        // The map holds plain values: a panic elsewhere cannot leave one half-written.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes `agent`'s entry out.
+    pub(crate) fn take(&self, agent: AgentId) -> Option<CachedBuilder> {
+        self.lock().remove(&agent)
+    }
+
+    /// Keeps `builder` as `agent`'s, current at `version`.
+    pub(crate) fn keep(&self, agent: AgentId, version: u64, builder: DocumentBuilder) {
+        let mut map = self.lock();
+        if map.len() >= Self::CAPACITY {
+            map.clear();
+        }
+        map.insert(agent, CachedBuilder { version, builder });
+    }
+}
 
 /// A builder continuing the agent's documents: its latest conversation turns (read in `tx`).
 pub(crate) async fn builder_for(
@@ -65,26 +107,20 @@ pub(crate) async fn builder_for(
 }
 
 /// Adds documents to the collection statistics (negative to remove).
-pub(crate) async fn count_documents(
-    tx: &mut SqliteConnection,
-    documents: i64,
-    terms: i64,
-) -> Result<(), StoreError> {
+pub(crate) fn count_documents(batch: &mut Batch, documents: i64, terms: i64) {
     if documents == 0 && terms == 0 {
-        return Ok(());
+        return;
     }
-    for (key, delta) in [(DOCUMENTS, documents), (TERMS, terms)] {
-        sqlx::query(
-            "INSERT INTO memgpt_meta (key, value) VALUES (?, ?) \
-             ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + excluded.value",
-        )
-        .bind(key)
-        .bind(delta)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| db("counting search documents", e))?;
-    }
-    Ok(())
+    batch
+        .statement("INSERT INTO memgpt_meta (key, value) VALUES (")
+        .bind(DOCUMENTS)
+        .sql(", ")
+        .bind(documents)
+        .sql("), (")
+        .bind(TERMS)
+        .sql(", ")
+        .bind(terms)
+        .sql(") ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + excluded.value");
 }
 
 /// The collection statistics of `terms` from `message_terms` and the counters.
@@ -184,7 +220,9 @@ pub(crate) async fn rebuild_if_stale(pool: &SqlitePool) -> Result<(), StoreError
             .await
             .map_err(|e| db("resetting search statistics", e))?;
     }
-    count_documents(&mut tx, documents, terms).await?;
+    let mut batch = Batch::new("counting search documents");
+    count_documents(&mut batch, documents, terms);
+    batch.send(&mut tx).await?;
     let mut after = 0i64;
     loop {
         let rows = sqlx::query(

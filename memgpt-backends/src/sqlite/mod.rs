@@ -15,6 +15,7 @@
 mod agents;
 mod archival;
 mod audit;
+mod batch;
 mod dialect;
 mod documents;
 mod recall;
@@ -132,6 +133,8 @@ pub struct SqliteStore {
     /// Rows committed since the derived indexes last caught up.
     #[cfg_attr(not(any(feature = "tantivy", feature = "usearch")), allow(dead_code))]
     unindexed: std::sync::atomic::AtomicUsize,
+    /// Each agent's search-document builder after its last commit in this process.
+    builders: documents::BuilderCache,
 }
 
 /// The schema, in order. Each is applied once, in its own transaction.
@@ -215,6 +218,7 @@ impl SqliteStore {
             pool,
             dir: options.dir,
             unindexed: std::sync::atomic::AtomicUsize::new(0),
+            builders: documents::BuilderCache::default(),
             space: std::sync::OnceLock::new(),
         };
         Ok(store)
@@ -266,6 +270,7 @@ impl SqliteStore {
     /// that missed it rebuilds on open, seeing the new generation; a stale usearch file is never
     /// read for an agent with no passages).
     async fn after_delete(&self, agent: memgpt_core::ids::AgentId) {
+        self.builders.take(agent);
         #[cfg(feature = "tantivy")]
         if let Some(tantivy) = &self.tantivy {
             let generation = meta(&self.pool, "generation")

@@ -3,9 +3,11 @@
 //! The index stores, per message, its sequence number, agent, kind, time and search document
 //! (the analysed terms memgpt-core's `DocumentBuilder` wrote into the row; a whitespace
 //! tokenizer splits them back apart, so tantivy sees exactly the terms every store sees). It
-//! picks text candidates for hybrid recall search (block-max WAND: the best `k` without ranking
-//! every match) and reports the collection statistics of the query terms; memgpt-core scores
-//! them. Its commit payload records a watermark: the highest message sequence number indexed,
+//! picks text candidates for hybrid recall search and reports the collection statistics of the
+//! query terms; memgpt-core scores them. The search is a union of the query's terms, which
+//! tantivy runs with block-max WAND (the best `k` without scoring every match); the agent,
+//! kind and time filters are checked on fast fields as documents come, so a filter never
+//! costs the pruning. An index written with another schema is rebuilt on open. Its commit payload records a watermark: the highest message sequence number indexed,
 //! the database's generation (bumped when an agent is deleted) and the analyzer version. Before every search, on open, and
 //! after commits once a few thousand rows have piled up, the index catches up with the rows
 //! after its watermark (so a step's commit normally costs no index commit); a generation it does
@@ -14,7 +16,8 @@
 //! crash between the SQLite commit and the tantivy commit is repaired on the next open, and the
 //! index can be deleted at any time to be rebuilt.
 
-use std::ops::Bound;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -23,14 +26,17 @@ use memgpt_core::retrieval::{ANALYZER_VERSION, TermStatistics, TextCandidates};
 use memgpt_core::store::{RecallQuery, StoreError};
 use serde_json::json;
 use sqlx::{Row, SqlitePool};
-use tantivy::collector::TopDocs;
+use tantivy::columnar::Column;
 use tantivy::directory::MmapDirectory;
-use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, RangeQuery, TermQuery};
+use tantivy::query::{BooleanQuery, EnableScoring, Occur, Query, TermQuery};
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::tokenizer::{TextAnalyzer, WhitespaceTokenizer};
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{
+    DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Score, SegmentReader, TantivyDocument,
+    Term,
+};
 use tracing::{debug, info};
 
 use super::meta;
@@ -62,8 +68,8 @@ fn schema() -> (Schema, Fields) {
     );
     let fields = Fields {
         seq: builder.add_u64_field("seq", FAST | INDEXED),
-        agent: builder.add_text_field("agent", STRING),
-        kind: builder.add_text_field("kind", STRING),
+        agent: builder.add_text_field("agent", STRING | FAST),
+        kind: builder.add_text_field("kind", STRING | FAST),
         time: builder.add_i64_field("time", FAST | INDEXED),
         body: builder.add_text_field("terms", terms),
     };
@@ -331,60 +337,42 @@ impl TantivyRecall {
                 statistics,
             });
         }
-        let filter = |q: Box<dyn Query>| -> (Occur, Box<dyn Query>) {
-            (Occur::Must, Box::new(ConstScoreQuery::new(q, 0.0)))
-        };
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![
-            (Occur::Must, Box::new(BooleanQuery::new(words))),
-            filter(Box::new(TermQuery::new(
-                Term::from_field_text(f.agent, &agent.as_uuid().simple().to_string()),
-                IndexRecordOption::Basic,
-            ))),
-        ];
-        if !query.kinds.is_empty() {
-            let kinds = query
-                .kinds
-                .iter()
-                .map(|kind| -> (Occur, Box<dyn Query>) {
-                    (
-                        Occur::Should,
-                        Box::new(TermQuery::new(
-                            Term::from_field_text(f.kind, kind.as_str()),
-                            IndexRecordOption::Basic,
-                        )),
-                    )
-                })
-                .collect();
-            clauses.push(filter(Box::new(BooleanQuery::new(kinds))));
-        }
-        if !query.range.is_unbounded() {
-            let lower = query.range.start.map_or(Bound::Unbounded, |t| {
-                Bound::Included(Term::from_field_i64(f.time, micros(t)))
-            });
-            let upper = query.range.end.map_or(Bound::Unbounded, |t| {
-                Bound::Excluded(Term::from_field_i64(f.time, micros(t)))
-            });
-            clauses.push(filter(Box::new(RangeQuery::new(lower, upper))));
-        }
+        // The words alone make a pure union of term queries, which tantivy searches with
+        // block-max WAND (skipping blocks that cannot reach the top `limit`); the filters are
+        // checked on fast fields as documents come, so they never turn the search into
+        // scoring every match (a filter clause in the query would).
+        let words = BooleanQuery::new(words);
+        let weight = words
+            .weight(EnableScoring::enabled_from_searcher(&searcher))
+            .map_err(reading)?;
+        let agent = agent.as_uuid().simple().to_string();
+        let range = (
+            query.range.start.map_or(i64::MIN, micros),
+            query.range.end.map_or(i64::MAX, micros),
+        );
         // The limit is the caller's candidate pool (bounded), never a page offset: a huge page
-        // number cannot make tantivy allocate for it.
-        let top =
-            TopDocs::with_limit(limit.min(memgpt_core::retrieval::MAX_CANDIDATES)).order_by_score();
-        let hits = searcher
-            .search(&BooleanQuery::new(clauses), &top)
-            .map_err(|e| tantivy_error("searching the recall index", e))?;
-        let mut keys = Vec::with_capacity(hits.len());
-        for (_, address) in hits {
-            let seq = searcher
-                .segment_reader(address.segment_ord)
-                .fast_fields()
-                .u64("seq")
-                .map_err(|e| tantivy_error("reading the recall index", e))?
-                .first(address.doc_id)
-                .ok_or_else(|| corrupt("a recall index document without a seq"))?;
-            keys.push(seq as i64);
+        // number cannot make the search allocate for it.
+        let mut top = TopCandidates::new(limit.min(memgpt_core::retrieval::MAX_CANDIDATES));
+        for segment in searcher.segment_readers() {
+            let Some(filter) = SegmentFilter::new(segment, &agent, query, range)? else {
+                continue;
+            };
+            let alive = segment.alive_bitset();
+            weight
+                .for_each_pruning(top.threshold(), segment, &mut |doc, score| {
+                    if alive.is_none_or(|a| a.is_alive(doc))
+                        && let Some(seq) = filter.admits(doc)
+                    {
+                        top.offer(score, seq);
+                    }
+                    top.threshold()
+                })
+                .map_err(|e| tantivy_error("searching the recall index", e))?;
         }
-        Ok(TextCandidates { keys, statistics })
+        Ok(TextCandidates {
+            keys: top.into_keys(),
+            statistics,
+        })
     }
 
     /// How many live documents of `agent` the index holds.
@@ -426,5 +414,146 @@ impl TantivyRecall {
         .map_err(|e| db("forgetting an agent", e))??;
         *watermark = next;
         Ok(())
+    }
+}
+
+/// The best `limit` candidates seen so far, by tantivy's score (ties: the newer message).
+struct TopCandidates {
+    limit: usize,
+    heap: BinaryHeap<Reverse<(OrderedScore, i64)>>,
+}
+
+/// A score with a total order.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct OrderedScore(Score);
+
+impl Eq for OrderedScore {}
+
+impl PartialOrd for OrderedScore {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for OrderedScore {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+impl TopCandidates {
+    fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            heap: BinaryHeap::with_capacity(limit + 1),
+        }
+    }
+
+    /// The score a document must beat to enter (the search skips what cannot).
+    fn threshold(&self) -> Score {
+        match self.heap.peek() {
+            Some(Reverse((worst, _))) if self.heap.len() >= self.limit => worst.0,
+            _ => Score::MIN,
+        }
+    }
+
+    fn offer(&mut self, score: Score, seq: i64) {
+        if self.limit == 0 {
+            return;
+        }
+        self.heap.push(Reverse((OrderedScore(score), seq)));
+        if self.heap.len() > self.limit {
+            self.heap.pop();
+        }
+    }
+
+    /// The candidates' sequence numbers, best first.
+    fn into_keys(self) -> Vec<i64> {
+        self.heap
+            .into_sorted_vec()
+            .into_iter()
+            .map(|Reverse((_, seq))| seq)
+            .collect()
+    }
+}
+
+/// A search's filters in one segment, read from its fast fields.
+struct SegmentFilter {
+    seq: Column<u64>,
+    agent: Column<u64>,
+    agent_ord: u64,
+    /// The term ordinals of the admitted kinds (`None`: any kind).
+    kind: Option<(Column<u64>, Vec<u64>)>,
+    /// The admitted times, `[start, end)` in microseconds (`None`: any time).
+    time: Option<(Column<i64>, i64, i64)>,
+}
+
+impl SegmentFilter {
+    /// The filter of `query` for `agent` in `segment`; `None` when no document of the segment
+    /// can pass it.
+    fn new(
+        segment: &SegmentReader,
+        agent: &str,
+        query: &RecallQuery,
+        (start, end): (i64, i64),
+    ) -> Result<Option<Self>, StoreError> {
+        let fast = segment.fast_fields();
+        let reading = |e: tantivy::TantivyError| tantivy_error("reading the recall index", e);
+        let io = |e: std::io::Error| db("reading the recall index", e);
+        let str_column = |name: &str| -> Result<_, StoreError> {
+            fast.str(name)
+                .map_err(reading)?
+                .map(|c| c.into_parts())
+                .ok_or_else(|| corrupt(format!("the recall index has no {name} column")))
+        };
+        let (agents, agent_column) = str_column("agent")?;
+        let Some(agent_ord) = agents.term_ord(agent).map_err(io)? else {
+            return Ok(None);
+        };
+        let kind = if query.kinds.is_empty() {
+            None
+        } else {
+            let (kinds, column) = str_column("kind")?;
+            let mut ords = Vec::with_capacity(query.kinds.len());
+            for kind in &query.kinds {
+                if let Some(ord) = kinds.term_ord(kind.as_str()).map_err(io)? {
+                    ords.push(ord);
+                }
+            }
+            if ords.is_empty() {
+                return Ok(None);
+            }
+            Some((column, ords))
+        };
+        let time = if (start, end) == (i64::MIN, i64::MAX) {
+            None
+        } else {
+            Some((fast.i64("time").map_err(reading)?, start, end))
+        };
+        Ok(Some(Self {
+            seq: fast.u64("seq").map_err(reading)?,
+            agent: agent_column,
+            agent_ord,
+            kind,
+            time,
+        }))
+    }
+
+    /// The document's message sequence number if it passes the filter.
+    fn admits(&self, doc: DocId) -> Option<i64> {
+        if self.agent.first(doc) != Some(self.agent_ord) {
+            return None;
+        }
+        if let Some((column, ords)) = &self.kind
+            && !column.first(doc).is_some_and(|ord| ords.contains(&ord))
+        {
+            return None;
+        }
+        if let Some((column, start, end)) = &self.time
+            && !column.first(doc).is_some_and(|t| *start <= t && t < *end)
+        {
+            return None;
+        }
+        self.seq.first(doc).map(|seq| seq as i64)
     }
 }

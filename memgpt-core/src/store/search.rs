@@ -2,6 +2,9 @@
 //! [`retrieval`](crate::retrieval) (see [`rank_candidates`]).
 
 use std::collections::HashSet;
+use std::future::{Future, poll_fn};
+use std::pin::pin;
+use std::task::Poll;
 
 use super::{Hit, RecallQuery, RecallStore, SearchPage, StoreError};
 use crate::ids::AgentId;
@@ -24,19 +27,22 @@ pub async fn search_recall<S: RecallStore + ?Sized>(
     let ranking = &query.ranking;
     let terms = query_terms(text);
     let pool = ranking.pool(query.page.depth());
-    let lexical = if terms.is_empty() {
-        TextCandidates::default()
-    } else {
-        store.text_candidates(agent, &terms, query, pool).await?
-    };
-    let semantic = match &query.embedding {
-        Some(embedding) => {
-            store
-                .vector_candidates(agent, embedding, query, pool)
-                .await?
+    // Both lists at once: where a store waits on I/O for one, it works on the other.
+    let by_text = async {
+        if terms.is_empty() {
+            Ok(TextCandidates::default())
+        } else {
+            store.text_candidates(agent, &terms, query, pool).await
         }
-        None => Vec::new(),
     };
+    let by_vector = async {
+        match &query.embedding {
+            Some(embedding) => store.vector_candidates(agent, embedding, query, pool).await,
+            None => Ok(Vec::new()),
+        }
+    };
+    let (lexical, semantic) = join(by_text, by_vector).await;
+    let (lexical, semantic) = (lexical?, semantic?);
     let mut seen = HashSet::with_capacity(lexical.keys.len() + semantic.len());
     let keys: Vec<CandidateKey> = lexical
         .keys
@@ -66,4 +72,30 @@ pub async fn search_recall<S: RecallStore + ?Sized>(
             score,
         },
     ))
+}
+
+/// Runs two futures concurrently in the current task; both outputs when both are done.
+async fn join<A, B>(a: impl Future<Output = A>, b: impl Future<Output = B>) -> (A, B) {
+    let (mut a, mut b) = (pin!(a), pin!(b));
+    let (mut done_a, mut done_b) = (None, None);
+    poll_fn(|cx| {
+        if done_a.is_none()
+            && let Poll::Ready(out) = a.as_mut().poll(cx)
+        {
+            done_a = Some(out);
+        }
+        if done_b.is_none()
+            && let Poll::Ready(out) = b.as_mut().poll(cx)
+        {
+            done_b = Some(out);
+        }
+        match (done_a.take(), done_b.take()) {
+            (Some(a), Some(b)) => Poll::Ready((a, b)),
+            (a, b) => {
+                (done_a, done_b) = (a, b);
+                Poll::Pending
+            }
+        }
+    })
+    .await
 }
