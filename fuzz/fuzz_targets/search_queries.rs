@@ -1,5 +1,6 @@
-//! Recall and archival query strings through the in-memory store and SQLite (FTS5): any text is
-//! a result page or a clear error, never a panic or an SQL error leaking through.
+//! Recall and archival query strings through every store: in memory, SQLite with FTS5, SQLite
+//! with tantivy, and PostgreSQL (`MEMGPT_TEST_POSTGRES_URL`; required when `CI=true`, as for the
+//! tests). Any text is a result page, never a panic or a query error leaking through.
 #![no_main]
 
 use std::sync::{Arc, OnceLock};
@@ -24,14 +25,35 @@ fn fixture() -> &'static Fixture {
             .build()
             .expect("runtime");
         let dir = tempfile::tempdir().expect("temporary directory");
-        let url = format!("sqlite://{}?recall=fts5&vectors=exact", dir.path().display());
+        let mut urls = vec![
+            format!(
+                "sqlite://{}?recall=fts5&vectors=exact",
+                dir.path().join("fts5").display()
+            ),
+            format!(
+                "sqlite://{}?recall=tantivy&vectors=exact",
+                dir.path().join("tantivy").display()
+            ),
+        ];
+        match std::env::var("MEMGPT_TEST_POSTGRES_URL") {
+            Ok(base) => {
+                let sep = if base.contains('?') { '&' } else { '?' };
+                // One schema for every run: each run adds one agent to it.
+                urls.push(format!("{base}{sep}schema=memgpt_fuzz_search_queries"));
+            }
+            Err(_) if std::env::var("CI").is_ok_and(|v| v == "true") => {
+                panic!("CI=true: MEMGPT_TEST_POSTGRES_URL must name a PostgreSQL to fuzz")
+            }
+            Err(_) => eprintln!("MEMGPT_TEST_POSTGRES_URL is not set: PostgreSQL is not fuzzed"),
+        }
         let stores = runtime.block_on(async {
-            let sqlite: memgpt_backends::StoreConfig = url.parse().expect("URL");
+            let mut storages = vec![Storage::from_store(Arc::new(InMemoryStore::new()))];
+            for url in &urls {
+                let config: memgpt_backends::StoreConfig = url.parse().expect("store URL");
+                storages.push(config.open().await.expect("open store"));
+            }
             let mut stores = Vec::new();
-            for storage in [
-                Storage::from_store(Arc::new(InMemoryStore::new())),
-                sqlite.open().await.expect("SQLite"),
-            ] {
+            for storage in storages {
                 let mut agent = Agent::builder()
                     .provider(Arc::new(ScriptedProvider::new()))
                     .storage(storage.clone())

@@ -211,38 +211,27 @@ fn insert_message(
     let length = document.len() as i64;
     let text = document.text();
     batch
-        .statement(
+        .values(
             "INSERT INTO messages (id, agent_id, kind, text, tool_calls, tool_call_id, name, \
              created_at, turn, document, document_length) VALUES (",
         )
-        .bind(message.id.as_uuid())
-        .sql(", ")
-        .bind(message.agent_id.as_uuid())
-        .sql(", ")
-        .bind(message.kind.as_str())
-        .sql(", ")
-        .bind(message.text.as_str())
-        .sql(", ")
-        .bind(tool_calls)
-        .sql(", ")
-        .bind(message.tool_call_id.as_deref())
-        .sql(", ")
-        .bind(message.name.as_deref())
-        .sql(", ")
-        .bind(micros(message.created_at))
-        .sql(", ")
-        .bind(document.turn.map(|t| t as i64))
-        .sql(", ")
-        .bind(text.clone())
-        .sql(", ")
-        .bind(length)
-        .sql(")");
+        .push_bind(message.id.as_uuid())
+        .push_bind(message.agent_id.as_uuid())
+        .push_bind(message.kind.as_str())
+        .push_bind(message.text.as_str())
+        .push_bind(tool_calls)
+        .push_bind(message.tool_call_id.as_deref())
+        .push_bind(message.name.as_deref())
+        .push_bind(micros(message.created_at))
+        .push_bind(document.turn.map(|t| t as i64))
+        .push_bind(text.clone())
+        .push_bind(length)
+        .push_unseparated(")");
     batch
-        .statement("INSERT INTO message_terms (rowid, agent, body) VALUES (last_insert_rowid(), ")
-        .bind(agent_token(message.agent_id))
-        .sql(", ")
-        .bind(text)
-        .sql(")");
+        .values("INSERT INTO message_terms (rowid, agent, body) VALUES (last_insert_rowid(), ")
+        .push_bind(agent_token(message.agent_id))
+        .push_bind(text)
+        .push_unseparated(")");
     Ok(length)
 }
 
@@ -287,32 +276,26 @@ async fn insert_passage(
     let metadata =
         serde_json::to_string(&passage.metadata).map_err(|e| db("encoding passage metadata", e))?;
     batch
-        .statement(
+        .values(
             "INSERT INTO passages (id, agent_id, text, embedding, metadata, created_at) VALUES (",
         )
-        .bind(passage.id.as_uuid())
-        .sql(", ")
-        .bind(passage.agent_id.as_uuid())
-        .sql(", ")
-        .bind(passage.text.as_str())
-        .sql(", ")
-        .bind(
+        .push_bind(passage.id.as_uuid())
+        .push_bind(passage.agent_id.as_uuid())
+        .push_bind(passage.text.as_str())
+        .push_bind(
             passage
                 .embedding
                 .as_ref()
                 .map(|e| vector_to_blob(&e.vector)),
         )
-        .sql(", ")
-        .bind(metadata)
-        .sql(", ")
-        .bind(micros(passage.created_at))
-        .sql(")");
+        .push_bind(metadata)
+        .push_bind(micros(passage.created_at))
+        .push_unseparated(")");
     batch
-        .statement("INSERT INTO passage_terms (rowid, agent, body) VALUES (last_insert_rowid(), ")
-        .bind(token)
-        .sql(", ")
-        .bind(passage_document(passage))
-        .sql(")");
+        .values("INSERT INTO passage_terms (rowid, agent, body) VALUES (last_insert_rowid(), ")
+        .push_bind(token)
+        .push_bind(passage_document(passage))
+        .push_unseparated(")");
     for tag in passage.tags() {
         batch
             .statement(

@@ -8,6 +8,7 @@
 //! it holds [`Batch::LIMIT`] statements or when the commit is done. Batches of the same shape
 //! have the same text, so the prepared statements are cached like any other query's.
 
+use sqlx::query_builder::Separated;
 use sqlx::{Encode, QueryBuilder, Sqlite, SqliteConnection, Type};
 
 use crate::codec::db;
@@ -42,6 +43,13 @@ impl Batch {
         self.statements += 1;
         self.sql.push(sql);
         self
+    }
+
+    /// Starts a statement with `sql` and returns the list its values are bound into, separated
+    /// by commas (`push_bind` each; close it with `push_unseparated(")")`).
+    pub(crate) fn values(&mut self, sql: &str) -> Separated<'_, Sqlite, &'static str> {
+        self.statement(sql);
+        self.sql.separated(", ")
     }
 
     /// Appends SQL text to the current statement.

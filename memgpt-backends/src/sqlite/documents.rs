@@ -111,16 +111,15 @@ pub(crate) fn count_documents(batch: &mut Batch, documents: i64, terms: i64) {
     if documents == 0 && terms == 0 {
         return;
     }
-    batch
-        .statement("INSERT INTO memgpt_meta (key, value) VALUES (")
-        .bind(DOCUMENTS)
-        .sql(", ")
-        .bind(documents)
-        .sql("), (")
-        .bind(TERMS)
-        .sql(", ")
-        .bind(terms)
-        .sql(") ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + excluded.value");
+    for (key, delta) in [(DOCUMENTS, documents), (TERMS, terms)] {
+        batch
+            .values("INSERT INTO memgpt_meta (key, value) VALUES (")
+            .push_bind(key)
+            .push_bind(delta)
+            .push_unseparated(
+                ") ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + excluded.value",
+            );
+    }
 }
 
 /// The collection statistics of `terms` from `message_terms` and the counters.

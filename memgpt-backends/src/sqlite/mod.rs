@@ -183,6 +183,9 @@ impl SqliteStore {
             .foreign_keys(true);
         let pool = SqlitePoolOptions::new()
             .max_connections(options.max_connections.max(1))
+            // A connection to a local file cannot have been dropped by a server; the check
+            // would cost every acquire a round trip to the connection's worker thread.
+            .test_before_acquire(false)
             .connect_with(connect)
             .await
             .map_err(|e| db("opening the SQLite database", e))?;
