@@ -400,11 +400,12 @@ async fn configuration_layers_and_missing_models() {
 async fn an_interrupted_ingest_resumes_without_duplicates() {
     let cli = Cli::new().await;
     cli.ok(&["chat"], "/exit\n").await;
-    // About a million tokens: thousands of chunks, so the interrupt lands mid-file.
+    // About three million tokens: ten thousand chunks, so the interrupt lands mid-file even
+    // though ingest commits a batch of 32 chunks in one SQLite round trip.
     let words = [
         "orchard", "harbour", "violin", "granite", "lantern", "meadow", "compass",
     ];
-    let big: String = (0..50_000)
+    let big: String = (0..150_000)
         .map(|i| {
             format!(
                 "Sentence {i} mentions the {} and the {} near milestone {}.\n",
@@ -453,7 +454,7 @@ async fn an_interrupted_ingest_resumes_without_duplicates() {
         if storage.archival.count_passages(agent).await.unwrap() >= 64 {
             break;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
     drop(storage);
     // SAFETY: sending a signal to our own child process.

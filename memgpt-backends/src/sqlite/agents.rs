@@ -11,7 +11,7 @@ use memgpt_core::store::{
 use sqlx::{Row, SqliteConnection};
 
 use super::batch::Batch;
-use super::documents::{builder_for, count_documents, passage_document};
+use super::documents::{CachedBuilder, builder_for, count_documents, passage_document};
 use super::{SqliteStore, embedding_space};
 use crate::codec::{corrupt, db, micros, vector_to_blob};
 
@@ -342,47 +342,61 @@ async fn delete_passage(
     Ok(())
 }
 
+/// What a commit leaves for the store to remember: the embedding space it fixed (if any) and
+/// the agent's document builder after its messages.
+type Written = (Option<EmbeddingSpace>, Option<DocumentBuilder>);
+
+/// Starts `batch` with the query of what a commit checks, and a cached document builder must
+/// still match: the agent's version and the number of its conversation turns.
+fn check_version_and_turns(batch: &mut Batch, agent: AgentId) {
+    batch
+        .query("SELECT version, (SELECT max(turn) FROM messages WHERE agent_id = ")
+        .bind(agent.as_uuid())
+        .sql(" AND turn IS NOT NULL) FROM agents WHERE id = ")
+        .bind(agent.as_uuid());
+}
+
+/// Reads the rows of [`check_version_and_turns`]: `(version, conversation turns)`.
+fn version_and_turns(batch: &mut Batch, agent: AgentId) -> Result<(u64, u64), StoreError> {
+    let rows = batch.take_rows().unwrap_or_default();
+    let row = rows.first().ok_or(StoreError::AgentNotFound(agent))?;
+    let read = |e| db("reading an agent's version", e);
+    let version: i64 = row.try_get(0).map_err(read)?;
+    let last_turn: Option<i64> = row.try_get(1).map_err(read)?;
+    Ok((version as u64, last_turn.map_or(0, |t| t as u64 + 1)))
+}
+
+/// Commits a step's transaction (between the crash campaign's two failpoints).
+async fn finish_commit(tx: sqlx::Transaction<'_, sqlx::Sqlite>) -> Result<(), StoreError> {
+    memgpt_core::failpoint::hit("commit.before");
+    tx.commit().await.map_err(|e| db("committing a step", e))?;
+    memgpt_core::failpoint::hit("commit.after");
+    Ok(())
+}
+
 impl SqliteStore {
+    /// Starts a commit's transaction. IMMEDIATE takes the write lock up front: the version
+    /// check and the writes cannot interleave with another writer's.
+    async fn begin_commit(&self) -> Result<sqlx::Transaction<'_, sqlx::Sqlite>, StoreError> {
+        self.pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| db("starting a commit", e))
+    }
+
     /// One commit in one transaction: after the version check, or (`create`) creating the
     /// agent in the same transaction, as an import does.
     async fn write(&self, commit: &Commit, create: bool) -> Result<(), StoreError> {
         commit.check_text()?;
         let id = commit.state.id;
-        // IMMEDIATE takes the write lock up front: the version check and the writes cannot
-        // interleave with another writer's.
-        let mut tx = self
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(|e| db("starting a commit", e))?;
-        // The builder of the agent's search documents: the one its last commit in this
-        // process ended with, when nothing was committed since (same version, same number of
-        // conversation turns), else read from its latest turns.
-        let cached = self.builders.take(id);
-        let builder = if create {
-            commit.check_version(0)?;
-            insert_agent(&mut *tx, &commit.state, 0).await?;
-            None
-        } else {
-            let row: Option<(i64, Option<i64>)> = sqlx::query_as(
-                "SELECT version, (SELECT max(turn) FROM messages WHERE agent_id = ?1 AND turn IS NOT NULL) \
-                 FROM agents WHERE id = ?1",
-            )
-            .bind(id.as_uuid())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(|e| db("reading an agent's version", e))?;
-            let (version, last_turn) = row.ok_or(StoreError::AgentNotFound(id))?;
-            commit.check_version(version as u64)?;
-            let next_turn = last_turn.map_or(0, |t| t as u64 + 1);
-            cached
-                .filter(|c| c.version == version as u64 && c.builder.next_turn() == next_turn)
-                .map(|c| c.builder)
+        let written = match self.builders.take(id) {
+            Some(cached) if !create => self.write_optimistically(commit, cached).await?,
+            _ => None,
         };
-        let (space, builder) = write_commit(&mut tx, commit, self.space.get(), builder).await?;
-        memgpt_core::failpoint::hit("commit.before");
-        tx.commit().await.map_err(|e| db("committing a step", e))?;
-        memgpt_core::failpoint::hit("commit.after");
+        let (space, builder) = match written {
+            Some(written) => written,
+            None => self.write_carefully(commit, create).await?,
+        };
         if let Some(builder) = builder {
             self.builders.keep(id, commit.state.version, builder);
         }
@@ -395,6 +409,64 @@ impl SqliteStore {
             + commit.deleted_passages.len();
         self.after_commit(id, rows).await;
         Ok(())
+    }
+
+    /// A step's usual commit, one round trip shorter: the version check travels in the same
+    /// query as the writes, whose documents continue `cached` (the builder this store's last
+    /// commit of the agent left). `None`, with everything rolled back, when the check shows
+    /// `cached` is stale (another process committed) or a write failed: the careful path then
+    /// redoes the commit and reports any failure as it always does. A version conflict is
+    /// reported at once.
+    async fn write_optimistically(
+        &self,
+        commit: &Commit,
+        cached: CachedBuilder,
+    ) -> Result<Option<Written>, StoreError> {
+        let id = commit.state.id;
+        let mut tx = self.begin_commit().await?;
+        let cached_at = (cached.version, cached.builder.next_turn());
+        let mut batch = Batch::new("writing a step");
+        check_version_and_turns(&mut batch, id);
+        let written = write_commit(
+            &mut tx,
+            &mut batch,
+            commit,
+            self.space.get(),
+            Some(cached.builder),
+        )
+        .await;
+        let Ok(written) = written else {
+            return Ok(None);
+        };
+        let (version, turns) = version_and_turns(&mut batch, id)?;
+        commit.check_version(version)?;
+        if (version, turns) != cached_at {
+            return Ok(None);
+        }
+        finish_commit(tx).await?;
+        Ok(Some(written))
+    }
+
+    /// A commit checked before it writes, its documents continuing the agent's latest turns as
+    /// read from the database.
+    async fn write_carefully(&self, commit: &Commit, create: bool) -> Result<Written, StoreError> {
+        let id = commit.state.id;
+        let mut tx = self.begin_commit().await?;
+        let mut batch = if create {
+            commit.check_version(0)?;
+            insert_agent(&mut *tx, &commit.state, 0).await?;
+            Batch::new("writing a step")
+        } else {
+            let mut batch = Batch::new("reading an agent's version");
+            check_version_and_turns(&mut batch, id);
+            batch.send(&mut tx).await?;
+            let (version, _) = version_and_turns(&mut batch, id)?;
+            commit.check_version(version)?;
+            Batch::new("writing a step")
+        };
+        let written = write_commit(&mut tx, &mut batch, commit, self.space.get(), None).await?;
+        finish_commit(tx).await?;
+        Ok(written)
     }
 }
 
@@ -433,17 +505,18 @@ where
 ///
 /// `builder` continues the agent's search documents (read from its latest turns when `None`
 /// and the commit has messages); the builder the commit ends with is returned with the space.
+/// The writes go through `batch` (which may already hold a check to run first).
 async fn write_commit(
     tx: &mut SqliteConnection,
+    batch: &mut Batch,
     commit: &Commit,
     known: Option<&EmbeddingSpace>,
     builder: Option<DocumentBuilder>,
-) -> Result<(Option<EmbeddingSpace>, Option<DocumentBuilder>), StoreError> {
+) -> Result<Written, StoreError> {
     let id = commit.state.id;
     let embeddings: Vec<&Embedding> = commit.embeddings().collect();
     let space = fix_space(&mut *tx, &embeddings, known).await?;
     let token = agent_token(id);
-    let mut batch = Batch::new("writing a step");
     let mut builder = builder;
     if !commit.messages.is_empty() {
         let builder = match &mut builder {
@@ -452,16 +525,16 @@ async fn write_commit(
         };
         let (mut documents, mut terms) = (0i64, 0i64);
         for message in &commit.messages {
-            terms += insert_message(&mut batch, message, builder)?;
+            terms += insert_message(batch, message, builder)?;
             documents += 1;
             batch.send_if_full(tx).await?;
         }
-        count_documents(&mut batch, documents, terms);
+        count_documents(batch, documents, terms);
     }
-    insert_message_embeddings(&mut *tx, &mut batch, id, &commit.message_embeddings).await?;
+    insert_message_embeddings(&mut *tx, batch, id, &commit.message_embeddings).await?;
     for passage in &commit.passages {
         memgpt_core::failpoint::hit("passages.insert");
-        insert_passage(&mut *tx, &mut batch, passage, &token).await?;
+        insert_passage(&mut *tx, batch, passage, &token).await?;
     }
     if !commit.deleted_passages.is_empty() {
         batch.send(tx).await?;

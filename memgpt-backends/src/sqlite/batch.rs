@@ -9,6 +9,7 @@
 //! have the same text, so the prepared statements are cached like any other query's.
 
 use sqlx::query_builder::Separated;
+use sqlx::sqlite::SqliteRow;
 use sqlx::{Encode, QueryBuilder, Sqlite, SqliteConnection, Type};
 
 use crate::codec::db;
@@ -20,6 +21,10 @@ pub(crate) struct Batch {
     statements: usize,
     /// Names the writes in errors.
     context: &'static str,
+    /// The batch starts with a query whose rows the next send keeps.
+    query_first: bool,
+    /// Those rows, once sent.
+    rows: Option<Vec<SqliteRow>>,
 }
 
 impl Batch {
@@ -32,7 +37,23 @@ impl Batch {
             sql: QueryBuilder::new(""),
             statements: 0,
             context,
+            query_first: false,
+            rows: None,
         }
+    }
+
+    /// Starts an empty batch with a query (a `SELECT`, continued like [`Batch::statement`]):
+    /// the first send keeps its rows for [`Batch::take_rows`]. The statements after it must
+    /// return no rows.
+    pub(crate) fn query(&mut self, sql: &str) -> &mut Self {
+        debug_assert_eq!(self.statements, 0, "the query comes first");
+        self.query_first = true;
+        self.statement(sql)
+    }
+
+    /// The rows of the leading query, once the batch was sent without an error.
+    pub(crate) fn take_rows(&mut self) -> Option<Vec<SqliteRow>> {
+        self.rows.take()
     }
 
     /// Starts a statement with `sql`; continue it with [`Batch::bind`] and [`Batch::sql`].
@@ -84,10 +105,15 @@ impl Batch {
             return Ok(());
         }
         self.statements = 0;
-        let result = self.sql.build().execute(&mut *tx).await;
+        let result = if std::mem::take(&mut self.query_first) {
+            let rows = self.sql.build().fetch_all(&mut *tx).await;
+            rows.map(|rows| self.rows = Some(rows))
+        } else {
+            let done = self.sql.build().execute(&mut *tx).await;
+            done.map(|_| ())
+        };
         self.sql.reset();
-        result.map_err(|e| db(self.context, e))?;
-        Ok(())
+        result.map_err(|e| db(self.context, e))
     }
 }
 
