@@ -399,13 +399,25 @@ async fn configuration_layers_and_missing_models() {
 #[tokio::test]
 async fn an_interrupted_ingest_resumes_without_duplicates() {
     let cli = Cli::new().await;
-    cli.ok(&["chat"], "/exit\n").await;
-    // About three million tokens: ten thousand chunks, so the interrupt lands mid-file even
-    // though ingest commits a batch of 32 chunks in one SQLite round trip.
+    let with_endpoint_embedder = |args: &[&str]| {
+        let mut command = cli.command(args);
+        command.env("MEMGPT_EMBEDDER", "openai:text-embedding-3-small");
+        command
+    };
+    let succeeds = |output: Output| {
+        let (out, err) = text(&output);
+        assert!(output.status.success(), "{out}\n{err}");
+        out
+    };
+    succeeds(run(with_endpoint_embedder(&["chat"]), "/exit\n").await);
+    // About a million tokens: thousands of chunks, embedded 32 at a time by an endpoint that
+    // takes 30 ms per request, so the ingest lasts seconds whatever the machine and the
+    // interrupt lands mid-file.
     let words = [
         "orchard", "harbour", "violin", "granite", "lantern", "meadow", "compass",
     ];
-    let big: String = (0..150_000)
+    cli.server.delay_embeddings(Duration::from_millis(30));
+    let big: String = (0..50_000)
         .map(|i| {
             format!(
                 "Sentence {i} mentions the {} and the {} near milestone {}.\n",
@@ -417,8 +429,7 @@ async fn an_interrupted_ingest_resumes_without_duplicates() {
         .collect();
     write(&cli.path("big.txt"), big.as_bytes());
 
-    let mut child = cli
-        .command(&["ingest", "--agent", "sam", "big.txt"])
+    let mut child = with_endpoint_embedder(&["ingest", "--agent", "sam", "big.txt"])
         .spawn()
         .unwrap();
     let db = cli.path("memgpt-data");
@@ -466,9 +477,10 @@ async fn an_interrupted_ingest_resumes_without_duplicates() {
     assert!(!status.success(), "the interrupt stopped the ingest");
     assert!(db.exists());
 
-    let out = cli.ok(&["ingest", "--agent", "sam", "big.txt"], "").await;
+    let ingest = || with_endpoint_embedder(&["ingest", "--agent", "sam", "big.txt"]);
+    let out = succeeds(run(ingest(), "").await);
     assert!(out.contains("ingested 1 files"), "{out}");
-    let again = cli.ok(&["ingest", "--agent", "sam", "big.txt"], "").await;
+    let again = succeeds(run(ingest(), "").await);
     assert!(
         again.contains(": 0 new chunks") && again.contains("1 already ingested"),
         "{again}"

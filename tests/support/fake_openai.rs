@@ -198,6 +198,8 @@ struct Script {
     received: Vec<Received>,
     record: bool,
     calls: u64,
+    /// How long each embeddings request takes.
+    embedding_delay: std::time::Duration,
 }
 
 /// The server. Dropping it shuts it down.
@@ -279,6 +281,12 @@ impl FakeOpenAi {
             .await
             .expect("rendered reply");
         self.lock().instant = Some(bytes);
+    }
+
+    /// Makes every embeddings request take `delay` (a slow embedder: work that must still be
+    /// running when a test interrupts it).
+    pub fn delay_embeddings(&self, delay: std::time::Duration) {
+        self.lock().embedding_delay = delay;
     }
 
     /// Turns recording of received requests on or off (benchmarks turn it off).
@@ -492,12 +500,12 @@ async fn embeddings(
         Ok(v) => v,
         Err(e) => return error(400, &format!("fake server: invalid JSON body: {e}")),
     };
-    record(
-        &mut script.lock().unwrap_or_else(|p| p.into_inner()),
-        "/v1/embeddings",
-        &headers,
-        &body,
-    );
+    let delay = {
+        let mut script = script.lock().unwrap_or_else(|p| p.into_inner());
+        record(&mut script, "/v1/embeddings", &headers, &body);
+        script.embedding_delay
+    };
+    tokio::time::sleep(delay).await;
     let inputs: Vec<String> = match &body["input"] {
         Value::String(s) => vec![s.clone()],
         Value::Array(items) => items
