@@ -429,9 +429,17 @@ async fn an_interrupted_ingest_resumes_without_duplicates() {
         .collect();
     write(&cli.path("big.txt"), big.as_bytes());
 
-    let mut child = with_endpoint_embedder(&["ingest", "--agent", "sam", "big.txt"])
-        .spawn()
-        .unwrap();
+    let mut interruptible = with_endpoint_embedder(&["ingest", "--agent", "sam", "big.txt"]);
+    // A user's Ctrl-C meets the default disposition; a test run from a background job inherits
+    // SIGINT ignored, which would let the ingest run to its end.
+    // SAFETY: `signal` is async-signal-safe, as code between fork and exec must be.
+    unsafe {
+        interruptible.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = interruptible.spawn().unwrap();
     let db = cli.path("memgpt-data");
     // Interrupt once some batches are committed.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
