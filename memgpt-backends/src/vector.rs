@@ -94,6 +94,15 @@ impl<K: PartialEq + Ord + Copy> TopK<K> {
         }
     }
 
+    /// The worst score among the best `k` once `k` are held (`None` before): a candidate must
+    /// beat it to enter, so a pruned search may skip whatever cannot.
+    pub fn threshold(&self) -> Option<f32> {
+        match self.heap.peek() {
+            Some(Scored(worst, _)) if self.heap.len() >= self.k => Some(*worst),
+            _ => None,
+        }
+    }
+
     /// How many candidates were offered.
     pub fn seen(&self) -> usize {
         self.seen
@@ -122,9 +131,14 @@ mod tests {
     #[test]
     fn top_k_keeps_the_best_in_order() {
         let mut top = TopK::new(3);
-        for (score, key) in [(0.1, 1), (0.9, 2), (0.5, 3), (0.9, 4), (0.2, 5)] {
+        for (score, key) in [(0.1, 1), (0.9, 2)] {
             top.push(score, key);
         }
+        assert_eq!(top.threshold(), None, "not full yet");
+        for (score, key) in [(0.5, 3), (0.9, 4), (0.2, 5)] {
+            top.push(score, key);
+        }
+        assert_eq!(top.threshold(), Some(0.5), "the worst of the best three");
         assert_eq!(top.seen(), 5);
         assert_eq!(top.into_sorted(), vec![(0.9, 4), (0.9, 2), (0.5, 3)]);
     }

@@ -7,17 +7,15 @@
 //! query terms; memgpt-core scores them. The search is a union of the query's terms, which
 //! tantivy runs with block-max WAND (the best `k` without scoring every match); the agent,
 //! kind and time filters are checked on fast fields as documents come, so a filter never
-//! costs the pruning. An index written with another schema is rebuilt on open. Its commit payload records a watermark: the highest message sequence number indexed,
-//! the database's generation (bumped when an agent is deleted) and the analyzer version. Before every search, on open, and
-//! after commits once a few thousand rows have piled up, the index catches up with the rows
-//! after its watermark (so a step's commit normally costs no index commit); a generation it does
-//! not know
-//! (a crash between an agent's deletion and the index's) makes it rebuild from the log. So a
-//! crash between the SQLite commit and the tantivy commit is repaired on the next open, and the
-//! index can be deleted at any time to be rebuilt.
+//! costs the pruning. An index written with another schema is rebuilt on open. Its commit
+//! payload records a watermark: the highest message sequence number indexed, the database's
+//! generation (bumped when an agent is deleted) and the analyzer version. Before every search,
+//! on open, and after commits once a few thousand rows have piled up, the index catches up with
+//! the rows after its watermark (so a step's commit normally costs no index commit); a
+//! generation it does not know (a crash between an agent's deletion and the index's) makes it
+//! rebuild from the log. So a crash between the SQLite commit and the tantivy commit is repaired
+//! on the next open, and the index can be deleted at any time to be rebuilt.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -41,6 +39,7 @@ use tracing::{debug, info};
 
 use super::meta;
 use crate::codec::{corrupt, db, micros};
+use crate::vector::TopK;
 
 /// Rows indexed per batch while catching up.
 const BATCH: i64 = 20_000;
@@ -352,25 +351,27 @@ impl TantivyRecall {
         );
         // The limit is the caller's candidate pool (bounded), never a page offset: a huge page
         // number cannot make the search allocate for it.
-        let mut top = TopCandidates::new(limit.min(memgpt_core::retrieval::MAX_CANDIDATES));
+        let mut top = TopK::new(limit.min(memgpt_core::retrieval::MAX_CANDIDATES));
         for segment in searcher.segment_readers() {
             let Some(filter) = SegmentFilter::new(segment, &agent, query, range)? else {
                 continue;
             };
             let alive = segment.alive_bitset();
+            // The score a document must beat to enter (tantivy skips what cannot).
+            let threshold = |top: &TopK<i64>| top.threshold().unwrap_or(Score::MIN);
             weight
-                .for_each_pruning(top.threshold(), segment, &mut |doc, score| {
+                .for_each_pruning(threshold(&top), segment, &mut |doc, score| {
                     if alive.is_none_or(|a| a.is_alive(doc))
                         && let Some(seq) = filter.admits(doc)
                     {
-                        top.offer(score, seq);
+                        top.push(score, seq);
                     }
-                    top.threshold()
+                    threshold(&top)
                 })
                 .map_err(|e| tantivy_error("searching the recall index", e))?;
         }
         Ok(TextCandidates {
-            keys: top.into_keys(),
+            keys: top.into_sorted().into_iter().map(|(_, seq)| seq).collect(),
             statistics,
         })
     }
@@ -414,66 +415,6 @@ impl TantivyRecall {
         .map_err(|e| db("forgetting an agent", e))??;
         *watermark = next;
         Ok(())
-    }
-}
-
-/// The best `limit` candidates seen so far, by tantivy's score (ties: the newer message).
-struct TopCandidates {
-    limit: usize,
-    heap: BinaryHeap<Reverse<(OrderedScore, i64)>>,
-}
-
-/// A score with a total order.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct OrderedScore(Score);
-
-impl Eq for OrderedScore {}
-
-impl PartialOrd for OrderedScore {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for OrderedScore {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0)
-    }
-}
-
-impl TopCandidates {
-    fn new(limit: usize) -> Self {
-        Self {
-            limit,
-            heap: BinaryHeap::with_capacity(limit + 1),
-        }
-    }
-
-    /// The score a document must beat to enter (the search skips what cannot).
-    fn threshold(&self) -> Score {
-        match self.heap.peek() {
-            Some(Reverse((worst, _))) if self.heap.len() >= self.limit => worst.0,
-            _ => Score::MIN,
-        }
-    }
-
-    fn offer(&mut self, score: Score, seq: i64) {
-        if self.limit == 0 {
-            return;
-        }
-        self.heap.push(Reverse((OrderedScore(score), seq)));
-        if self.heap.len() > self.limit {
-            self.heap.pop();
-        }
-    }
-
-    /// The candidates' sequence numbers, best first.
-    fn into_keys(self) -> Vec<i64> {
-        self.heap
-            .into_sorted_vec()
-            .into_iter()
-            .map(|Reverse((_, seq))| seq)
-            .collect()
     }
 }
 
