@@ -12,11 +12,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(file) = memgpt_core::agent_file::parse(&text) else {
         return;
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
+    memgpt_fuzz::runtime().block_on(async {
         let storage = Storage::from_store(Arc::new(InMemoryStore::new()));
         if memgpt_core::agent_file::import(&storage, &file, Default::default())
             .await

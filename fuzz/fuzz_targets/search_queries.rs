@@ -12,7 +12,6 @@ use memgpt_core::store::{ArchivalQuery, InMemoryStore, Page, RecallQuery, Search
 use memgpt_core::testing::ScriptedProvider;
 
 struct Fixture {
-    runtime: tokio::runtime::Runtime,
     stores: Vec<(Storage, AgentId)>,
     _dir: tempfile::TempDir,
 }
@@ -20,10 +19,6 @@ struct Fixture {
 fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
         let dir = tempfile::tempdir().expect("temporary directory");
         let mut urls = vec![
             format!(
@@ -46,7 +41,7 @@ fn fixture() -> &'static Fixture {
             }
             Err(_) => eprintln!("MEMGPT_TEST_POSTGRES_URL is not set: PostgreSQL is not fuzzed"),
         }
-        let stores = runtime.block_on(async {
+        let stores = memgpt_fuzz::runtime().block_on(async {
             let mut storages = vec![Storage::from_store(Arc::new(InMemoryStore::new()))];
             for url in &urls {
                 let config: memgpt_backends::StoreConfig = url.parse().expect("store URL");
@@ -72,7 +67,6 @@ fn fixture() -> &'static Fixture {
             stores
         });
         Fixture {
-            runtime,
             stores,
             _dir: dir,
         }
@@ -82,7 +76,7 @@ fn fixture() -> &'static Fixture {
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     let fixture = fixture();
-    fixture.runtime.block_on(async {
+    memgpt_fuzz::runtime().block_on(async {
         for (storage, agent) in &fixture.stores {
             let recall = storage
                 .recall

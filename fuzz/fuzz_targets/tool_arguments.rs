@@ -18,11 +18,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(arguments) = serde_json::from_slice::<serde_json::Value>(raw) else {
         return;
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
+    memgpt_fuzz::runtime().block_on(async {
         let mut agent = Agent::builder()
             .provider(Arc::new(ScriptedProvider::new()))
             .build()
