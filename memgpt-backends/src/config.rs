@@ -14,7 +14,8 @@ use crate::url::StoreUrlError;
 ///   `/abs/path` as `sqlite:///abs/path`), with tantivy recall and usearch archival when those
 ///   features are compiled in. Parameters: `recall=fts5|tantivy`, `vectors=exact|usearch`,
 ///   `quantization=f32|f16|bf16|i8`, `ef_search=N`, `ef_construction=N`, `connectivity=N` (usearch
-///   HNSW parameters), `sync=normal|full`.
+///   HNSW parameters), `save_every=N`, `full_scan_kb=N` (searches among at most N KB of vectors
+///   scan them exactly; default 10000, 0 never), `sync=normal|full`.
 /// * `postgres://...` (or `postgresql://`): PostgreSQL + pgvector (feature `postgres`).
 ///   Parameters of ours (the rest go to sqlx): `schema=NAME`, `ef_search=N` (1-1000, the
 ///   smallest HNSW candidate list of a vector search; default 100).
@@ -163,7 +164,7 @@ mod tests {
     #[test]
     fn hnsw_parameters() {
         let StoreConfig::Sqlite(options) = StoreConfig::from_url(
-            "sqlite://x?vectors=usearch&ef_search=256&quantization=i8&connectivity=32&ef_construction=200",
+            "sqlite://x?vectors=usearch&ef_search=256&quantization=i8&connectivity=32&ef_construction=200&full_scan_kb=0",
         )
         .unwrap() else {
             panic!("not sqlite")
@@ -176,9 +177,10 @@ mod tests {
                 usearch.expansion_search,
                 usearch.connectivity,
                 usearch.expansion_add,
-                usearch.quantization
+                usearch.quantization,
+                usearch.full_scan_kb
             ),
-            (256, 32, 200, crate::Quantization::I8)
+            (256, 32, 200, crate::Quantization::I8, 0)
         );
         let StoreConfig::Sqlite(options) =
             StoreConfig::from_url("sqlite://x?quantization=bf16").unwrap()
@@ -191,6 +193,10 @@ mod tests {
                 quantization: crate::Quantization::BF16,
                 ..
             })
+        ));
+        assert!(matches!(
+            StoreConfig::from_url("sqlite://x?full_scan_kb=lots"),
+            Err(StoreUrlError::InvalidParameter { .. })
         ));
         assert!(matches!(
             StoreConfig::from_url("sqlite://x?quantization=f8"),

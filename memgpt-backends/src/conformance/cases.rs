@@ -680,6 +680,59 @@ async fn other_passage_id(s: &Storage, agent: AgentId) -> memgpt_core::ids::Pass
         .id
 }
 
+/// Hundreds of passages sharing one embedding form a plateau on which an HNSW walk settles and
+/// misses even an exact match of the query (usearch did so once in the 1,000-kill crash
+/// campaign); the exact match still comes first, with and without a filter.
+pub async fn archival_finds_an_exact_match_among_equal_vectors(backend: &StoreUnderTest) {
+    let s = backend.open().await;
+    let mut a = new_agent(&s, "a").await;
+    let plateau = embed("bulk part");
+    let mut passages: Vec<_> = (0..400)
+        .map(|i| {
+            // The second half is dated a day later, so the filtered search below admits it.
+            let mut p = passage(
+                a.id,
+                &format!("bulk part {i}"),
+                t0() + Duration::days(i / 200),
+            );
+            p.embedding = Some(plateau.clone());
+            p
+        })
+        .collect();
+    let needle = "fact number tok363";
+    passages.insert(150, passage(a.id, needle, t0() + Duration::days(1)));
+    s.agents
+        .commit(&a.next_commit(vec![], passages))
+        .await
+        .unwrap();
+    let mut q = ArchivalQuery {
+        text: needle.to_owned(),
+        embedding: Some(embed(needle)),
+        mode: SearchMode::Vector,
+        page: Page::first(5),
+        tags: Vec::new(),
+        range: Default::default(),
+    };
+    let page = s.archival.search(a.id, &q).await.unwrap();
+    assert_eq!(
+        page.hits[0].item.text,
+        needle,
+        "{}, unfiltered: {page:?}",
+        backend.name()
+    );
+    q.range = TimeRange {
+        start: Some(t0() + Duration::hours(1)),
+        end: None,
+    };
+    let page = s.archival.search(a.id, &q).await.unwrap();
+    assert_eq!(
+        page.hits[0].item.text,
+        needle,
+        "{}, filtered: {page:?}",
+        backend.name()
+    );
+}
+
 /// Archival hybrid search matches embedded passages and unembedded text alike; a query without
 /// an embedding falls back to text; passages without embeddings round-trip.
 pub async fn archival_hybrid_and_text(backend: &StoreUnderTest) {

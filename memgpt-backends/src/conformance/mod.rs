@@ -204,6 +204,7 @@ macro_rules! store_conformance_tests {
             hostile_queries_never_error,
             archival_insert_search_delete,
             archival_hybrid_and_text,
+            archival_finds_an_exact_match_among_equal_vectors,
             embedding_space_is_enforced,
             concurrent_commits,
             agrees_with_the_reference,

@@ -89,13 +89,23 @@ impl SqliteOptions {
                     }
                     options.vectors = VectorIndex::Usearch(usearch);
                 }
+                #[cfg(feature = "usearch")]
+                ("full_scan_kb", n) => {
+                    let n: usize = n.parse().map_err(|_| invalid("a number of kilobytes"))?;
+                    let mut usearch = match &options.vectors {
+                        VectorIndex::Usearch(u) => u.clone(),
+                        _ => UsearchOptions::default(),
+                    };
+                    usearch.full_scan_kb = n;
+                    options.vectors = VectorIndex::Usearch(usearch);
+                }
                 ("sync", "normal") => options.full_sync = false,
                 ("sync", "full") => options.full_sync = true,
                 ("sync", _) => return Err(invalid("normal or full")),
                 _ => {
                     return Err(invalid(
                         "one of recall, vectors, quantization, ef_search, ef_construction, \
-                         connectivity, save_every, sync",
+                         connectivity, save_every, full_scan_kb, sync",
                     ));
                 }
             }

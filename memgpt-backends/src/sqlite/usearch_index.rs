@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use memgpt_core::embed::cosine;
 use memgpt_core::ids::AgentId;
 use memgpt_core::store::{RecallQuery, StoreError};
 use serde_json::json;
@@ -90,11 +91,23 @@ pub struct UsearchOptions {
     pub expansion_add: usize,
     /// Candidate list size while searching (`ef`); raised to the requested depth when larger.
     pub expansion_search: usize,
+    /// Searches whose candidate vectors take at most this many kilobytes (as `f32`) compare the
+    /// query with every candidate instead of walking the graph, so small indexes (and small
+    /// filtered sets) give exact results; 0 always walks the graph. The default, 10,000 KB
+    /// (Qdrant's `full_scan_threshold`), scans at most ~2.5 M floats, about a millisecond.
+    pub full_scan_kb: usize,
     /// Unsaved changes after which an index is saved (at least; large indexes wait for a
     /// quarter of their size).
     pub save_every: usize,
     /// Threads used to add large batches (rebuilds).
     pub threads: usize,
+}
+
+impl UsearchOptions {
+    /// Whether a search among `candidates` vectors of `dimension` floats scans them all.
+    fn scans_fully(&self, candidates: usize, dimension: usize) -> bool {
+        candidates.saturating_mul(dimension).saturating_mul(4) <= self.full_scan_kb * 1024
+    }
 }
 
 impl Default for UsearchOptions {
@@ -104,6 +117,7 @@ impl Default for UsearchOptions {
             connectivity: 16,
             expansion_add: 128,
             expansion_search: 96,
+            full_scan_kb: 10_000,
             save_every: 10_000,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
@@ -220,6 +234,29 @@ fn ranked(matches: &usearch::ffi::Matches) -> Vec<(f32, i64)> {
         .collect();
     ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
     ranked
+}
+
+/// The `k` of `keys` nearest to `query` by comparing each stored vector (keys the index does
+/// not hold are skipped), ranked like [`ranked`].
+fn exact_among(
+    index: &Index,
+    query: &[f32],
+    keys: &std::collections::HashSet<u64>,
+    k: usize,
+) -> Result<Vec<(f32, i64)>, StoreError> {
+    let mut vector = vec![0f32; query.len()];
+    let mut scored = Vec::with_capacity(keys.len());
+    for &key in keys {
+        let found = index
+            .get(key, &mut vector)
+            .map_err(|e| usearch_error("reading a vector index", e))?;
+        if found > 0 {
+            scored.push((cosine(query, &vector), key as i64));
+        }
+    }
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+    scored.truncate(k);
+    Ok(scored)
 }
 
 /// Extra neighbours fetched so ties at the cut are ordered like an exact search.
@@ -502,9 +539,14 @@ impl UsearchIndexes {
         // cut are all seen, then order ties newest first (the contract every store follows)
         // before cutting.
         let fetch = k + TIE_MARGIN.min(index.size() - k);
-        let matches = index
-            .search(query, fetch)
-            .map_err(|e| usearch_error("searching a vector index", e))?;
+        let matches = if self.options.scans_fully(index.size(), dimension) {
+            // The graph walk is approximate: among many near-equal vectors it can settle on a
+            // plateau and miss even an exact duplicate of the query. Small indexes are scanned.
+            index.exact_search(query, fetch)
+        } else {
+            index.search(query, fetch)
+        }
+        .map_err(|e| usearch_error("searching a vector index", e))?;
         let mut ranked = ranked(&matches);
         ranked.truncate(k);
         Ok(ranked)
@@ -526,6 +568,9 @@ impl UsearchIndexes {
         let k = k.min(admitted.len());
         if k == 0 {
             return Ok(Vec::new());
+        }
+        if self.options.scans_fully(admitted.len(), dimension) {
+            return exact_among(&index, query, admitted, k);
         }
         let matches = index
             .filtered_search(query, k, |key| admitted.contains(&key))

@@ -164,7 +164,9 @@ async fn assert_each_finds_itself(s: &Storage, agent: AgentId, texts: &[String],
 async fn every_quantization_indexes_persists_and_rebuilds() {
     for quantization in ["f32", "f16", "bf16", "i8"] {
         let dir = tempfile::tempdir().unwrap();
-        let params = format!("?recall=fts5&vectors=usearch&quantization={quantization}");
+        // The graph is walked (no full scan), so what persists is the HNSW index itself.
+        let params =
+            format!("?recall=fts5&vectors=usearch&full_scan_kb=0&quantization={quantization}");
         let texts: Vec<String> = (0..300)
             .map(|i| format!("passage about creature{i} number{}", i * 7))
             .collect();
@@ -195,7 +197,7 @@ async fn every_quantization_indexes_persists_and_rebuilds() {
         let other = if quantization == "f32" { "i8" } else { "f32" };
         let s = open(
             dir.path(),
-            &format!("?recall=fts5&vectors=usearch&quantization={other}"),
+            &format!("?recall=fts5&vectors=usearch&full_scan_kb=0&quantization={other}"),
         )
         .await;
         assert_each_finds_itself(&s, agent, &texts, &format!("{quantization} → {other}")).await;
