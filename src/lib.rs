@@ -79,6 +79,7 @@
 //! * `local-embed`: a local sentence embedder on the CPU ([`local_embed`]).
 //! * `local`: a local GGUF chat model on the CPU (pure Rust, candle), every function call
 //!   valid by construction ([`local`]).
+//! * `server`: `memgpt serve`, the multi-tenant REST + streaming API (`server`).
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -118,6 +119,11 @@ pub use memgpt_providers::http;
 /// Guaranteed-valid function calls: the union schema of an agent's functions, its GBNF
 /// grammar, and a tolerant parser for servers with neither tools nor constrained output.
 pub use memgpt_providers::structured;
+
+/// `memgpt serve` as a library: the multi-tenant REST + streaming API over a store and a model.
+#[cfg(feature = "server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "server")))]
+pub use memgpt_server as server;
 
 /// Fetching the offline models (catalog, cache folder, SHA-256 verification).
 #[cfg(feature = "models")]

@@ -228,6 +228,7 @@ async fn bad_files_are_refused_and_write_nothing() {
     assert!(err.to_string().contains("already exists"), "{err}");
     let options = ImportOptions {
         name: Some("copy".into()),
+        ..ImportOptions::default()
     };
     import(&storage, &file, options).await.unwrap();
     assert_eq!(storage.agents.list_agents().await.unwrap().len(), 2);

@@ -27,6 +27,8 @@ mod local;
 mod models;
 mod providers;
 mod registries;
+#[cfg(feature = "server")]
+mod server;
 
 use std::sync::Arc;
 use std::time::Duration;

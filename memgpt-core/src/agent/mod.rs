@@ -13,6 +13,7 @@
 //! its future is dropped), nothing is stored and the in-memory agent is restored to where it
 //! was.
 
+mod access;
 mod builder;
 mod event;
 mod progress;
@@ -174,6 +175,16 @@ impl Agent {
     /// The number of commits so far.
     pub fn version(&self) -> u64 {
         self.state.version
+    }
+
+    /// When the agent was created.
+    pub fn created_at(&self) -> DateTime<Utc> {
+        self.state.created_at
+    }
+
+    /// When the agent last committed.
+    pub fn updated_at(&self) -> DateTime<Utc> {
+        self.state.updated_at
     }
 
     /// The configuration.
@@ -435,6 +446,15 @@ impl Agent {
         }
     }
 
+    /// Catches up with the store: if another process committed a newer version of this agent
+    /// (several processes on one PostgreSQL database), or an interrupted commit left this one
+    /// unsure of what is stored, the agent is reloaded. Steps, memory edits and inserts do
+    /// this themselves; call it before reading [`Agent::context`] or [`Agent::memory`] of an
+    /// agent that others may advance.
+    pub async fn refresh(&mut self) -> Result<()> {
+        self.sync_with_store().await
+    }
+
     /// Reloads the agent from storage if the store holds another version than this agent (another
     /// process advanced it) or an interrupted commit left it unsure of what is stored.
     async fn sync_with_store(&mut self) -> Result<()> {
@@ -490,6 +510,19 @@ impl Agent {
         message_embeddings: Vec<MessageEmbedding>,
         passages: Vec<crate::store::Passage>,
     ) -> Result<Vec<Message>> {
+        self.commit_with(now, messages, message_embeddings, passages, Vec::new())
+            .await
+    }
+
+    /// [`Agent::commit`], also deleting the passages `deleted` (which must be the agent's).
+    async fn commit_with(
+        &mut self,
+        now: DateTime<Utc>,
+        messages: Vec<Message>,
+        message_embeddings: Vec<MessageEmbedding>,
+        passages: Vec<crate::store::Passage>,
+        deleted_passages: Vec<PassageId>,
+    ) -> Result<Vec<Message>> {
         self.state.version += 1;
         self.state.memory = self.context.memory().clone();
         self.state.summary = self.context.summary().clone();
@@ -504,12 +537,13 @@ impl Agent {
         self.state.memory_updated_at = self.context.memory_updated_at();
         self.state.updated_at = now;
         let added = passages.len() as u64;
+        let removed = deleted_passages.len() as u64;
         let commit = Commit {
             state: self.state.clone(),
             messages,
             message_embeddings,
             passages,
-            deleted_passages: Vec::new(),
+            deleted_passages,
         };
         self.commit_in_flight = true;
         let result = self.rt.storage.agents.commit(&commit).await;
@@ -520,7 +554,7 @@ impl Agent {
             self.stale = true;
             return Err(e.into());
         }
-        self.committed_passages += added;
+        self.committed_passages = (self.committed_passages + added).saturating_sub(removed);
         let mut counts = self.context.counts();
         counts.archival = self.committed_passages;
         self.context.set_counts(counts);

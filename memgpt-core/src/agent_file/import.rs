@@ -17,8 +17,15 @@ use crate::store::{AgentState, Commit, Passage, Storage};
 /// How to import.
 #[derive(Clone, Debug, Default)]
 pub struct ImportOptions {
-    /// The imported agent's name (default: the file's). Names are unique per store.
+    /// The imported agent's name (default: the file's). Names are unique per store unless
+    /// [`ImportOptions::allow_duplicate_name`].
     pub name: Option<String>,
+    /// The new agent's id (default: a fresh one), for callers that record it before the
+    /// import (a server recording the agent's owner first).
+    pub id: Option<AgentId>,
+    /// Skips the check that no agent of the store has the name (a multi-tenant server, whose
+    /// tenants' names are separate and must not reveal each other).
+    pub allow_duplicate_name: bool,
 }
 
 /// What an import did.
@@ -75,12 +82,13 @@ pub async fn import(
         .clone()
         .or_else(|| Some(agent.name.clone()).filter(|n| !n.trim().is_empty()))
         .unwrap_or_else(|| "imported".to_owned());
-    if storage
-        .agents
-        .list_agents()
-        .await?
-        .iter()
-        .any(|a| a.name == name)
+    if !options.allow_duplicate_name
+        && storage
+            .agents
+            .list_agents()
+            .await?
+            .iter()
+            .any(|a| a.name == name)
     {
         return Err(invalid(format!(
             "an agent named `{name}` already exists (import it under another name)"
@@ -146,7 +154,7 @@ pub async fn import(
         WorkingContext::from_blocks(blocks).map_err(|e| invalid(format!("memory blocks: {e}")))?;
 
     // Messages: the history under `memgpt`, then the agent's own, oldest first.
-    let id = AgentId::new();
+    let id = options.id.unwrap_or_default();
     let fallback_time = file.created_at.unwrap_or_else(Utc::now);
     let system_id = agent
         .in_context_message_ids

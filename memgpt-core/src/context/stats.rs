@@ -1,7 +1,7 @@
 use serde::{Deserialize, Serialize};
 
 /// How main context's tokens are spent.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ContextStats {
     /// The context window.
     pub window: usize,

@@ -14,7 +14,8 @@ use crate::message::Message;
 use crate::passages::{PassageError, PassageWriter};
 use crate::retrieval::{RRF_K, RecallRanking, reciprocal_rank_fusion};
 use crate::store::{
-    ArchivalQuery, Hit, Page, Passage, RecallQuery, SearchMode, SearchPage, Storage, TimeRange,
+    ArchivalQuery, Hit, Page, Passage, RecallQuery, SearchMode, SearchPage, Storage, StoreError,
+    TimeRange,
 };
 use crate::tokens::TokenCounter;
 
@@ -240,54 +241,19 @@ impl<'a> FunctionContext<'a> {
         &mut self,
         query: &RecallQuery,
     ) -> Result<RecallResults, FunctionError> {
-        let mut query = query.clone();
-        query.ranking = self.settings.recall_ranking;
-        let mut notes = Vec::new();
-        if let (Some(text), Some(embedder)) = (query.text_query(), self.embedder) {
-            match crate::indexing::embed_pending(
-                self.storage,
-                embedder,
-                self.agent_id,
-                ON_DEMAND_EMBEDDINGS,
-            )
-            .await
-            {
-                Ok((_, false)) => {}
-                Ok((_, true)) => notes.push(
-                    "some older messages are not embedded yet and were matched by words only"
-                        .to_owned(),
-                ),
-                Err(e) => {
-                    tracing::warn!(error = %e, "embedding messages before a recall search failed");
-                    notes.push(
-                        "recent messages could not be embedded and were matched by words only"
-                            .to_owned(),
-                    );
-                }
-            }
-            match embedder.embed_one(text).await {
-                Ok(embedding) => query.embedding = Some(embedding),
-                Err(e) => {
-                    tracing::warn!(error = %e, "embedding a recall query failed; searching by words");
-                    notes.push(format!(
-                        "ranked by words only: embedding the query failed ({e})"
-                    ));
-                }
-            }
-        } else if query.text_query().is_some() {
-            notes.push("ranked by words only (no embedding model is configured)".to_owned());
-        }
-        let semantic = query.embedding.is_some();
-        let page = self.storage.recall.search(self.agent_id, &query).await?;
+        let results = search_recall(
+            self.storage,
+            self.embedder,
+            self.agent_id,
+            self.settings.recall_ranking,
+            query,
+        )
+        .await?;
         // Best hit last: it becomes the most recently used.
         self.writes
             .used
-            .extend(page.hits.iter().rev().map(|h| h.item.id));
-        Ok(RecallResults {
-            page,
-            semantic,
-            note: (!notes.is_empty()).then(|| notes.join("; ")),
-        })
+            .extend(results.page.hits.iter().rev().map(|h| h.item.id));
+        Ok(results)
     }
 
     /// Records that the function used (referenced, re-read) a message: if it is still in the
@@ -333,21 +299,15 @@ impl<'a> FunctionContext<'a> {
         range: TimeRange,
     ) -> Result<SearchPage<Passage>, FunctionError> {
         let page = Page::new(page, self.settings.page_size);
-        let embedding = match (self.settings.archival_search, self.embedder) {
-            (SearchMode::Text, _) | (_, None) => None,
-            (_, Some(embedder)) => Some(embedder.embed_one(text).await?),
-        };
-        let mode = if embedding.is_some() {
-            self.settings.archival_search
-        } else {
-            SearchMode::Text
-        };
-        let query = ArchivalQuery {
-            embedding,
-            tags: tags.to_vec(),
+        let query = archival_query(
+            self.embedder,
+            self.settings.archival_search,
+            text,
+            page,
+            tags,
             range,
-            ..ArchivalQuery::new(text, mode, page)
-        };
+        )
+        .await?;
         if self.writes.passages.is_empty() {
             return Ok(self.storage.archival.search(self.agent_id, &query).await?);
         }
@@ -394,4 +354,80 @@ impl<'a> FunctionContext<'a> {
             total,
         })
     }
+}
+
+/// The archival query for `text` ranked by `mode`: embedded when the mode uses meaning and
+/// there is an embedder, otherwise by words alone ([`SearchMode::Text`]).
+pub(crate) async fn archival_query(
+    embedder: Option<&dyn Embedder>,
+    mode: SearchMode,
+    text: &str,
+    page: Page,
+    tags: &[String],
+    range: TimeRange,
+) -> Result<ArchivalQuery, crate::embed::EmbedError> {
+    let embedding = match (mode, embedder) {
+        (SearchMode::Text, _) | (_, None) => None,
+        (_, Some(embedder)) => Some(embedder.embed_one(text).await?),
+    };
+    let mode = if embedding.is_some() {
+        mode
+    } else {
+        SearchMode::Text
+    };
+    Ok(ArchivalQuery {
+        embedding,
+        tags: tags.to_vec(),
+        range,
+        ..ArchivalQuery::new(text, mode, page)
+    })
+}
+
+/// Recall search as [`FunctionContext::search_recall`] runs it, without recording uses: the
+/// query ranked by `ranking`, hybrid when there is an embedder (pending conversation messages
+/// embedded first, up to a bound), falling back to words alone with a note.
+pub(crate) async fn search_recall(
+    storage: &Storage,
+    embedder: Option<&dyn Embedder>,
+    agent: AgentId,
+    ranking: RecallRanking,
+    query: &RecallQuery,
+) -> Result<RecallResults, StoreError> {
+    let mut query = query.clone();
+    query.ranking = ranking;
+    let mut notes = Vec::new();
+    if let (Some(text), Some(embedder)) = (query.text_query(), embedder) {
+        match crate::indexing::embed_pending(storage, embedder, agent, ON_DEMAND_EMBEDDINGS).await {
+            Ok((_, false)) => {}
+            Ok((_, true)) => notes.push(
+                "some older messages are not embedded yet and were matched by words only"
+                    .to_owned(),
+            ),
+            Err(e) => {
+                tracing::warn!(error = %e, "embedding messages before a recall search failed");
+                notes.push(
+                    "recent messages could not be embedded and were matched by words only"
+                        .to_owned(),
+                );
+            }
+        }
+        match embedder.embed_one(text).await {
+            Ok(embedding) => query.embedding = Some(embedding),
+            Err(e) => {
+                tracing::warn!(error = %e, "embedding a recall query failed; searching by words");
+                notes.push(format!(
+                    "ranked by words only: embedding the query failed ({e})"
+                ));
+            }
+        }
+    } else if query.text_query().is_some() {
+        notes.push("ranked by words only (no embedding model is configured)".to_owned());
+    }
+    let semantic = query.embedding.is_some();
+    let page = storage.recall.search(agent, &query).await?;
+    Ok(RecallResults {
+        page,
+        semantic,
+        note: (!notes.is_empty()).then(|| notes.join("; ")),
+    })
 }

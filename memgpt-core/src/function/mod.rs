@@ -44,6 +44,7 @@ mod registry;
 pub use args::{FunctionError, IntoFunctionOutput, Json};
 pub(crate) use context::StepWrites;
 pub use context::{Extensions, FunctionContext, FunctionSettings, RecallResults};
+pub(crate) use context::{archival_query, search_recall};
 pub use def::{BoxFuture, CallFn, FUNCTIONS, Function, FunctionDef, FunctionReturn};
 pub use registry::{FunctionRegistry, FunctionSet, RegisteredFunction, RegistryError};
 

@@ -220,7 +220,11 @@ pub async fn import(settings: &Settings, path: &Path, name: Option<String>) -> R
     let file: AgentFile = agent_file::parse(&text)
         .with_context(|| format!("{} is not an agent file", path.display()))?;
     let storage = open::storage(settings).await?;
-    let report = agent_file::import(&storage, &file, ImportOptions { name })
+    let options = ImportOptions {
+        name,
+        ..ImportOptions::default()
+    };
+    let report = agent_file::import(&storage, &file, options)
         .await
         .with_context(|| format!("importing {}", path.display()))?;
     println!(

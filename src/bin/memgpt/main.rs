@@ -7,6 +7,7 @@
 //! memgpt agents list | show NAME | delete NAME | export NAME [-o FILE] | import FILE
 //! memgpt context NAME
 //! memgpt config
+//! memgpt serve [--listen ADDR]          (feature `server`)
 //! ```
 //!
 //! Settings come from `memgpt.toml`, then environment variables, then flags (`memgpt config`
@@ -18,6 +19,8 @@ mod display;
 mod ingest;
 mod local;
 mod open;
+#[cfg(feature = "server")]
+mod serve;
 mod settings;
 
 use std::path::PathBuf;
@@ -93,6 +96,14 @@ enum Command {
     },
     /// Print the effective configuration (secrets masked) and where each value came from.
     Config,
+    /// Serve agents over HTTP: the multi-tenant REST + streaming API (`/v1`, `/openapi.json`).
+    /// The admin key comes from MEMGPT_ADMIN_KEY.
+    #[cfg(feature = "server")]
+    Serve {
+        /// The address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8283")]
+        listen: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -177,5 +188,7 @@ async fn run(cli: Cli) -> Result<()> {
             print!("{}", settings.render());
             Ok(())
         }
+        #[cfg(feature = "server")]
+        Command::Serve { listen } => serve::run(&settings, &listen).await,
     }
 }

@@ -38,15 +38,23 @@ pub async fn storage(settings: &Settings) -> Result<Storage> {
     let config: StoreConfig = url
         .parse()
         .with_context(|| format!("setting `store`: {url} is not a store URL"))?;
-    match config.open().await {
-        Ok(storage) => Ok(storage),
-        // tantivy and usearch take one writer per data directory.
-        Err(e) if chain(&e).contains("LockBusy") => bail!(
+    config.open().await.map_err(|e| explain_busy(&url, e))
+}
+
+/// An error of opening the store at `url`, explained when another process holds it (tantivy
+/// and usearch take one writer per data directory).
+pub fn explain_busy(
+    url: &str,
+    error: impl std::error::Error + Send + Sync + 'static,
+) -> anyhow::Error {
+    if chain(&error).contains("LockBusy") {
+        anyhow::anyhow!(
             "{url} is in use by another memgpt process (the embedded indexes allow one process at a \
              time): close it first, or share agents between processes with PostgreSQL \
              (store = \"postgres://...\")"
-        ),
-        Err(e) => Err(e).with_context(|| format!("opening the store {url}")),
+        )
+    } else {
+        anyhow::Error::new(error).context(format!("opening the store {url}"))
     }
 }
 

@@ -1,0 +1,164 @@
+//! The agent's external context for callers other than its LLM (a server, an inspector, a
+//! test): searches ranked exactly as the agent's own functions rank them, and passage deletion.
+
+use super::Agent;
+use crate::error::Result;
+use crate::function::RecallResults;
+use crate::ids::PassageId;
+use crate::store::{Page, Passage, RecallQuery, SearchMode, SearchPage, TimeRange};
+
+impl Agent {
+    /// Searches recall storage as `conversation_search` does: the agent's ranking, by meaning
+    /// and words when it has an embedder (conversation messages not embedded yet are embedded
+    /// first, up to a bound). Unlike the function, the hits do not count as uses of the
+    /// messages, and nothing is committed.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> memgpt_core::Result<()> {
+    /// use std::sync::Arc;
+    /// use memgpt_core::Agent;
+    /// use memgpt_core::store::{Page, RecallQuery};
+    /// use memgpt_core::testing::ScriptedProvider;
+    /// use serde_json::json;
+    ///
+    /// let llm = Arc::new(ScriptedProvider::new());
+    /// llm.push_call("send_message", json!({"message": "Noted!"}));
+    /// let mut agent = Agent::builder().provider(llm).build().await?;
+    /// agent.step("My cat is called Miso.").await?;
+    /// let found = agent.search_recall(&RecallQuery::text("cat", Page::first(5))).await?;
+    /// assert_eq!(found.page.hits[0].item.text, "My cat is called Miso.");
+    /// # Ok(()) }
+    /// ```
+    pub async fn search_recall(&self, query: &RecallQuery) -> Result<RecallResults> {
+        Ok(crate::function::search_recall(
+            &self.rt.storage,
+            self.rt.embedder.as_deref(),
+            self.id(),
+            self.rt.settings.recall_ranking,
+            query,
+        )
+        .await?)
+    }
+
+    /// Searches archival storage as `archival_memory_search` does, with the caller's page:
+    /// `mode` `None` is the agent's configured mode; without an embedder (or in
+    /// [`SearchMode::Text`]) the search is by words alone.
+    pub async fn search_archival(
+        &self,
+        text: &str,
+        mode: Option<SearchMode>,
+        page: Page,
+        tags: &[String],
+        range: TimeRange,
+    ) -> Result<SearchPage<Passage>> {
+        let query = crate::function::archival_query(
+            self.rt.embedder.as_deref(),
+            mode.unwrap_or(self.rt.settings.archival_search),
+            text,
+            page,
+            tags,
+            range,
+        )
+        .await?;
+        Ok(self.rt.storage.archival.search(self.id(), &query).await?)
+    }
+
+    /// Deletes those of `ids` that are the agent's passages, in one commit, and returns them
+    /// (ids that are not the agent's are ignored). A failed commit leaves everything as it was.
+    pub async fn delete_archival(&mut self, ids: &[PassageId]) -> Result<Vec<PassageId>> {
+        self.sync_with_store().await?;
+        let found: Vec<PassageId> = self
+            .rt
+            .storage
+            .archival
+            .get_passages(self.id(), ids)
+            .await?
+            .into_iter()
+            .map(|p| p.id)
+            .collect();
+        if found.is_empty() {
+            return Ok(found);
+        }
+        let guard = super::Rollback::new(self);
+        let now = guard.agent.rt.clock.now();
+        guard
+            .agent
+            .commit_with(now, Vec::new(), Vec::new(), Vec::new(), found.clone())
+            .await?;
+        guard.keep();
+        Ok(found)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::Agent;
+    use crate::ids::PassageId;
+    use crate::store::{Page, RecallQuery, SearchMode, Storage, TimeRange};
+    use crate::testing::ScriptedProvider;
+
+    #[tokio::test]
+    async fn passages_are_searched_and_deleted_only_for_their_agent() {
+        let storage = Storage::in_memory();
+        let build = || {
+            Agent::builder()
+                .provider(Arc::new(ScriptedProvider::new()))
+                .storage(storage.clone())
+        };
+        let mut a = build().name("a").build().await.unwrap();
+        let mut b = build().name("b").build().await.unwrap();
+        let mine = a
+            .insert_archival("the launch code is 4242", Default::default())
+            .await
+            .unwrap();
+        let theirs = b
+            .insert_archival("the launch code is 1111", Default::default())
+            .await
+            .unwrap();
+        let found = a
+            .search_archival(
+                "launch code",
+                Some(SearchMode::Text),
+                Page::first(5),
+                &[],
+                TimeRange::default(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(found.total, 1);
+        assert_eq!(found.hits[0].item.id, mine[0]);
+
+        // Another agent's passage and an unknown id are ignored; nothing is committed for them.
+        let version = a.version();
+        let unknown = PassageId::new();
+        assert!(
+            a.delete_archival(&[theirs[0], unknown])
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(a.version(), version);
+        assert_eq!(
+            a.delete_archival(&[mine[0], theirs[0]]).await.unwrap(),
+            mine
+        );
+        assert_eq!(a.version(), version + 1);
+        assert_eq!(a.context().counts().archival, 0);
+        assert_eq!(storage.archival.count_passages(b.id()).await.unwrap(), 1);
+        let found = a
+            .search_archival("launch", None, Page::first(5), &[], TimeRange::default())
+            .await
+            .unwrap();
+        assert_eq!(found.total, 0);
+        // Nothing was said yet, so recall is empty and says how it ranked.
+        let recalled = a
+            .search_recall(&RecallQuery::text("launch", Page::first(5)))
+            .await
+            .unwrap();
+        assert_eq!(recalled.page.total, 0);
+        assert!(!recalled.semantic);
+        assert!(recalled.note.is_some());
+    }
+}

@@ -1,0 +1,302 @@
+//! Errors as the API reports them: an HTTP status and a JSON body with a stable `code`.
+//!
+//! ```json
+//! {"error": {"code": "block_over_limit", "message": "edit rejected: block `human` would hold ..."}}
+//! ```
+//!
+//! Clients branch on `code` (the list is [`ErrorCode`]); `message` is for people and may change.
+
+use aide::OperationOutput;
+use aide::generate::GenContext;
+use aide::openapi::{Operation, Response};
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response as HttpResponse};
+use memgpt_core::Error as CoreError;
+use memgpt_core::memory::MemoryError;
+use memgpt_core::store::StoreError;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::tenants::TenantsError;
+
+/// The stable machine-readable reason of an error response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The body is not JSON, or not the JSON the route takes (missing or mistyped field).
+    BadJson,
+    /// The body has a field the route does not know.
+    UnknownField,
+    /// A value is out of range or malformed (an id, a date, a page size, an empty text).
+    InvalidInput,
+    /// The body is larger than the server accepts.
+    BodyTooLarge,
+    /// No API key, or one that is unknown or revoked.
+    Unauthorized,
+    /// The admin key is missing or wrong, or the server has none.
+    AdminOnly,
+    /// No such agent, passage, block, tenant or key (or it belongs to another tenant).
+    NotFound,
+    /// The name is taken.
+    AlreadyExists,
+    /// A memory block edit would exceed the block's character limit.
+    BlockOverLimit,
+    /// The block is read-only, or the text to replace is not in it.
+    BlockEditRejected,
+    /// A function (tool) name is not registered.
+    UnknownTool,
+    /// A page-replacement policy name is not registered.
+    UnknownPolicy,
+    /// A message or document is larger than the agent accepts.
+    TooLarge,
+    /// Another step of the agent committed first; retry.
+    Conflict,
+    /// The agent cannot be configured that way (window too small, model unknown...).
+    InvalidConfig,
+    /// The LLM provider failed (after its retries).
+    LlmError,
+    /// A dependency is unavailable for now (database, embedder); retry later.
+    Unavailable,
+    /// The request took longer than the server allows.
+    Timeout,
+    /// A bug or a broken store; the server log has details.
+    Internal,
+}
+
+impl ErrorCode {
+    /// The HTTP status of this code.
+    pub fn status(self) -> StatusCode {
+        use ErrorCode::*;
+        match self {
+            BadJson | InvalidInput => StatusCode::BAD_REQUEST,
+            UnknownField | BlockOverLimit | BlockEditRejected | UnknownTool | UnknownPolicy
+            | InvalidConfig => StatusCode::UNPROCESSABLE_ENTITY,
+            BodyTooLarge | TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Unauthorized => StatusCode::UNAUTHORIZED,
+            AdminOnly => StatusCode::FORBIDDEN,
+            NotFound => StatusCode::NOT_FOUND,
+            AlreadyExists | Conflict => StatusCode::CONFLICT,
+            LlmError => StatusCode::BAD_GATEWAY,
+            Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Timeout => StatusCode::GATEWAY_TIMEOUT,
+            Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+/// An error response: a [`ErrorCode`] and a message.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{code:?}: {message}")]
+pub struct ApiError {
+    /// What kind of error.
+    pub code: ErrorCode,
+    /// What happened, for people.
+    pub message: String,
+}
+
+/// The JSON body of every error response.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ErrorBody {
+    /// The error.
+    pub error: ErrorDetail,
+}
+
+/// The error inside [`ErrorBody`].
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ErrorDetail {
+    /// The stable reason.
+    pub code: ErrorCode,
+    /// A description for people.
+    pub message: String,
+}
+
+impl ApiError {
+    /// An error of `code` saying `message`.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// `404 not_found` for `what` (also what another tenant's resource looks like).
+    pub fn not_found(what: impl std::fmt::Display) -> Self {
+        Self::new(ErrorCode::NotFound, format!("{what} not found"))
+    }
+
+    /// `400 invalid_input`.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::InvalidInput, message)
+    }
+
+    /// `500 internal`, logging the cause (the response does not carry internals).
+    pub fn internal(context: &str, error: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %error, "{context}");
+        Self::new(ErrorCode::Internal, format!("{context} failed"))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> HttpResponse {
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code,
+                message: self.message,
+            },
+        };
+        (self.code.status(), Json(body)).into_response()
+    }
+}
+
+impl OperationOutput for ApiError {
+    type Inner = ErrorBody;
+
+    fn operation_response(ctx: &mut GenContext, operation: &mut Operation) -> Option<Response> {
+        Json::<ErrorBody>::operation_response(ctx, operation)
+    }
+
+    fn inferred_responses(
+        ctx: &mut GenContext,
+        operation: &mut Operation,
+    ) -> Vec<(Option<aide::openapi::StatusCode>, Response)> {
+        let Some(mut response) = Self::operation_response(ctx, operation) else {
+            return Vec::new();
+        };
+        response.description =
+            "An error: `{\"error\": {\"code\", \"message\"}}` with a stable code".to_owned();
+        vec![
+            (Some(aide::openapi::StatusCode::Range(4)), response.clone()),
+            (Some(aide::openapi::StatusCode::Range(5)), response),
+        ]
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> Self {
+        match rejection {
+            JsonRejection::JsonDataError(e) => {
+                let message = error_chain(&e);
+                let code = if message.contains("unknown field") {
+                    ErrorCode::UnknownField
+                } else {
+                    ErrorCode::BadJson
+                };
+                Self::new(code, message)
+            }
+            JsonRejection::JsonSyntaxError(e) => Self::new(ErrorCode::BadJson, error_chain(&e)),
+            JsonRejection::MissingJsonContentType(e) => {
+                Self::new(ErrorCode::BadJson, e.body_text())
+            }
+            JsonRejection::BytesRejection(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                Self::new(ErrorCode::BodyTooLarge, e.body_text())
+            }
+            other => Self::new(ErrorCode::BadJson, other.body_text()),
+        }
+    }
+}
+
+/// The error and its sources on one line (serde's message with its position is the source).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+impl From<CoreError> for ApiError {
+    fn from(error: CoreError) -> Self {
+        let message = error.to_string();
+        let code = match &error {
+            CoreError::Store(e) => return Self::from_store(e, message),
+            CoreError::Memory(MemoryError::OverLimit { .. }) => ErrorCode::BlockOverLimit,
+            CoreError::Memory(MemoryError::UnknownBlock { .. }) => ErrorCode::NotFound,
+            CoreError::Memory(_) => ErrorCode::BlockEditRejected,
+            CoreError::Registry(_) => ErrorCode::UnknownTool,
+            CoreError::Policy(_) => ErrorCode::UnknownPolicy,
+            CoreError::DocumentTooLarge { .. } | CoreError::MessageTooLarge { .. } => {
+                ErrorCode::TooLarge
+            }
+            CoreError::EmptyDocument { .. } | CoreError::ForeignMessage { .. } => {
+                ErrorCode::InvalidInput
+            }
+            CoreError::Config(_) | CoreError::ContextFull { .. } => ErrorCode::InvalidConfig,
+            _ => match error.kind() {
+                memgpt_core::ErrorKind::Unavailable => ErrorCode::Unavailable,
+                memgpt_core::ErrorKind::InvalidInput => ErrorCode::InvalidInput,
+                _ => ErrorCode::Internal,
+            },
+        };
+        if code == ErrorCode::Internal {
+            tracing::error!(error = %message, "request failed");
+        }
+        Self::new(code, message)
+    }
+}
+
+impl ApiError {
+    fn from_store(error: &StoreError, message: String) -> Self {
+        use memgpt_core::ErrorKind;
+        let code = match error.kind() {
+            ErrorKind::NotFound => ErrorCode::NotFound,
+            ErrorKind::AlreadyExists => ErrorCode::AlreadyExists,
+            ErrorKind::Conflict => ErrorCode::Conflict,
+            ErrorKind::InvalidInput => ErrorCode::InvalidInput,
+            ErrorKind::Unavailable => ErrorCode::Unavailable,
+            ErrorKind::Config => ErrorCode::InvalidConfig,
+            _ => ErrorCode::Internal,
+        };
+        if code == ErrorCode::Internal {
+            tracing::error!(error = %message, "store failed");
+        }
+        Self::new(code, message)
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        let message = error.to_string();
+        Self::from_store(&error, message)
+    }
+}
+
+impl From<TenantsError> for ApiError {
+    fn from(error: TenantsError) -> Self {
+        match error {
+            TenantsError::NotFound(what) => Self::not_found(what),
+            other => Self::internal("the tenant store", other),
+        }
+    }
+}
+
+/// `Result` of a handler.
+pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_has_a_client_or_server_status() {
+        for code in [
+            ErrorCode::BadJson,
+            ErrorCode::UnknownField,
+            ErrorCode::BlockOverLimit,
+            ErrorCode::NotFound,
+            ErrorCode::Internal,
+        ] {
+            let status = code.status();
+            assert!(
+                status.is_client_error() || status.is_server_error(),
+                "{code:?}"
+            );
+        }
+        let json = serde_json::to_value(ErrorCode::BlockOverLimit).unwrap();
+        assert_eq!(json, "block_over_limit");
+    }
+}

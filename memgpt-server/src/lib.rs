@@ -1,0 +1,159 @@
+//! # memgpt-server
+//!
+//! `memgpt serve`: memgpt-rs agents as a multi-tenant HTTP service any language can call.
+//!
+//! * **Resources** under `/v1` ([`routes`]): agents, messages (a step per send, or its progress
+//!   streamed as Server-Sent Events), memory blocks, archival passages, recall search, the
+//!   compiled context window, agent files.
+//! * **Tenancy** ([`tenants`], [`auth`]): the admin key creates tenants and their API keys
+//!   (random, shown once, stored hashed); a key sees only its tenant's agents, and another
+//!   tenant's agent is a `404`, exactly like one that does not exist.
+//! * **Errors** ([`error`]): JSON with a stable `code` for every 4xx and 5xx.
+//! * **Live agents** ([`hub`]): each agent loaded once per process, one request at a time.
+//! * **OpenAPI 3.1** at `/openapi.json`, generated from the handlers' types (aide).
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use memgpt_server::{Server, ServerConfig};
+//! # let provider: Arc<dyn memgpt_core::llm::LlmProvider> = unimplemented!();
+//! let config = ServerConfig {
+//!     admin_key: std::env::var("MEMGPT_ADMIN_KEY").ok(),
+//!     ..ServerConfig::default()
+//! };
+//! let server = Server::open("sqlite://./memgpt-data", provider, None, config).await?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8283").await?;
+//! server.serve(listener, std::future::pending()).await?;
+//! # Ok(()) }
+//! ```
+
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+pub mod auth;
+pub mod body;
+pub mod error;
+pub mod hub;
+pub mod routes;
+pub mod state;
+pub mod tenants;
+pub mod views;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use axum::Router;
+use memgpt_backends::StoreConfig;
+use memgpt_core::embed::Embedder;
+use memgpt_core::llm::LlmProvider;
+use memgpt_core::store::{InMemoryStore, Storage, StoreError};
+
+use crate::hub::AgentHub;
+pub use crate::routes::openapi;
+pub use crate::state::{AppState, ServerConfig, ServerState};
+use crate::tenants::{MemoryTenants, TenantStore, TenantsError};
+
+/// Errors of starting a server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The store URL is not one.
+    #[error("the store URL is not valid: {0}")]
+    StoreUrl(#[from] memgpt_backends::StoreUrlError),
+    /// The store did not open.
+    #[error("opening the store: {0}")]
+    Store(#[from] StoreError),
+    /// The tenant tables could not be created.
+    #[error("preparing the tenant tables: {0}")]
+    Tenants(#[from] TenantsError),
+    /// Serving failed.
+    #[error("serving: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A configured server: the routes over one store and one model.
+#[derive(Debug, Clone)]
+pub struct Server {
+    state: AppState,
+}
+
+impl Server {
+    /// Opens the store at `url` (`sqlite://DIR`, `postgres://...`, `memory://`) with its tenant
+    /// tables next to the agents.
+    pub async fn open(
+        url: &str,
+        provider: Arc<dyn LlmProvider>,
+        embedder: Option<Arc<dyn Embedder>>,
+        config: ServerConfig,
+    ) -> Result<Self, ServerError> {
+        let store: StoreConfig = url.parse()?;
+        let (storage, tenants): (Storage, Arc<dyn TenantStore>) = match store {
+            StoreConfig::Memory => (
+                Storage::from_store(Arc::new(InMemoryStore::new())),
+                Arc::new(MemoryTenants::new()),
+            ),
+            #[cfg(feature = "sqlite")]
+            StoreConfig::Sqlite(options) => {
+                let store = memgpt_backends::SqliteStore::open(options).await?;
+                let tenants = tenants::SqlTenants::sqlite(store.pool().clone());
+                (Storage::from_store(Arc::new(store)), Arc::new(tenants))
+            }
+            #[cfg(feature = "postgres")]
+            StoreConfig::Postgres(options) => {
+                let store = memgpt_backends::postgres::PgStore::open(options).await?;
+                let tenants = tenants::SqlTenants::postgres(store.pool().clone());
+                (Storage::from_store(Arc::new(store)), Arc::new(tenants))
+            }
+            #[allow(unreachable_patterns)]
+            _ => {
+                return Err(ServerError::Store(StoreError::InvalidQuery(format!(
+                    "{url}: this memgpt-server was built without that store's feature"
+                ))));
+            }
+        };
+        tenants.migrate().await?;
+        Ok(Self::with_parts(
+            storage, tenants, provider, embedder, config,
+        ))
+    }
+
+    /// A server over an opened store and tenant store (tests, custom deployments).
+    pub fn with_parts(
+        storage: Storage,
+        tenants: Arc<dyn TenantStore>,
+        provider: Arc<dyn LlmProvider>,
+        embedder: Option<Arc<dyn Embedder>>,
+        config: ServerConfig,
+    ) -> Self {
+        let hub = AgentHub::new(storage, provider, embedder, config.live_agents);
+        Self {
+            state: Arc::new(ServerState {
+                hub,
+                tenants,
+                admin_key: config.admin_key.clone(),
+                config,
+            }),
+        }
+    }
+
+    /// The shared state (for embedding the routes in a larger application).
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// The routes, with `/openapi.json`.
+    pub fn router(&self) -> Router {
+        routes::router(self.state.clone())
+    }
+
+    /// Serves on `listener` until `shutdown` completes, then stops accepting and lets requests
+    /// in flight finish.
+    pub async fn serve(
+        &self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServerError> {
+        axum::serve(listener, self.router())
+            .with_graceful_shutdown(shutdown)
+            .await?;
+        Ok(())
+    }
+}

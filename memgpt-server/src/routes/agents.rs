@@ -1,0 +1,306 @@
+//! Agents: create, list, get, update, delete, and the compiled context window.
+
+use aide::axum::ApiRouter;
+use aide::axum::routing::{get, post};
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use memgpt_core::ids::AgentId;
+use memgpt_core::llm::Role;
+use memgpt_core::memory::MemoryBlock;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::AgentPath;
+use crate::auth::Caller;
+use crate::body::Body;
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+use crate::views::{AgentView, ContextView};
+
+pub(super) fn routes() -> ApiRouter<AppState> {
+    ApiRouter::new()
+        .api_route("/v1/agents", post(create).get(list))
+        .api_route(
+            "/v1/agents/{agent_id}",
+            get(show).patch(update).delete(remove),
+        )
+        .api_route("/v1/agents/{agent_id}/context", get(context))
+}
+
+/// A new agent.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CreateAgent {
+    /// Its name (1-200 characters).
+    name: String,
+    /// The `persona` block: who the agent is.
+    persona: Option<String>,
+    /// The `human` block: what it knows about the user.
+    human: Option<String>,
+    /// Replaces the system instructions (default: MemGPT's).
+    system: Option<String>,
+    /// The chat model (default: the server's).
+    model: Option<String>,
+    /// The context window in tokens (default: the model's).
+    context_window: Option<usize>,
+    /// The page-replacement policy by name (default `paper`).
+    policy: Option<String>,
+    /// Functions (tools) offered besides the base ones, by registered name.
+    #[serde(default)]
+    tools: Vec<String>,
+    /// Whether the base functions (`send_message`, memory editing and search) are offered
+    /// (default `true`).
+    include_base_tools: Option<bool>,
+    /// The character limit of each memory block (default 2,000).
+    block_limit: Option<usize>,
+    /// More memory blocks besides `persona` and `human`.
+    #[serde(default)]
+    blocks: Vec<NewBlock>,
+}
+
+/// A memory block to create.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NewBlock {
+    /// Its label.
+    label: String,
+    /// Its text.
+    value: String,
+    /// Its character limit (default: the agent's `block_limit`).
+    limit: Option<usize>,
+    /// What it is for.
+    description: Option<String>,
+    /// Whether the agent may not edit it.
+    #[serde(default)]
+    read_only: bool,
+}
+
+fn check_name(name: &str) -> ApiResult<&str> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 200 {
+        return Err(ApiError::invalid("an agent's name has 1 to 200 characters"));
+    }
+    Ok(name)
+}
+
+/// Creates an agent owned by the caller's tenant.
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    Body(request): Body<CreateAgent>,
+) -> ApiResult<(StatusCode, Json<AgentView>)> {
+    let name = check_name(&request.name)?.to_owned();
+    let id = AgentId::new();
+    let mut builder = state.hub.builder().id(id).name(name);
+    if let Some(limit) = request.block_limit {
+        builder = builder.block_limit(limit);
+    }
+    if let Some(persona) = request.persona {
+        builder = builder.persona(persona);
+    }
+    if let Some(human) = request.human {
+        builder = builder.human(human);
+    }
+    if let Some(system) = request.system {
+        builder = builder.system_prompt(system);
+    }
+    if let Some(model) = request.model {
+        builder = builder.model(model);
+    }
+    if let Some(window) = request.context_window {
+        builder = builder.context_window(window);
+    }
+    if let Some(policy) = request.policy {
+        builder = builder.policy_named(policy);
+    }
+    if request.include_base_tools == Some(false) {
+        builder = builder.functions(Vec::<String>::new());
+    }
+    for tool in request.tools {
+        builder = builder.function(tool);
+    }
+    for block in request.blocks {
+        let mut b = MemoryBlock::new(block.label, block.value);
+        if let Some(limit) = block.limit.or(request.block_limit) {
+            b = b.with_limit(limit);
+        }
+        if let Some(description) = block.description {
+            b = b.with_description(description);
+        }
+        if block.read_only {
+            b = b.read_only();
+        }
+        builder = builder.block(b);
+    }
+    // Owner first: an agent never exists without one. A failed creation releases the claim.
+    state.tenants.claim_agent(id, caller.tenant).await?;
+    match builder.build().await {
+        Ok(agent) => {
+            let view = AgentView::from(&agent);
+            state.hub.adopt(agent).await;
+            Ok((StatusCode::CREATED, Json(view)))
+        }
+        Err(e) => {
+            if let Err(release) = state.tenants.release_agent(id).await {
+                tracing::warn!(agent = %id, error = %release, "could not release the claim of an agent that was not created");
+            }
+            Err(e.into())
+        }
+    }
+}
+
+/// Agents.
+#[derive(Debug, Serialize, JsonSchema)]
+struct Agents {
+    /// The tenant's agents, oldest first.
+    agents: Vec<AgentView>,
+}
+
+/// Lists the caller's agents.
+async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Agents>> {
+    let ids = state.tenants.agents_of(caller.tenant).await?;
+    let mut agents = Vec::with_capacity(ids.len());
+    for id in ids {
+        // A claim whose creation never finished (a crash in between) names no agent.
+        if let Some(agent) = state.hub.storage().agents.load_agent(id).await? {
+            agents.push(AgentView::from(&agent));
+        }
+    }
+    Ok(Json(Agents { agents }))
+}
+
+/// An agent's stored state.
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(path): Path<AgentPath>,
+) -> ApiResult<Json<AgentView>> {
+    Ok(Json(AgentView::from(&path.stored(&state, caller).await?)))
+}
+
+/// Changes to an agent.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct UpdateAgent {
+    /// A new page-replacement policy by name.
+    policy: Option<String>,
+}
+
+/// Updates an agent (today: its page-replacement policy).
+async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(path): Path<AgentPath>,
+    Body(request): Body<UpdateAgent>,
+) -> ApiResult<Json<AgentView>> {
+    let mut agent = path.live(&state, caller).await?;
+    if let Some(policy) = request.policy {
+        agent.set_policy_named(&policy).await?;
+    }
+    Ok(Json(AgentView::from(&*agent)))
+}
+
+/// Deletes an agent and everything it remembers.
+async fn remove(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(path): Path<AgentPath>,
+) -> ApiResult<StatusCode> {
+    let id = path.owned(&state, caller).await?;
+    // Waits for a step in progress; the agent is gone before its owner record.
+    let agent = state.hub.lock(id).await;
+    state.hub.storage().agents.delete_agent(id).await?;
+    state.hub.forget(id);
+    drop(agent);
+    state.tenants.release_agent(id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The context window exactly as the LLM receives it.
+#[derive(Debug, Serialize, JsonSchema)]
+struct ContextWindow {
+    /// Tokens per section.
+    tokens: ContextView,
+    /// The messages of the prompt in order: the system message (instructions, memory blocks,
+    /// the memory header and the recursive summary), then the FIFO queue.
+    messages: Vec<PromptMessage>,
+    /// The functions offered, with their JSON schemas.
+    functions: Vec<FunctionView>,
+}
+
+/// One message of the prompt.
+#[derive(Debug, Serialize, JsonSchema)]
+struct PromptMessage {
+    /// `system`, `user`, `assistant` or `tool`.
+    role: String,
+    /// Its text.
+    content: String,
+    /// Function calls (assistant messages).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    function_calls: Vec<crate::views::CallView>,
+    /// Its tokens.
+    tokens: usize,
+}
+
+/// A function as offered to the model.
+#[derive(Debug, Serialize, JsonSchema)]
+struct FunctionView {
+    /// Its name.
+    name: String,
+    /// Its description.
+    description: String,
+    /// Its parameters' JSON schema.
+    parameters: serde_json::Value,
+}
+
+/// The compiled context window.
+async fn context(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(path): Path<AgentPath>,
+) -> ApiResult<Json<ContextWindow>> {
+    let mut agent = path.live(&state, caller).await?;
+    // Commits made by other processes show too.
+    agent.refresh().await?;
+    let request = agent.request();
+    let counter = agent.context().counter().clone();
+    let messages = request
+        .messages
+        .iter()
+        .map(|m| PromptMessage {
+            role: match m.role {
+                Role::System => "system",
+                Role::User => "user",
+                Role::Assistant => "assistant",
+                Role::Tool => "tool",
+            }
+            .to_owned(),
+            content: m.content.clone(),
+            function_calls: m
+                .tool_calls
+                .iter()
+                .map(|c| crate::views::CallView {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    arguments: c.arguments.clone(),
+                })
+                .collect(),
+            tokens: counter.count_message(m),
+        })
+        .collect();
+    let functions = request
+        .tools
+        .iter()
+        .map(|t| FunctionView {
+            name: t.name.clone(),
+            description: t.description.clone(),
+            parameters: t.parameters.clone(),
+        })
+        .collect();
+    Ok(Json(ContextWindow {
+        tokens: agent.stats(),
+        messages,
+        functions,
+    }))
+}

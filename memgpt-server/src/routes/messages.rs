@@ -1,0 +1,251 @@
+//! Messages: send one (an agent step), stream a step as it happens, list the conversation.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use aide::OperationOutput;
+use aide::axum::ApiRouter;
+use aide::axum::routing::post;
+use aide::generate::GenContext;
+use aide::openapi::{MediaType, Operation, Response as ApiResponse, SchemaObject};
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::stream::{self, Stream};
+use memgpt_core::agent::{Event, StepProgress};
+use memgpt_core::message::MessageKind;
+use memgpt_core::store::{Page, RecallQuery};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tokio::sync::mpsc;
+
+use super::{AgentPath, PageQuery, page_size};
+use crate::auth::Caller;
+use crate::body::Body;
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::state::AppState;
+use crate::views::{FlushView, MessageView, PageView, StepView};
+
+pub(super) fn routes() -> ApiRouter<AppState> {
+    ApiRouter::new()
+        .api_route("/v1/agents/{agent_id}/messages", post(send).get(list))
+        .api_route("/v1/agents/{agent_id}/messages/stream", post(stream_step))
+}
+
+/// What happened, for the agent to react to.
+#[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum EventType {
+    /// A user's message (the default).
+    #[default]
+    User,
+    /// A system alert (an event the agent should know about).
+    SystemAlert,
+    /// The user logged in.
+    Login,
+    /// A timer went off (`text` says why).
+    Timer,
+}
+
+/// An event to step the agent with.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SendMessage {
+    /// The message (for `user` and `system_alert`), or the timer's reason.
+    #[serde(default)]
+    text: String,
+    /// What kind of event (default `user`).
+    #[serde(default, rename = "type")]
+    kind: EventType,
+    /// The user's name, for a `user` message.
+    name: Option<String>,
+}
+
+impl SendMessage {
+    fn event(self) -> ApiResult<Event> {
+        let needs_text = matches!(self.kind, EventType::User | EventType::SystemAlert);
+        if needs_text && self.text.trim().is_empty() {
+            return Err(ApiError::invalid("`text` is empty"));
+        }
+        Ok(match (self.kind, self.name) {
+            (EventType::User, Some(name)) => Event::user_named(name, self.text),
+            (EventType::User, None) => Event::user(self.text),
+            (EventType::SystemAlert, _) => Event::alert(self.text),
+            (EventType::Login, _) => Event::login(),
+            (EventType::Timer, _) => Event::timer(self.text),
+        })
+    }
+}
+
+/// Sends an event and answers with the step's record once it is committed.
+///
+/// The step runs to its end even if the client goes away: it commits whole or not at all.
+async fn send(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(path): Path<AgentPath>,
+    Body(request): Body<SendMessage>,
+) -> ApiResult<Json<StepView>> {
+    let event = request.event()?;
+    let mut agent = path.live(&state, caller).await?;
+    let step = tokio::spawn(async move {
+        let record = agent.step(event).await?;
+        Ok::<_, ApiError>(StepView::new(&record, agent.version()))
+    });
+    match step.await {
+        Ok(result) => result.map(Json),
+        Err(e) => Err(ApiError::internal("the step", e)),
+    }
+}
+
+/// Server-Sent Events of a step: `message` (each message as it joins the context: the
+/// event, the assistant's turns with their function calls, function results, heartbeats,
+/// memory-pressure alerts), `flush` (messages evicted into recall and summarised), then
+/// `step` (the committed record) or `error` (the step failed and left nothing stored).
+#[derive(Debug)]
+pub(crate) struct StepStream(Response);
+
+impl IntoResponse for StepStream {
+    fn into_response(self) -> Response {
+        self.0
+    }
+}
+
+impl OperationOutput for StepStream {
+    type Inner = ();
+
+    fn operation_response(_: &mut GenContext, _: &mut Operation) -> Option<ApiResponse> {
+        Some(ApiResponse {
+            description: "Server-Sent Events: `message` (a message view), `flush`, then `step` \
+                          (the step view) or `error` (an error body)"
+                .to_owned(),
+            content: [(
+                "text/event-stream".to_owned(),
+                MediaType {
+                    schema: Some(SchemaObject {
+                        json_schema: schemars::json_schema!({"type": "string"}),
+                        external_docs: None,
+                        example: None,
+                    }),
+                    ..MediaType::default()
+                },
+            )]
+            .into_iter()
+            .collect(),
+            ..ApiResponse::default()
+        })
+    }
+
+    fn inferred_responses(
+        ctx: &mut GenContext,
+        operation: &mut Operation,
+    ) -> Vec<(Option<aide::openapi::StatusCode>, ApiResponse)> {
+        Self::operation_response(ctx, operation)
+            .map(|r| vec![(Some(aide::openapi::StatusCode::Code(200)), r)])
+            .unwrap_or_default()
+    }
+}
+
+/// What the step task sends to the event stream.
+enum Progress {
+    Message(MessageView),
+    Flush(FlushView),
+    Done(StepView),
+    Failed(ApiError),
+}
+
+impl Progress {
+    fn event(&self) -> SseEvent {
+        let (name, data) = match self {
+            Progress::Message(m) => ("message", serde_json::to_string(m)),
+            Progress::Flush(f) => ("flush", serde_json::to_string(f)),
+            Progress::Done(s) => ("step", serde_json::to_string(s)),
+            Progress::Failed(e) => (
+                "error",
+                serde_json::to_string(&ErrorBody {
+                    error: crate::error::ErrorDetail {
+                        code: e.code,
+                        message: e.message.clone(),
+                    },
+                }),
+            ),
+        };
+        SseEvent::default()
+            .event(name)
+            .data(data.unwrap_or_else(|e| format!("{{\"unserialisable\": \"{e}\"}}")))
+    }
+}
+
+/// Sends an event and streams the step as it happens (Server-Sent Events).
+///
+/// Errors found before the step starts (bad body, unknown agent) are ordinary JSON error
+/// responses; once streaming, a failed step ends the stream with an `error` event.
+async fn stream_step(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(path): Path<AgentPath>,
+    Body(request): Body<SendMessage>,
+) -> ApiResult<StepStream> {
+    let event = request.event()?;
+    let mut agent = path.live(&state, caller).await?;
+    let (tx, rx) = mpsc::unbounded_channel::<Progress>();
+    let observer = tx.clone();
+    agent.set_observer(Some(Arc::new(move |progress: StepProgress<'_>| {
+        let item = match progress {
+            StepProgress::Message(m) => Progress::Message(m.into()),
+            StepProgress::Flush(f) => Progress::Flush(f.into()),
+            _ => return,
+        };
+        // A client that went away stops reading; the step goes on regardless.
+        let _ = observer.send(item);
+    })));
+    tokio::spawn(async move {
+        let outcome = match agent.step(event).await {
+            Ok(record) => Progress::Done(StepView::new(&record, agent.version())),
+            Err(e) => Progress::Failed(e.into()),
+        };
+        agent.set_observer(None);
+        drop(agent);
+        let _ = tx.send(outcome);
+    });
+    Ok(StepStream(
+        Sse::new(events(rx))
+            .keep_alive(KeepAlive::default())
+            .into_response(),
+    ))
+}
+
+fn events(
+    rx: mpsc::UnboundedReceiver<Progress>,
+) -> impl Stream<Item = Result<SseEvent, Infallible>> {
+    stream::unfold(rx, |mut rx| async move {
+        let item = rx.recv().await?;
+        Some((Ok(item.event()), rx))
+    })
+}
+
+/// Every message of the agent (the conversation, function results, heartbeats, alerts),
+/// oldest first, a page at a time.
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(path): Path<AgentPath>,
+    Query(query): Query<PageQuery>,
+) -> ApiResult<Json<PageView<MessageView>>> {
+    let id = path.owned(&state, caller).await?;
+    let page = Page::new(query.page, page_size(query.size, 50)?);
+    let found = state
+        .hub
+        .storage()
+        .recall
+        .list_messages(
+            id,
+            &RecallQuery {
+                kinds: MessageKind::ALL.to_vec(),
+                ..RecallQuery::range(Default::default(), page)
+            },
+        )
+        .await?;
+    Ok(Json(PageView::new(&found, |m| MessageView::from(m))))
+}

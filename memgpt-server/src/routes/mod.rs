@@ -1,0 +1,179 @@
+//! The HTTP routes: one module per resource, all under `/v1`, plus `/healthz`, `/readyz` and
+//! `/openapi.json`.
+//!
+//! | Route | What |
+//! |---|---|
+//! | `POST /v1/admin/tenants`, `GET /v1/admin/tenants` | tenants (admin key) |
+//! | `POST/GET /v1/admin/tenants/{tenant_id}/keys`, `DELETE /v1/admin/keys/{key_id}` | API keys (admin key) |
+//! | `POST/GET /v1/agents`, `GET/PATCH/DELETE /v1/agents/{agent_id}` | agents |
+//! | `POST /v1/agents/{agent_id}/messages` | one step; `.../messages/stream` streams it (SSE) |
+//! | `GET /v1/agents/{agent_id}/messages` | the conversation, paged |
+//! | `GET /v1/agents/{agent_id}/memory[/{label}]`, `PUT .../{label}`, `POST .../{label}/append` | memory blocks |
+//! | `POST/GET /v1/agents/{agent_id}/archival`, `POST .../archival/search`, `DELETE .../archival/{passage_id}` | archival storage |
+//! | `POST /v1/agents/{agent_id}/recall/search` | recall storage |
+//! | `GET /v1/agents/{agent_id}/context` | the compiled context window |
+//! | `GET /v1/agents/{agent_id}/export`, `POST /v1/agents/import` | agent files |
+
+mod admin;
+mod agents;
+mod archival;
+mod health;
+mod memory;
+mod messages;
+mod recall;
+mod transfer;
+
+use std::sync::Arc;
+
+use aide::axum::ApiRouter;
+use aide::openapi::{Info, OpenApi};
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use memgpt_core::ids::AgentId;
+use memgpt_core::store::AgentState;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::hub::LiveAgent;
+use crate::state::AppState;
+
+/// The documented routes, without state (the OpenAPI document is generated from these).
+pub(crate) fn api_router() -> ApiRouter<AppState> {
+    ApiRouter::new()
+        .merge(admin::routes())
+        .merge(agents::routes())
+        .merge(messages::routes())
+        .merge(memory::routes())
+        .merge(archival::routes())
+        .merge(recall::routes())
+        .merge(transfer::routes())
+        .merge(health::routes())
+}
+
+/// Every route with its state, the body limit, the timeout and `/openapi.json`.
+pub(crate) fn router(state: AppState) -> Router {
+    let mut api = document();
+    let routes = api_router().finish_api(&mut api);
+    let document = Arc::new(api);
+    let limit = state.config.max_body_bytes;
+    routes
+        .route(
+            "/openapi.json",
+            axum::routing::get(move || {
+                let document = document.clone();
+                async move { axum::Json(OpenApi::clone(&document)) }
+            }),
+        )
+        .layer(middleware::from_fn_with_state(state.clone(), timeout))
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(state)
+}
+
+/// The OpenAPI document of the routes (what `/openapi.json` serves).
+pub fn openapi() -> OpenApi {
+    let mut api = document();
+    let _ = api_router().finish_api(&mut api);
+    api
+}
+
+/// The document's header: title, version, description.
+fn document() -> OpenApi {
+    OpenApi {
+        info: Info {
+            title: "memgpt-rs".to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            description: Some(
+                "MemGPT agents as a service: agents with self-managed memory, their messages, \
+                 memory blocks, archival and recall storage."
+                    .to_owned(),
+            ),
+            ..Info::default()
+        },
+        ..OpenApi::default()
+    }
+}
+
+/// Answers `504 timeout` when a request outlives [`ServerConfig::request_timeout`](crate::ServerConfig::request_timeout).
+async fn timeout(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    match tokio::time::timeout(state.config.request_timeout, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::new(
+            ErrorCode::Timeout,
+            format!(
+                "the request took longer than {} s",
+                state.config.request_timeout.as_secs_f64()
+            ),
+        )
+        .into_response(),
+    }
+}
+
+/// `/v1/agents/{agent_id}`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct AgentPath {
+    /// The agent's id.
+    pub(crate) agent_id: String,
+}
+
+impl AgentPath {
+    /// The id; a malformed one is an agent that does not exist (`404`).
+    pub(crate) fn id(&self) -> ApiResult<AgentId> {
+        self.agent_id
+            .parse()
+            .map_err(|_| ApiError::not_found(format_args!("agent {}", self.agent_id)))
+    }
+
+    /// The id of the caller's agent: `404` if it is not theirs (or does not exist).
+    pub(crate) async fn owned(&self, state: &AppState, caller: Caller) -> ApiResult<AgentId> {
+        let id = self.id()?;
+        caller.owns(state, id).await?;
+        Ok(id)
+    }
+
+    /// The caller's agent as stored (for reads: no lock, whatever process committed last).
+    pub(crate) async fn stored(&self, state: &AppState, caller: Caller) -> ApiResult<AgentState> {
+        let id = self.owned(state, caller).await?;
+        state
+            .hub
+            .storage()
+            .agents
+            .load_agent(id)
+            .await?
+            .ok_or_else(|| ApiError::not_found(format_args!("agent {id}")))
+    }
+
+    /// The caller's agent, locked for this request.
+    pub(crate) async fn live(&self, state: &AppState, caller: Caller) -> ApiResult<LiveAgent> {
+        let id = self.owned(state, caller).await?;
+        state.hub.lock(id).await
+    }
+}
+
+/// `?page=N&size=M` of a listing.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PageQuery {
+    /// The page, from 0 (default 0).
+    #[serde(default)]
+    pub(crate) page: usize,
+    /// Results per page, 1-1000 (default 50).
+    pub(crate) size: Option<usize>,
+}
+
+/// The largest page a listing or search returns.
+pub(crate) const MAX_PAGE: usize = 1_000;
+
+/// A page size from a request: default `default`, at most [`MAX_PAGE`].
+pub(crate) fn page_size(size: Option<usize>, default: usize) -> ApiResult<usize> {
+    match size {
+        None => Ok(default),
+        Some(n) if (1..=MAX_PAGE).contains(&n) => Ok(n),
+        Some(n) => Err(ApiError::invalid(format!(
+            "size {n} is out of range: use 1 to {MAX_PAGE}"
+        ))),
+    }
+}

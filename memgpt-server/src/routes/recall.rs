@@ -1,0 +1,80 @@
+//! Recall storage: the whole conversation, searched as `conversation_search` searches it.
+
+use aide::axum::ApiRouter;
+use aide::axum::routing::post;
+use axum::Json;
+use axum::extract::{Path, State};
+use chrono::{DateTime, Utc};
+use memgpt_core::store::{Page, RecallQuery, TimeRange};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{AgentPath, page_size};
+use crate::auth::Caller;
+use crate::body::Body;
+use crate::error::ApiResult;
+use crate::state::AppState;
+use crate::views::{MessageView, PageView};
+
+pub(super) fn routes() -> ApiRouter<AppState> {
+    ApiRouter::new().api_route("/v1/agents/{agent_id}/recall/search", post(search))
+}
+
+/// A recall search.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SearchRecall {
+    /// What to look for; without it, the messages of the date range, oldest first.
+    query: Option<String>,
+    /// Only messages at or after this time.
+    start: Option<DateTime<Utc>>,
+    /// Only messages before this time.
+    end: Option<DateTime<Utc>>,
+    /// The page, from 0.
+    #[serde(default)]
+    page: usize,
+    /// Results per page (default 10).
+    size: Option<usize>,
+}
+
+/// Search results.
+#[derive(Debug, Serialize, JsonSchema)]
+struct RecallResults {
+    /// The page.
+    #[serde(flatten)]
+    page: PageView<MessageView>,
+    /// Whether meaning ranked along with words.
+    semantic: bool,
+    /// How the results were found, when it matters (words only, and why).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+}
+
+/// Searches the conversation (every message ever, evicted ones included).
+async fn search(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(path): Path<AgentPath>,
+    Body(request): Body<SearchRecall>,
+) -> ApiResult<Json<RecallResults>> {
+    let id = path.owned(&state, caller).await?;
+    let page = Page::new(request.page, page_size(request.size, 10)?);
+    let range = TimeRange {
+        start: request.start,
+        end: request.end,
+    };
+    let query = match request.query.filter(|q| !q.trim().is_empty()) {
+        Some(text) => RecallQuery {
+            range,
+            ..RecallQuery::text(text, page)
+        },
+        None => RecallQuery::range(range, page),
+    };
+    let agent = state.hub.lock(id).await?;
+    let found = agent.search_recall(&query).await?;
+    Ok(Json(RecallResults {
+        page: PageView::new(&found.page, |m| MessageView::from(m)),
+        semantic: found.semantic,
+        note: found.note,
+    }))
+}

@@ -1,0 +1,316 @@
+//! Tenants in the agents' own database: SQLite or PostgreSQL, the same tables and queries.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use memgpt_core::ids::AgentId;
+use sqlx::Row;
+use uuid::Uuid;
+
+use super::{ApiKey, KeyId, Tenant, TenantId, TenantStore, TenantsError};
+
+/// A [`TenantStore`] in the database that holds the agents (tables `memgpt_tenants`,
+/// `memgpt_api_keys`, `memgpt_agent_owners`), so one backup holds both, and every server
+/// process on a PostgreSQL database sees the same tenants and revocations at once.
+#[derive(Debug, Clone)]
+pub struct SqlTenants {
+    pool: Pool,
+}
+
+#[derive(Debug, Clone)]
+enum Pool {
+    #[cfg(feature = "sqlite")]
+    Sqlite(sqlx::SqlitePool),
+    #[cfg(feature = "postgres")]
+    Postgres(sqlx::PgPool),
+}
+
+/// Runs `$body` with `$p` bound to whichever pool this is (the same code for both drivers).
+macro_rules! with_pool {
+    ($self:expr, $p:ident => $body:expr) => {
+        match &$self.pool {
+            #[cfg(feature = "sqlite")]
+            Pool::Sqlite($p) => $body,
+            #[cfg(feature = "postgres")]
+            Pool::Postgres($p) => $body,
+        }
+    };
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS memgpt_tenants (
+    id         TEXT PRIMARY KEY,
+    name       TEXT NOT NULL UNIQUE,
+    created_at BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS memgpt_api_keys (
+    id         TEXT PRIMARY KEY,
+    tenant_id  TEXT NOT NULL REFERENCES memgpt_tenants (id),
+    name       TEXT NOT NULL,
+    prefix     TEXT NOT NULL,
+    hash       TEXT NOT NULL UNIQUE,
+    created_at BIGINT NOT NULL,
+    revoked_at BIGINT
+);
+CREATE INDEX IF NOT EXISTS memgpt_api_keys_by_tenant ON memgpt_api_keys (tenant_id, created_at);
+CREATE TABLE IF NOT EXISTS memgpt_agent_owners (
+    agent_id   TEXT PRIMARY KEY,
+    tenant_id  TEXT NOT NULL REFERENCES memgpt_tenants (id),
+    claimed_at BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS memgpt_agent_owners_by_tenant ON memgpt_agent_owners (tenant_id, claimed_at);
+";
+
+impl SqlTenants {
+    /// Tenants in an SQLite database (the data directory's `memgpt.db`).
+    #[cfg(feature = "sqlite")]
+    pub fn sqlite(pool: sqlx::SqlitePool) -> Self {
+        Self {
+            pool: Pool::Sqlite(pool),
+        }
+    }
+
+    /// Tenants in a PostgreSQL database (the store's schema).
+    #[cfg(feature = "postgres")]
+    pub fn postgres(pool: sqlx::PgPool) -> Self {
+        Self {
+            pool: Pool::Postgres(pool),
+        }
+    }
+
+    /// `sql` with PostgreSQL's `$n` parameters, as this pool's driver wants them.
+    fn sql(&self, sql: &'static str) -> sqlx::AssertSqlSafe<String> {
+        sqlx::AssertSqlSafe(match &self.pool {
+            #[cfg(feature = "sqlite")]
+            Pool::Sqlite(_) => sql.replace('$', "?"),
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(_) => sql.to_owned(),
+        })
+    }
+}
+
+fn db(e: sqlx::Error) -> TenantsError {
+    TenantsError::Database(e.to_string())
+}
+
+fn millis(t: DateTime<Utc>) -> i64 {
+    t.timestamp_millis()
+}
+
+fn time(ms: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(ms).unwrap_or_default()
+}
+
+fn uuid(text: &str) -> Result<Uuid, TenantsError> {
+    text.parse()
+        .map_err(|e| TenantsError::Database(format!("a stored id `{text}` is not a UUID: {e}")))
+}
+
+fn tenant<R: Row>(row: &R) -> Result<Tenant, TenantsError>
+where
+    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> &'r str: sqlx::ColumnIndex<R>,
+{
+    Ok(Tenant {
+        id: TenantId(uuid(&row.try_get::<String, _>("id").map_err(db)?)?),
+        name: row.try_get("name").map_err(db)?,
+        created_at: time(row.try_get("created_at").map_err(db)?),
+    })
+}
+
+fn key<R: Row>(row: &R) -> Result<ApiKey, TenantsError>
+where
+    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> Option<i64>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> &'r str: sqlx::ColumnIndex<R>,
+{
+    Ok(ApiKey {
+        id: KeyId(uuid(&row.try_get::<String, _>("id").map_err(db)?)?),
+        tenant_id: TenantId(uuid(&row.try_get::<String, _>("tenant_id").map_err(db)?)?),
+        name: row.try_get("name").map_err(db)?,
+        prefix: row.try_get("prefix").map_err(db)?,
+        created_at: time(row.try_get("created_at").map_err(db)?),
+        revoked_at: row
+            .try_get::<Option<i64>, _>("revoked_at")
+            .map_err(db)?
+            .map(time),
+    })
+}
+
+#[async_trait]
+impl TenantStore for SqlTenants {
+    async fn migrate(&self) -> Result<(), TenantsError> {
+        with_pool!(self, pool => {
+            let mut tx = pool.begin().await.map_err(db)?;
+            for statement in SCHEMA.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+                sqlx::query(statement).execute(&mut *tx).await.map_err(db)?;
+            }
+            tx.commit().await.map_err(db)
+        })
+    }
+
+    async fn create_tenant(&self, name: &str) -> Result<Tenant, TenantsError> {
+        let tenant = Tenant {
+            id: TenantId::new(),
+            name: name.to_owned(),
+            created_at: Utc::now(),
+        };
+        let sql = self.sql(
+            "INSERT INTO memgpt_tenants (id, name, created_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (name) DO NOTHING",
+        );
+        let inserted = with_pool!(self, pool => sqlx::query(sql)
+            .bind(tenant.id.to_string())
+            .bind(name)
+            .bind(millis(tenant.created_at))
+            .execute(pool)
+            .await
+            .map_err(db)?
+            .rows_affected());
+        if inserted == 0 {
+            return Err(TenantsError::NameTaken(name.to_owned()));
+        }
+        Ok(tenant)
+    }
+
+    async fn tenants(&self) -> Result<Vec<Tenant>, TenantsError> {
+        let sql =
+            self.sql("SELECT id, name, created_at FROM memgpt_tenants ORDER BY created_at, id");
+        with_pool!(self, pool => sqlx::query(sql)
+            .fetch_all(pool)
+            .await
+            .map_err(db)?
+            .iter()
+            .map(tenant)
+            .collect())
+    }
+
+    async fn tenant(&self, id: TenantId) -> Result<Option<Tenant>, TenantsError> {
+        let sql = self.sql("SELECT id, name, created_at FROM memgpt_tenants WHERE id = $1");
+        with_pool!(self, pool => sqlx::query(sql)
+            .bind(id.to_string())
+            .fetch_optional(pool)
+            .await
+            .map_err(db)?
+            .as_ref()
+            .map(tenant)
+            .transpose())
+    }
+
+    async fn add_key(&self, key: &ApiKey, hash: &str) -> Result<(), TenantsError> {
+        if self.tenant(key.tenant_id).await?.is_none() {
+            return Err(TenantsError::NotFound(format!("tenant {}", key.tenant_id)));
+        }
+        let sql = self.sql(
+            "INSERT INTO memgpt_api_keys (id, tenant_id, name, prefix, hash, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        );
+        with_pool!(self, pool => sqlx::query(sql)
+            .bind(key.id.to_string())
+            .bind(key.tenant_id.to_string())
+            .bind(&key.name)
+            .bind(&key.prefix)
+            .bind(hash)
+            .bind(millis(key.created_at))
+            .execute(pool)
+            .await
+            .map(|_| ())
+            .map_err(db)?);
+        Ok(())
+    }
+
+    async fn keys(&self, tenant: TenantId) -> Result<Vec<ApiKey>, TenantsError> {
+        let sql = self.sql(
+            "SELECT id, tenant_id, name, prefix, created_at, revoked_at FROM memgpt_api_keys \
+             WHERE tenant_id = $1 ORDER BY created_at, id",
+        );
+        with_pool!(self, pool => sqlx::query(sql)
+            .bind(tenant.to_string())
+            .fetch_all(pool)
+            .await
+            .map_err(db)?
+            .iter()
+            .map(key)
+            .collect())
+    }
+
+    async fn revoke_key(&self, id: KeyId) -> Result<bool, TenantsError> {
+        let sql = self
+            .sql("UPDATE memgpt_api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1");
+        let updated = with_pool!(self, pool => sqlx::query(sql)
+            .bind(id.to_string())
+            .bind(millis(Utc::now()))
+            .execute(pool)
+            .await
+            .map_err(db)?
+            .rows_affected());
+        Ok(updated > 0)
+    }
+
+    async fn authenticate(&self, hash: &str) -> Result<Option<TenantId>, TenantsError> {
+        let sql = self
+            .sql("SELECT tenant_id FROM memgpt_api_keys WHERE hash = $1 AND revoked_at IS NULL");
+        let found: Option<String> = with_pool!(self, pool => sqlx::query_scalar(sql)
+            .bind(hash)
+            .fetch_optional(pool)
+            .await
+            .map_err(db)?);
+        found.map(|t| uuid(&t).map(TenantId)).transpose()
+    }
+
+    async fn claim_agent(&self, agent: AgentId, tenant: TenantId) -> Result<(), TenantsError> {
+        let sql = self.sql(
+            "INSERT INTO memgpt_agent_owners (agent_id, tenant_id, claimed_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (agent_id) DO NOTHING",
+        );
+        with_pool!(self, pool => sqlx::query(sql)
+            .bind(agent.to_string())
+            .bind(tenant.to_string())
+            .bind(millis(Utc::now()))
+            .execute(pool)
+            .await
+            .map(|_| ())
+            .map_err(db)?);
+        Ok(())
+    }
+
+    async fn owner(&self, agent: AgentId) -> Result<Option<TenantId>, TenantsError> {
+        let sql = self.sql("SELECT tenant_id FROM memgpt_agent_owners WHERE agent_id = $1");
+        let found: Option<String> = with_pool!(self, pool => sqlx::query_scalar(sql)
+            .bind(agent.to_string())
+            .fetch_optional(pool)
+            .await
+            .map_err(db)?);
+        found.map(|t| uuid(&t).map(TenantId)).transpose()
+    }
+
+    async fn agents_of(&self, tenant: TenantId) -> Result<Vec<AgentId>, TenantsError> {
+        let sql = self.sql(
+            "SELECT agent_id FROM memgpt_agent_owners WHERE tenant_id = $1 \
+             ORDER BY claimed_at, agent_id",
+        );
+        let ids: Vec<String> = with_pool!(self, pool => sqlx::query_scalar(sql)
+            .bind(tenant.to_string())
+            .fetch_all(pool)
+            .await
+            .map_err(db)?);
+        ids.iter()
+            .map(|id| {
+                id.parse()
+                    .map_err(|e| TenantsError::Database(format!("agent id `{id}`: {e}")))
+            })
+            .collect()
+    }
+
+    async fn release_agent(&self, agent: AgentId) -> Result<(), TenantsError> {
+        let sql = self.sql("DELETE FROM memgpt_agent_owners WHERE agent_id = $1");
+        with_pool!(self, pool => sqlx::query(sql)
+            .bind(agent.to_string())
+            .execute(pool)
+            .await
+            .map(|_| ())
+            .map_err(db)?);
+        Ok(())
+    }
+}

@@ -1,0 +1,73 @@
+//! `memgpt serve`: the REST + streaming API over the configured store and model.
+
+use anyhow::{Context, Result};
+use memgpt::server::{Server, ServerConfig};
+
+use crate::open;
+use crate::settings::Settings;
+
+/// Serves until Ctrl-C or SIGTERM, then lets requests in flight finish.
+pub async fn run(settings: &Settings, listen: &str) -> Result<()> {
+    let url = settings.store_url();
+    if settings.get("store").is_none() {
+        let dir = settings.data_dir();
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("creating the data directory {}", dir.display()))?;
+    }
+    let Some(llm) = open::llm(settings).await? else {
+        anyhow::bail!(
+            "no model is configured: set `base_url` (an OpenAI-compatible server), an API key, \
+             or `provider = \"local\"`"
+        );
+    };
+    let admin_key = std::env::var("MEMGPT_ADMIN_KEY")
+        .ok()
+        .filter(|k| !k.is_empty());
+    if admin_key.is_none() {
+        eprintln!(
+            "memgpt serve: MEMGPT_ADMIN_KEY is not set, so no tenant or API key can be created"
+        );
+    }
+    let config = ServerConfig {
+        admin_key,
+        ..ServerConfig::default()
+    };
+    let server = Server::open(&url, llm.provider.clone(), llm.embedder.clone(), config)
+        .await
+        .map_err(|e| open::explain_busy(&url, e))?;
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("listening on {listen}"))?;
+    let address = listener.local_addr()?;
+    eprintln!(
+        "memgpt serve: {} on http://{address} (store {url})",
+        llm.description
+    );
+    server.serve(listener, shutdown()).await?;
+    eprintln!("memgpt serve: stopped");
+    Ok(())
+}
+
+/// Completes on Ctrl-C or SIGTERM.
+async fn shutdown() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(_) => {
+                    let _ = interrupt.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}
