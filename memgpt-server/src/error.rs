@@ -146,7 +146,10 @@ impl IntoResponse for ApiError {
                 message: self.message,
             },
         };
-        (self.code.status(), Json(body)).into_response()
+        let mut response = (self.code.status(), Json(body)).into_response();
+        // For the metrics layer, which counts errors by code.
+        response.extensions_mut().insert(self.code);
+        response
     }
 }
 

@@ -10,6 +10,9 @@
 //!   tenant's agent is a `404`, exactly like one that does not exist.
 //! * **Errors** ([`error`]): JSON with a stable `code` for every 4xx and 5xx.
 //! * **Live agents** ([`hub`]): each agent loaded once per process, one request at a time.
+//! * **Timers** ([`timers`]): one-off and repeating timer events in the database, fired once.
+//! * **Operations**: `/healthz`, `/readyz`, Prometheus metrics at `/metrics` ([`metrics`]),
+//!   graceful shutdown.
 //! * **OpenAPI 3.1** at `/openapi.json`, generated from the handlers' types (aide).
 //!
 //! ```no_run
@@ -31,11 +34,15 @@
 
 pub mod auth;
 pub mod body;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub mod db;
 pub mod error;
 pub mod hub;
+pub mod metrics;
 pub mod routes;
 pub mod state;
 pub mod tenants;
+pub mod timers;
 pub mod views;
 
 use std::future::Future;
@@ -48,9 +55,9 @@ use memgpt_core::llm::LlmProvider;
 use memgpt_core::store::{InMemoryStore, Storage, StoreError};
 
 use crate::hub::AgentHub;
+use crate::metrics::Metrics;
 pub use crate::routes::openapi;
-pub use crate::state::{AppState, ServerConfig, ServerState};
-use crate::tenants::{MemoryTenants, TenantStore, TenantsError};
+pub use crate::state::{AppState, ServerConfig, ServerState, ServerTables, TablesError};
 
 /// Errors of starting a server.
 #[derive(Debug, thiserror::Error)]
@@ -61,9 +68,9 @@ pub enum ServerError {
     /// The store did not open.
     #[error("opening the store: {0}")]
     Store(#[from] StoreError),
-    /// The tenant tables could not be created.
-    #[error("preparing the tenant tables: {0}")]
-    Tenants(#[from] TenantsError),
+    /// The server's tables could not be created.
+    #[error("preparing the server's tables: {0}")]
+    Tables(#[from] TablesError),
     /// Serving failed.
     #[error("serving: {0}")]
     Io(#[from] std::io::Error),
@@ -85,22 +92,22 @@ impl Server {
         config: ServerConfig,
     ) -> Result<Self, ServerError> {
         let store: StoreConfig = url.parse()?;
-        let (storage, tenants): (Storage, Arc<dyn TenantStore>) = match store {
+        let (storage, tables) = match store {
             StoreConfig::Memory => (
                 Storage::from_store(Arc::new(InMemoryStore::new())),
-                Arc::new(MemoryTenants::new()),
+                ServerTables::in_memory(),
             ),
             #[cfg(feature = "sqlite")]
             StoreConfig::Sqlite(options) => {
                 let store = memgpt_backends::SqliteStore::open(options).await?;
-                let tenants = tenants::SqlTenants::sqlite(store.pool().clone());
-                (Storage::from_store(Arc::new(store)), Arc::new(tenants))
+                let tables = ServerTables::in_database(db::Db::Sqlite(store.pool().clone()));
+                (Storage::from_store(Arc::new(store)), tables)
             }
             #[cfg(feature = "postgres")]
             StoreConfig::Postgres(options) => {
                 let store = memgpt_backends::postgres::PgStore::open(options).await?;
-                let tenants = tenants::SqlTenants::postgres(store.pool().clone());
-                (Storage::from_store(Arc::new(store)), Arc::new(tenants))
+                let tables = ServerTables::in_database(db::Db::Postgres(store.pool().clone()));
+                (Storage::from_store(Arc::new(store)), tables)
             }
             #[allow(unreachable_patterns)]
             _ => {
@@ -109,16 +116,17 @@ impl Server {
                 ))));
             }
         };
-        tenants.migrate().await?;
+        tables.migrate().await?;
         Ok(Self::with_parts(
-            storage, tenants, provider, embedder, config,
+            storage, tables, provider, embedder, config,
         ))
     }
 
-    /// A server over an opened store and tenant store (tests, custom deployments).
+    /// A server over an opened store and its tables (tests, custom deployments); the tables
+    /// must be migrated.
     pub fn with_parts(
         storage: Storage,
-        tenants: Arc<dyn TenantStore>,
+        tables: ServerTables,
         provider: Arc<dyn LlmProvider>,
         embedder: Option<Arc<dyn Embedder>>,
         config: ServerConfig,
@@ -127,7 +135,9 @@ impl Server {
         Self {
             state: Arc::new(ServerState {
                 hub,
-                tenants,
+                tenants: tables.tenants,
+                timers: tables.timers,
+                metrics: Metrics::default(),
                 admin_key: config.admin_key.clone(),
                 config,
             }),
@@ -144,16 +154,22 @@ impl Server {
         routes::router(self.state.clone())
     }
 
-    /// Serves on `listener` until `shutdown` completes, then stops accepting and lets requests
-    /// in flight finish.
+    /// Serves on `listener` (and fires due timers) until `shutdown` completes, then stops
+    /// accepting and lets requests in flight finish.
     pub async fn serve(
         &self,
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServerError> {
-        axum::serve(listener, self.router())
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let scheduler = tokio::spawn(timers::run_scheduler(self.state.clone(), stopped));
+        let served = axum::serve(listener, self.router())
             .with_graceful_shutdown(shutdown)
-            .await?;
+            .await;
+        // Timers fire no more; a timer's step in progress finishes in its own task.
+        let _ = stop.send(true);
+        let _ = scheduler.await;
+        served?;
         Ok(())
     }
 }

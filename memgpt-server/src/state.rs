@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::hub::AgentHub;
-use crate::tenants::TenantStore;
+use crate::metrics::Metrics;
+use crate::tenants::{MemoryTenants, TenantStore, TenantsError};
+use crate::timers::{MemoryTimers, TimerStore, TimersError};
 
 /// What a server needs besides its store and model.
 #[derive(Clone, Debug)]
@@ -19,6 +21,11 @@ pub struct ServerConfig {
     pub request_timeout: Duration,
     /// Idle agents kept loaded per process (default 10,000).
     pub live_agents: usize,
+    /// How often due timers are looked for (default 1 s).
+    pub timer_poll: Duration,
+    /// How long a claimed timer stays with the process that claimed it before another may
+    /// fire it (default 10 minutes: longer than any step).
+    pub timer_lease: Duration,
 }
 
 impl Default for ServerConfig {
@@ -28,6 +35,8 @@ impl Default for ServerConfig {
             max_body_bytes: 8 * 1024 * 1024,
             request_timeout: Duration::from_secs(300),
             live_agents: 10_000,
+            timer_poll: Duration::from_secs(1),
+            timer_lease: Duration::from_secs(600),
         }
     }
 }
@@ -39,6 +48,10 @@ pub struct ServerState {
     pub hub: AgentHub,
     /// Tenants, keys and agent ownership.
     pub tenants: Arc<dyn TenantStore>,
+    /// Timer events.
+    pub timers: Arc<dyn TimerStore>,
+    /// This process's metrics.
+    pub metrics: Metrics,
     /// The admin key, if any.
     pub admin_key: Option<String>,
     /// The configuration.
@@ -47,3 +60,49 @@ pub struct ServerState {
 
 /// The state handlers receive.
 pub type AppState = Arc<ServerState>;
+
+/// The server's own tables next to the agents: tenants, keys, agent ownership, timers.
+#[derive(Debug, Clone)]
+pub struct ServerTables {
+    /// Tenants, keys and agent ownership.
+    pub tenants: Arc<dyn TenantStore>,
+    /// Timer events.
+    pub timers: Arc<dyn TimerStore>,
+}
+
+/// Errors of preparing the [`ServerTables`].
+#[derive(Debug, thiserror::Error)]
+pub enum TablesError {
+    /// The tenant tables.
+    #[error(transparent)]
+    Tenants(#[from] TenantsError),
+    /// The timer table.
+    #[error(transparent)]
+    Timers(#[from] TimersError),
+}
+
+impl ServerTables {
+    /// Tables in process memory (for `memory://` stores and tests).
+    pub fn in_memory() -> Self {
+        Self {
+            tenants: Arc::new(MemoryTenants::new()),
+            timers: Arc::new(MemoryTimers::new()),
+        }
+    }
+
+    /// Tables in the agents' database.
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    pub fn in_database(db: crate::db::Db) -> Self {
+        Self {
+            tenants: Arc::new(crate::tenants::SqlTenants::new(db.clone())),
+            timers: Arc::new(crate::timers::SqlTimers::new(db)),
+        }
+    }
+
+    /// Creates the tables if needed.
+    pub async fn migrate(&self) -> Result<(), TablesError> {
+        self.tenants.migrate().await?;
+        self.timers.migrate().await?;
+        Ok(())
+    }
+}

@@ -4,8 +4,7 @@
 
 use std::sync::Arc;
 
-use memgpt::server::tenants::MemoryTenants;
-use memgpt::server::{Server, ServerConfig};
+use memgpt::server::{Server, ServerConfig, ServerTables};
 use memgpt::store::Storage;
 use memgpt::testing::ScriptedProvider;
 use reqwest::{Client, Method, StatusCode};
@@ -18,14 +17,15 @@ struct Running {
     base: String,
     llm: Arc<ScriptedProvider>,
     http: Client,
-    _shutdown: tokio::sync::oneshot::Sender<()>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    served: tokio::task::JoinHandle<()>,
 }
 
 async fn start_with(server: Server, llm: Arc<ScriptedProvider>) -> Running {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(async move {
+    let served = tokio::spawn(async move {
         server
             .serve(listener, async move {
                 let _ = rx.await;
@@ -38,7 +38,8 @@ async fn start_with(server: Server, llm: Arc<ScriptedProvider>) -> Running {
         base,
         llm,
         http,
-        _shutdown: tx,
+        shutdown: Some(tx),
+        served,
     }
 }
 
@@ -46,6 +47,7 @@ fn config() -> ServerConfig {
     ServerConfig {
         admin_key: Some(ADMIN.to_owned()),
         max_body_bytes: 64 * 1024,
+        timer_poll: std::time::Duration::from_millis(20),
         ..ServerConfig::default()
     }
 }
@@ -54,7 +56,7 @@ async fn start() -> Running {
     let llm = Arc::new(ScriptedProvider::new());
     let server = Server::with_parts(
         Storage::in_memory(),
-        Arc::new(MemoryTenants::new()),
+        ServerTables::in_memory(),
         llm.clone(),
         None,
         config(),
@@ -418,6 +420,22 @@ async fn an_agent_lives_through_every_route() {
     let (_, agents) = s.get("/v1/agents", &key).await;
     assert_eq!(agents["agents"].as_array().unwrap().len(), 2);
 
+    let metrics = s
+        .http
+        .get(format!("{}/metrics", s.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("memgpt_steps_total{outcome=\"ok\"} 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("memgpt_step_seconds_count 1"), "{metrics}");
+    assert!(metrics.contains("memgpt_llm_calls_total 2"), "{metrics}");
+
     // Delete: gone, and gone from the list.
     let (status, _) = s.call(Method::DELETE, &agent, &key, None).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
@@ -532,6 +550,197 @@ async fn a_key_never_reaches_another_tenants_agent() {
     assert_eq!(view["version"], 0, "{view}");
     assert_eq!(view["memory"][1]["value"], "Nothing yet.");
     assert_eq!(s.llm.requests().len(), 0);
+}
+
+/// Any OpenAI client talks to an agent through `/v1/chat/completions`: here memgpt's own
+/// OpenAI provider, then raw requests (streaming included). Only the newest user message
+/// reaches the agent.
+#[tokio::test]
+async fn openai_clients_talk_to_agents_by_name_or_id() {
+    use memgpt::llm::{ChatMessage, ChatRequest, LlmProvider};
+    use memgpt::openai::{OpenAiConfig, OpenAiProvider};
+
+    let s = start().await;
+    let key = s.tenant("acme").await;
+    let id = s.agent(&key, "ada").await;
+    s.llm
+        .push_call("send_message", json!({"message": "Hello from Ada."}));
+    let client = OpenAiProvider::new(OpenAiConfig {
+        api_key: Some(key.clone()),
+        ..OpenAiConfig::new(format!("{}/v1", s.base), "ada")
+    })
+    .unwrap();
+    let answer = client
+        .complete(&ChatRequest::new(
+            "ada",
+            vec![
+                ChatMessage::system("You are a helpful assistant."),
+                ChatMessage::user("An old message the agent must not see."),
+                ChatMessage::user("Hi Ada!"),
+            ],
+        ))
+        .await
+        .unwrap();
+    assert_eq!(answer.content, "Hello from Ada.");
+    assert!(answer.usage.prompt_tokens > 0);
+    let kinds_and_texts: Vec<(String, String)> = {
+        let (_, page) = s.get(&format!("/v1/agents/{id}/messages"), &key).await;
+        page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m["kind"].as_str().unwrap().to_owned(),
+                    m["text"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        kinds_and_texts[0],
+        ("user".to_owned(), "Hi Ada!".to_owned())
+    );
+    assert!(
+        !kinds_and_texts
+            .iter()
+            .any(|(_, t)| t.contains("old message"))
+    );
+
+    // By id, streamed: the role, the reply as content, the finish reason, [DONE].
+    s.llm.push_calls(
+        "Two things to say.",
+        &[
+            ("send_message", json!({"message": "First."})),
+            ("send_message", json!({"message": "Second."})),
+        ],
+    );
+    let body = s
+        .http
+        .post(format!("{}/v1/chat/completions", s.base))
+        .bearer_auth(&key)
+        .json(&json!({
+            "model": id,
+            "stream": true,
+            "temperature": 0.2,
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "Talk to me."}]}]
+        }))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let data: Vec<&str> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .collect();
+    assert_eq!(data.last(), Some(&"[DONE]"), "{body}");
+    let chunks: Vec<Value> = data[..data.len() - 1]
+        .iter()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
+    let content: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(content, "First.\nSecond.");
+    assert_eq!(
+        chunks.last().unwrap()["choices"][0]["finish_reason"],
+        "stop"
+    );
+    assert!(
+        chunks
+            .iter()
+            .all(|c| c["object"] == "chat.completion.chunk")
+    );
+
+    // Unknown agents and other tenants' agents are unknown models.
+    let other = s.tenant("other").await;
+    for (model, key) in [("nobody", &key), ("ada", &other), (id.as_str(), &other)] {
+        let (status, body) = s
+            .post(
+                "/v1/chat/completions",
+                key,
+                json!({"model": model, "messages": [{"role": "user", "content": "hi"}]}),
+            )
+            .await;
+        assert_eq!(
+            (status, code(&body)),
+            (StatusCode::NOT_FOUND, "not_found"),
+            "{model}"
+        );
+    }
+    let (_, models) = s.get("/v1/models", &key).await;
+    assert_eq!(models["data"][0]["id"], "ada");
+    assert_eq!(models["data"][0]["agent_id"], id.as_str());
+}
+
+/// A model that thinks for a while before answering as scripted.
+#[derive(Debug)]
+struct SlowModel(Arc<ScriptedProvider>, std::time::Duration);
+
+#[async_trait::async_trait]
+impl memgpt::llm::LlmProvider for SlowModel {
+    fn model(&self) -> &str {
+        "slow"
+    }
+
+    async fn complete(
+        &self,
+        request: &memgpt::llm::ChatRequest,
+    ) -> Result<memgpt::llm::ChatResponse, memgpt::llm::LlmError> {
+        tokio::time::sleep(self.1).await;
+        self.0.complete(request).await
+    }
+}
+
+/// Shutting down mid-step: the step finishes and commits, its caller gets the answer, and the
+/// server stops afterwards.
+#[tokio::test]
+async fn a_graceful_shutdown_lets_a_step_in_progress_finish() {
+    let llm = Arc::new(ScriptedProvider::new());
+    let slow = Arc::new(SlowModel(
+        llm.clone(),
+        std::time::Duration::from_millis(400),
+    ));
+    let server = Server::with_parts(
+        Storage::in_memory(),
+        ServerTables::in_memory(),
+        slow,
+        None,
+        config(),
+    );
+    let mut s = start_with(server, llm.clone()).await;
+    let key = s.tenant("acme").await;
+    let id = s.agent(&key, "slowpoke").await;
+    llm.push_call("send_message", json!({"message": "Done thinking."}));
+    let request = s
+        .http
+        .post(format!("{}/v1/agents/{id}/messages", s.base))
+        .bearer_auth(&key)
+        .json(&json!({"text": "Think hard."}))
+        .send();
+    let pending = tokio::spawn(request);
+    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    let _ = s.shutdown.take().unwrap().send(());
+    let response = pending.await.unwrap().unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let step: Value = response.json().await.unwrap();
+    assert_eq!(step["replies"], json!(["Done thinking."]));
+    tokio::time::timeout(std::time::Duration::from_secs(5), &mut s.served)
+        .await
+        .expect("the server stops once the step is answered")
+        .unwrap();
+    // Nothing listens any more.
+    assert!(
+        s.http
+            .get(format!("{}/healthz", s.base))
+            .send()
+            .await
+            .is_err()
+    );
 }
 
 /// Parses a Server-Sent Events body into (event, data) pairs.
@@ -728,6 +937,28 @@ async fn malformed_and_oversized_bodies_get_stable_codes() {
         (StatusCode::BAD_REQUEST, "invalid_input"),
         "{body}"
     );
+
+    // Every one of those errors is counted by its code.
+    let metrics = s
+        .http
+        .get(format!("{}/metrics", s.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "memgpt_http_errors_total{code=\"bad_json\"} 2",
+        "memgpt_http_errors_total{code=\"unknown_field\"} 1",
+        "memgpt_http_errors_total{code=\"body_too_large\"} 1",
+        "memgpt_http_errors_total{code=\"unknown_tool\"} 1",
+        "memgpt_http_errors_total{code=\"not_found\"} 1",
+        "memgpt_http_errors_total{code=\"invalid_input\"} 2",
+        "memgpt_steps_total{outcome=\"ok\"} 0",
+    ] {
+        assert!(metrics.contains(line), "{line} in\n{metrics}");
+    }
 }
 
 /// The OpenAPI document is generated from the handlers: every route is in it, with its
@@ -921,4 +1152,211 @@ async fn two_servers_share_tenants_and_serialise_steps_on_postgres() {
     assert_eq!(status, StatusCode::NO_CONTENT);
     let (status, _) = b.get("/v1/agents", &key).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+
+/// A timer due while two servers share the database fires on exactly one of them.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timer_fires_once_across_two_servers_on_postgres() {
+    let Some(url) = postgres_url() else { return };
+    let llm = Arc::new(ScriptedProvider::new());
+    let a = start_with(
+        Server::open(&url, llm.clone(), None, config())
+            .await
+            .unwrap(),
+        llm.clone(),
+    )
+    .await;
+    let b = start_with(
+        Server::open(&url, llm.clone(), None, config())
+            .await
+            .unwrap(),
+        llm.clone(),
+    )
+    .await;
+    let key = a.tenant("acme").await;
+    let mut agents = Vec::new();
+    for i in 0..5 {
+        let id = a.agent(&key, &format!("sleeper {i}")).await;
+        // Twice the replies needed: a second firing would find one and show up.
+        llm.push_call("send_message", json!({"message": "Awake."}));
+        llm.push_call("send_message", json!({"message": "Awake."}));
+        let (status, _) = b
+            .post(
+                &format!("/v1/agents/{id}/timers"),
+                &key,
+                json!({"reason": "wake up", "in_seconds": 0}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED);
+        agents.push(id);
+    }
+    for id in &agents {
+        eventually("the timers", async || {
+            a.get(&format!("/v1/agents/{id}/timers"), &key).await.1["timers"] == json!([])
+        })
+        .await;
+    }
+    // Time for a duplicate firing to show, then exactly one timer event per agent.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    for id in &agents {
+        let kinds = kinds(&a, &key, id).await;
+        assert_eq!(
+            kinds.iter().filter(|k| *k == "timer").count(),
+            1,
+            "{kinds:?}"
+        );
+    }
+}
+
+/// Waits up to 5 s for `check` to hold.
+async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    for _ in 0..250 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+/// The kinds of an agent's messages, oldest first.
+async fn kinds(s: &Running, key: &str, id: &str) -> Vec<String> {
+    let (_, page) = s
+        .get(&format!("/v1/agents/{id}/messages?size=1000"), key)
+        .await;
+    page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["kind"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn timers_fire_once_or_repeat_and_can_be_cancelled() {
+    let s = start().await;
+    let key = s.tenant("acme").await;
+    let id = s.agent(&key, "sleepy").await;
+    let timers = format!("/v1/agents/{id}/timers");
+    let (status, body) = s
+        .post(
+            &timers,
+            &key,
+            json!({"reason": "x", "in_seconds": 1, "at": "2030-01-01T00:00:00Z"}),
+        )
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::BAD_REQUEST, "invalid_input")
+    );
+    let (status, body) = s
+        .post(
+            &timers,
+            &key,
+            json!({"reason": "x", "in_seconds": 1, "every_seconds": 0}),
+        )
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::BAD_REQUEST, "invalid_input")
+    );
+
+    // One-off, due now: fires once, then is gone.
+    s.llm
+        .push_call("send_message", json!({"message": "Time to stretch!"}));
+    let (status, timer) = s
+        .post(
+            &timers,
+            &key,
+            json!({"reason": "stretch break", "in_seconds": 0}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{timer}");
+    eventually("the one-off timer", async || {
+        s.get(&timers, &key).await.1["timers"] == json!([])
+    })
+    .await;
+    assert_eq!(
+        kinds(&s, &key, &id).await,
+        ["timer", "assistant", "function_return"]
+    );
+    let (_, page) = s.get(&format!("/v1/agents/{id}/messages"), &key).await;
+    assert!(
+        page["items"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("stretch break"),
+        "{page}"
+    );
+
+    // Repeating every second: fires, stays, moves on.
+    s.llm.push_call("send_message", json!({"message": "Tick."}));
+    s.llm
+        .push_call("send_message", json!({"message": "Tick again."}));
+    let (_, timer) = s
+        .post(
+            &timers,
+            &key,
+            json!({"reason": "tick", "in_seconds": 0, "every_seconds": 1}),
+        )
+        .await;
+    let first = timer["next_at"].as_str().unwrap().to_owned();
+    eventually("the repeating timer to fire and move on", async || {
+        let listed = s.get(&timers, &key).await.1;
+        listed["timers"][0]["next_at"]
+            .as_str()
+            .is_some_and(|next| next > first.as_str())
+    })
+    .await;
+    let timer_id = timer["id"].as_str().unwrap();
+    let (status, _) = s
+        .call(Method::DELETE, &format!("{timers}/{timer_id}"), &key, None)
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(s.get(&timers, &key).await.1["timers"], json!([]));
+    let fired = kinds(&s, &key, &id)
+        .await
+        .iter()
+        .filter(|k| *k == "timer")
+        .count();
+    assert!((2..=3).contains(&fired), "{fired} timer events");
+}
+
+/// A timer set just before a restart fires after it: timers live in the data directory.
+#[tokio::test]
+async fn a_timer_survives_a_restart_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().display());
+    let llm = Arc::new(ScriptedProvider::new());
+    let (key, id) = {
+        let server = Server::open(&url, llm.clone(), None, config())
+            .await
+            .unwrap();
+        let s = start_with(server, llm.clone()).await;
+        let key = s.tenant("acme").await;
+        let id = s.agent(&key, "durable").await;
+        let (status, _) = s
+            .post(
+                &format!("/v1/agents/{id}/timers"),
+                &key,
+                json!({"reason": "wake up", "in_seconds": 1}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED);
+        (key, id)
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    llm.push_call("send_message", json!({"message": "Awake."}));
+    let server = Server::open(&url, llm.clone(), None, config())
+        .await
+        .unwrap();
+    let s = start_with(server, llm).await;
+    eventually("the timer after the restart", async || {
+        kinds(&s, &key, &id)
+            .await
+            .first()
+            .is_some_and(|k| k == "timer")
+    })
+    .await;
 }

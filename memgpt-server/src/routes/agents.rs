@@ -213,6 +213,10 @@ async fn remove(
     state.hub.storage().agents.delete_agent(id).await?;
     state.hub.forget(id);
     drop(agent);
+    if let Err(e) = state.timers.remove_agent(id).await {
+        // Harmless: a timer of a deleted agent removes itself when it fires.
+        tracing::warn!(agent = %id, error = %e, "could not remove a deleted agent's timers");
+    }
     state.tenants.release_agent(id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

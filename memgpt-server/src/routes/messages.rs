@@ -89,8 +89,9 @@ async fn send(
 ) -> ApiResult<Json<StepView>> {
     let event = request.event()?;
     let mut agent = path.live(&state, caller).await?;
+    let state = state.clone();
     let step = tokio::spawn(async move {
-        let record = agent.step(event).await?;
+        let record = state.metrics.step(&mut agent, event).await?;
         Ok::<_, ApiError>(StepView::new(&record, agent.version()))
     });
     match step.await {
@@ -105,6 +106,13 @@ async fn send(
 /// `step` (the committed record) or `error` (the step failed and left nothing stored).
 #[derive(Debug)]
 pub(crate) struct StepStream(Response);
+
+impl StepStream {
+    /// An event-stream response.
+    pub(crate) fn new(response: Response) -> Self {
+        Self(response)
+    }
+}
 
 impl IntoResponse for StepStream {
     fn into_response(self) -> Response {
@@ -201,7 +209,7 @@ async fn stream_step(
         let _ = observer.send(item);
     })));
     tokio::spawn(async move {
-        let outcome = match agent.step(event).await {
+        let outcome = match state.metrics.step(&mut agent, event).await {
             Ok(record) => Progress::Done(StepView::new(&record, agent.version())),
             Err(e) => Progress::Failed(e.into()),
         };

@@ -12,7 +12,9 @@
 //! | `POST/GET /v1/agents/{agent_id}/archival`, `POST .../archival/search`, `DELETE .../archival/{passage_id}` | archival storage |
 //! | `POST /v1/agents/{agent_id}/recall/search` | recall storage |
 //! | `GET /v1/agents/{agent_id}/context` | the compiled context window |
+//! | `POST/GET /v1/agents/{agent_id}/timers`, `DELETE .../timers/{timer_id}` | timer events |
 //! | `GET /v1/agents/{agent_id}/export`, `POST /v1/agents/import` | agent files |
+//! | `POST /v1/chat/completions`, `GET /v1/models` | the OpenAI-compatible facade (`model` names an agent) |
 
 mod admin;
 mod agents;
@@ -20,7 +22,9 @@ mod archival;
 mod health;
 mod memory;
 mod messages;
+mod openai;
 mod recall;
+mod timers;
 mod transfer;
 
 use std::sync::Arc;
@@ -49,7 +53,9 @@ pub(crate) fn api_router() -> ApiRouter<AppState> {
         .merge(messages::routes())
         .merge(memory::routes())
         .merge(archival::routes())
+        .merge(openai::routes())
         .merge(recall::routes())
+        .merge(timers::routes())
         .merge(transfer::routes())
         .merge(health::routes())
 }
@@ -68,7 +74,18 @@ pub(crate) fn router(state: AppState) -> Router {
                 async move { axum::Json(OpenApi::clone(&document)) }
             }),
         )
+        .route(
+            "/metrics",
+            axum::routing::get(|State(state): State<AppState>| async move {
+                (
+                    [("content-type", "text/plain; version=0.0.4")],
+                    state.metrics.render(state.hub.loaded()),
+                )
+            }),
+        )
         .layer(middleware::from_fn_with_state(state.clone(), timeout))
+        .layer(middleware::from_fn_with_state(state.clone(), count_errors))
+        .layer(middleware::from_fn(log_request))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state)
 }
@@ -110,6 +127,39 @@ async fn timeout(State(state): State<AppState>, request: Request, next: Next) ->
         )
         .into_response(),
     }
+}
+
+/// Logs each request: method, route, status, time taken, and the error code if any.
+async fn log_request(request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or_else(
+            || request.uri().path().to_owned(),
+            |p| p.as_str().to_owned(),
+        );
+    let started = std::time::Instant::now();
+    let response = next.run(request).await;
+    let status = response.status().as_u16();
+    let millis = started.elapsed().as_secs_f64() * 1e3;
+    match response.extensions().get::<ErrorCode>() {
+        Some(code) if response.status().is_server_error() => {
+            tracing::warn!(%method, route, status, millis, ?code, "request failed")
+        }
+        Some(code) => tracing::info!(%method, route, status, millis, ?code, "request refused"),
+        None => tracing::info!(%method, route, status, millis, "request"),
+    }
+    response
+}
+
+/// Counts error responses by their code (every layer's errors included).
+async fn count_errors(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    if let Some(code) = response.extensions().get::<ErrorCode>() {
+        state.metrics.error(*code);
+    }
+    response
 }
 
 /// `/v1/agents/{agent_id}`.

@@ -1,39 +1,20 @@
 //! Tenants in the agents' own database: SQLite or PostgreSQL, the same tables and queries.
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use memgpt_core::ids::AgentId;
 use sqlx::Row;
 use uuid::Uuid;
 
 use super::{ApiKey, KeyId, Tenant, TenantId, TenantStore, TenantsError};
+use crate::db::{Db, millis, time, with_pool};
 
 /// A [`TenantStore`] in the database that holds the agents (tables `memgpt_tenants`,
 /// `memgpt_api_keys`, `memgpt_agent_owners`), so one backup holds both, and every server
 /// process on a PostgreSQL database sees the same tenants and revocations at once.
 #[derive(Debug, Clone)]
 pub struct SqlTenants {
-    pool: Pool,
-}
-
-#[derive(Debug, Clone)]
-enum Pool {
-    #[cfg(feature = "sqlite")]
-    Sqlite(sqlx::SqlitePool),
-    #[cfg(feature = "postgres")]
-    Postgres(sqlx::PgPool),
-}
-
-/// Runs `$body` with `$p` bound to whichever pool this is (the same code for both drivers).
-macro_rules! with_pool {
-    ($self:expr, $p:ident => $body:expr) => {
-        match &$self.pool {
-            #[cfg(feature = "sqlite")]
-            Pool::Sqlite($p) => $body,
-            #[cfg(feature = "postgres")]
-            Pool::Postgres($p) => $body,
-        }
-    };
+    db: Db,
 }
 
 const SCHEMA: &str = "
@@ -61,43 +42,14 @@ CREATE INDEX IF NOT EXISTS memgpt_agent_owners_by_tenant ON memgpt_agent_owners 
 ";
 
 impl SqlTenants {
-    /// Tenants in an SQLite database (the data directory's `memgpt.db`).
-    #[cfg(feature = "sqlite")]
-    pub fn sqlite(pool: sqlx::SqlitePool) -> Self {
-        Self {
-            pool: Pool::Sqlite(pool),
-        }
-    }
-
-    /// Tenants in a PostgreSQL database (the store's schema).
-    #[cfg(feature = "postgres")]
-    pub fn postgres(pool: sqlx::PgPool) -> Self {
-        Self {
-            pool: Pool::Postgres(pool),
-        }
-    }
-
-    /// `sql` with PostgreSQL's `$n` parameters, as this pool's driver wants them.
-    fn sql(&self, sql: &'static str) -> sqlx::AssertSqlSafe<String> {
-        sqlx::AssertSqlSafe(match &self.pool {
-            #[cfg(feature = "sqlite")]
-            Pool::Sqlite(_) => sql.replace('$', "?"),
-            #[cfg(feature = "postgres")]
-            Pool::Postgres(_) => sql.to_owned(),
-        })
+    /// Tenants in `db` (call [`TenantStore::migrate`] before use).
+    pub fn new(db: Db) -> Self {
+        Self { db }
     }
 }
 
 fn db(e: sqlx::Error) -> TenantsError {
     TenantsError::Database(e.to_string())
-}
-
-fn millis(t: DateTime<Utc>) -> i64 {
-    t.timestamp_millis()
-}
-
-fn time(ms: i64) -> DateTime<Utc> {
-    DateTime::from_timestamp_millis(ms).unwrap_or_default()
 }
 
 fn uuid(text: &str) -> Result<Uuid, TenantsError> {
@@ -141,13 +93,7 @@ where
 #[async_trait]
 impl TenantStore for SqlTenants {
     async fn migrate(&self) -> Result<(), TenantsError> {
-        with_pool!(self, pool => {
-            let mut tx = pool.begin().await.map_err(db)?;
-            for statement in SCHEMA.split(';').map(str::trim).filter(|s| !s.is_empty()) {
-                sqlx::query(statement).execute(&mut *tx).await.map_err(db)?;
-            }
-            tx.commit().await.map_err(db)
-        })
+        self.db.migrate(SCHEMA).await.map_err(db)
     }
 
     async fn create_tenant(&self, name: &str) -> Result<Tenant, TenantsError> {
@@ -156,11 +102,11 @@ impl TenantStore for SqlTenants {
             name: name.to_owned(),
             created_at: Utc::now(),
         };
-        let sql = self.sql(
+        let sql = self.db.sql(
             "INSERT INTO memgpt_tenants (id, name, created_at) VALUES ($1, $2, $3) \
              ON CONFLICT (name) DO NOTHING",
         );
-        let inserted = with_pool!(self, pool => sqlx::query(sql)
+        let inserted = with_pool!(&self.db, pool => sqlx::query(sql)
             .bind(tenant.id.to_string())
             .bind(name)
             .bind(millis(tenant.created_at))
@@ -175,9 +121,10 @@ impl TenantStore for SqlTenants {
     }
 
     async fn tenants(&self) -> Result<Vec<Tenant>, TenantsError> {
-        let sql =
-            self.sql("SELECT id, name, created_at FROM memgpt_tenants ORDER BY created_at, id");
-        with_pool!(self, pool => sqlx::query(sql)
+        let sql = self
+            .db
+            .sql("SELECT id, name, created_at FROM memgpt_tenants ORDER BY created_at, id");
+        with_pool!(&self.db, pool => sqlx::query(sql)
             .fetch_all(pool)
             .await
             .map_err(db)?
@@ -187,8 +134,10 @@ impl TenantStore for SqlTenants {
     }
 
     async fn tenant(&self, id: TenantId) -> Result<Option<Tenant>, TenantsError> {
-        let sql = self.sql("SELECT id, name, created_at FROM memgpt_tenants WHERE id = $1");
-        with_pool!(self, pool => sqlx::query(sql)
+        let sql = self
+            .db
+            .sql("SELECT id, name, created_at FROM memgpt_tenants WHERE id = $1");
+        with_pool!(&self.db, pool => sqlx::query(sql)
             .bind(id.to_string())
             .fetch_optional(pool)
             .await
@@ -202,11 +151,11 @@ impl TenantStore for SqlTenants {
         if self.tenant(key.tenant_id).await?.is_none() {
             return Err(TenantsError::NotFound(format!("tenant {}", key.tenant_id)));
         }
-        let sql = self.sql(
+        let sql = self.db.sql(
             "INSERT INTO memgpt_api_keys (id, tenant_id, name, prefix, hash, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6)",
         );
-        with_pool!(self, pool => sqlx::query(sql)
+        with_pool!(&self.db, pool => sqlx::query(sql)
             .bind(key.id.to_string())
             .bind(key.tenant_id.to_string())
             .bind(&key.name)
@@ -221,11 +170,11 @@ impl TenantStore for SqlTenants {
     }
 
     async fn keys(&self, tenant: TenantId) -> Result<Vec<ApiKey>, TenantsError> {
-        let sql = self.sql(
+        let sql = self.db.sql(
             "SELECT id, tenant_id, name, prefix, created_at, revoked_at FROM memgpt_api_keys \
              WHERE tenant_id = $1 ORDER BY created_at, id",
         );
-        with_pool!(self, pool => sqlx::query(sql)
+        with_pool!(&self.db, pool => sqlx::query(sql)
             .bind(tenant.to_string())
             .fetch_all(pool)
             .await
@@ -237,8 +186,9 @@ impl TenantStore for SqlTenants {
 
     async fn revoke_key(&self, id: KeyId) -> Result<bool, TenantsError> {
         let sql = self
+            .db
             .sql("UPDATE memgpt_api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1");
-        let updated = with_pool!(self, pool => sqlx::query(sql)
+        let updated = with_pool!(&self.db, pool => sqlx::query(sql)
             .bind(id.to_string())
             .bind(millis(Utc::now()))
             .execute(pool)
@@ -250,8 +200,9 @@ impl TenantStore for SqlTenants {
 
     async fn authenticate(&self, hash: &str) -> Result<Option<TenantId>, TenantsError> {
         let sql = self
+            .db
             .sql("SELECT tenant_id FROM memgpt_api_keys WHERE hash = $1 AND revoked_at IS NULL");
-        let found: Option<String> = with_pool!(self, pool => sqlx::query_scalar(sql)
+        let found: Option<String> = with_pool!(&self.db, pool => sqlx::query_scalar(sql)
             .bind(hash)
             .fetch_optional(pool)
             .await
@@ -260,11 +211,11 @@ impl TenantStore for SqlTenants {
     }
 
     async fn claim_agent(&self, agent: AgentId, tenant: TenantId) -> Result<(), TenantsError> {
-        let sql = self.sql(
+        let sql = self.db.sql(
             "INSERT INTO memgpt_agent_owners (agent_id, tenant_id, claimed_at) VALUES ($1, $2, $3) \
              ON CONFLICT (agent_id) DO NOTHING",
         );
-        with_pool!(self, pool => sqlx::query(sql)
+        with_pool!(&self.db, pool => sqlx::query(sql)
             .bind(agent.to_string())
             .bind(tenant.to_string())
             .bind(millis(Utc::now()))
@@ -276,8 +227,10 @@ impl TenantStore for SqlTenants {
     }
 
     async fn owner(&self, agent: AgentId) -> Result<Option<TenantId>, TenantsError> {
-        let sql = self.sql("SELECT tenant_id FROM memgpt_agent_owners WHERE agent_id = $1");
-        let found: Option<String> = with_pool!(self, pool => sqlx::query_scalar(sql)
+        let sql = self
+            .db
+            .sql("SELECT tenant_id FROM memgpt_agent_owners WHERE agent_id = $1");
+        let found: Option<String> = with_pool!(&self.db, pool => sqlx::query_scalar(sql)
             .bind(agent.to_string())
             .fetch_optional(pool)
             .await
@@ -286,11 +239,11 @@ impl TenantStore for SqlTenants {
     }
 
     async fn agents_of(&self, tenant: TenantId) -> Result<Vec<AgentId>, TenantsError> {
-        let sql = self.sql(
+        let sql = self.db.sql(
             "SELECT agent_id FROM memgpt_agent_owners WHERE tenant_id = $1 \
              ORDER BY claimed_at, agent_id",
         );
-        let ids: Vec<String> = with_pool!(self, pool => sqlx::query_scalar(sql)
+        let ids: Vec<String> = with_pool!(&self.db, pool => sqlx::query_scalar(sql)
             .bind(tenant.to_string())
             .fetch_all(pool)
             .await
@@ -304,8 +257,10 @@ impl TenantStore for SqlTenants {
     }
 
     async fn release_agent(&self, agent: AgentId) -> Result<(), TenantsError> {
-        let sql = self.sql("DELETE FROM memgpt_agent_owners WHERE agent_id = $1");
-        with_pool!(self, pool => sqlx::query(sql)
+        let sql = self
+            .db
+            .sql("DELETE FROM memgpt_agent_owners WHERE agent_id = $1");
+        with_pool!(&self.db, pool => sqlx::query(sql)
             .bind(agent.to_string())
             .execute(pool)
             .await

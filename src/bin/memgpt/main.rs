@@ -103,6 +103,9 @@ enum Command {
         /// The address to listen on.
         #[arg(long, default_value = "127.0.0.1:8283")]
         listen: String,
+        /// Log JSON lines (also MEMGPT_LOG_FORMAT=json).
+        #[arg(long)]
+        log_json: bool,
     },
 }
 
@@ -131,13 +134,8 @@ enum AgentsCommand {
 }
 
 fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    init_logs(&cli);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -153,6 +151,37 @@ fn main() {
         eprintln!("memgpt: {e:#}");
         std::process::exit(1);
     }
+}
+
+/// Logs to stderr, filtered by `RUST_LOG` (default: warnings; `memgpt serve` also logs its
+/// requests), as JSON lines with `memgpt serve --log-json` or `MEMGPT_LOG_FORMAT=json`.
+fn init_logs(cli: &Cli) {
+    #[cfg(feature = "server")]
+    let (serving, json) = match &cli.command {
+        Command::Serve { log_json, .. } => (true, *log_json),
+        _ => (false, false),
+    };
+    #[cfg(not(feature = "server"))]
+    let (serving, json) = (false, false);
+    let _ = cli;
+    let json = json || std::env::var("MEMGPT_LOG_FORMAT").is_ok_and(|f| f == "json");
+    let default = if serving {
+        "warn,memgpt_server=info"
+    } else {
+        "warn"
+    };
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| default.into());
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    #[cfg(feature = "server")]
+    if json {
+        logs.json().init();
+        return;
+    }
+    let _ = json;
+    logs.init();
 }
 
 async fn run(cli: Cli) -> Result<()> {
@@ -189,6 +218,6 @@ async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         #[cfg(feature = "server")]
-        Command::Serve { listen } => serve::run(&settings, &listen).await,
+        Command::Serve { listen, .. } => serve::run(&settings, &listen).await,
     }
 }

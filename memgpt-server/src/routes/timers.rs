@@ -1,0 +1,142 @@
+//! Timer events of an agent: one-off or repeating, stored with the agents.
+
+use aide::axum::ApiRouter;
+use aide::axum::routing::{delete, post};
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use chrono::{DateTime, Duration, Utc};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::AgentPath;
+use crate::auth::Caller;
+use crate::body::Body;
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+use crate::timers::{Timer, TimerId};
+
+pub(super) fn routes() -> ApiRouter<AppState> {
+    ApiRouter::new()
+        .api_route("/v1/agents/{agent_id}/timers", post(create).get(list))
+        .api_route("/v1/agents/{agent_id}/timers/{timer_id}", delete(remove))
+}
+
+/// A timer to set.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CreateTimer {
+    /// Why: the text of the timer event the agent receives.
+    reason: String,
+    /// When it fires first (give this or `in_seconds`).
+    at: Option<DateTime<Utc>>,
+    /// Seconds from now until it fires first.
+    in_seconds: Option<u64>,
+    /// Repeats every this many seconds (at least 1); one-off without it.
+    every_seconds: Option<u64>,
+}
+
+/// Sets a timer: at its time the agent steps with a timer event, on exactly one server process.
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(path): Path<AgentPath>,
+    Body(request): Body<CreateTimer>,
+) -> ApiResult<(StatusCode, Json<Timer>)> {
+    let agent = path.owned(&state, caller).await?;
+    let reason = request.reason.trim();
+    if reason.is_empty() {
+        return Err(ApiError::invalid("`reason` is empty"));
+    }
+    let now = Utc::now();
+    let next_at = match (request.at, request.in_seconds) {
+        (Some(at), None) => at,
+        (None, Some(seconds)) => i64::try_from(seconds)
+            .ok()
+            .and_then(Duration::try_seconds)
+            .and_then(|d| now.checked_add_signed(d))
+            .ok_or_else(|| ApiError::invalid("`in_seconds` is too large"))?,
+        _ => {
+            return Err(ApiError::invalid(
+                "give exactly one of `at` and `in_seconds`",
+            ));
+        }
+    };
+    if request.every_seconds == Some(0) {
+        return Err(ApiError::invalid("`every_seconds` is at least 1"));
+    }
+    let timer = Timer {
+        id: TimerId::new(),
+        agent_id: agent,
+        reason: reason.to_owned(),
+        next_at,
+        every_seconds: request.every_seconds,
+        created_at: now,
+    };
+    state
+        .timers
+        .add(&timer)
+        .await
+        .map_err(|e| ApiError::internal("storing a timer", e))?;
+    Ok((StatusCode::CREATED, Json(timer)))
+}
+
+/// Timers.
+#[derive(Debug, Serialize, JsonSchema)]
+struct Timers {
+    /// The agent's timers, soonest first.
+    timers: Vec<Timer>,
+}
+
+/// The agent's timers.
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(path): Path<AgentPath>,
+) -> ApiResult<Json<Timers>> {
+    let agent = path.owned(&state, caller).await?;
+    let timers = state
+        .timers
+        .of_agent(agent)
+        .await
+        .map_err(|e| ApiError::internal("reading timers", e))?;
+    Ok(Json(Timers { timers }))
+}
+
+/// `/v1/agents/{agent_id}/timers/{timer_id}`.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct TimerPath {
+    /// The agent.
+    agent_id: String,
+    /// The timer.
+    timer_id: String,
+}
+
+/// Cancels a timer.
+async fn remove(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(path): Path<TimerPath>,
+) -> ApiResult<StatusCode> {
+    let agent = AgentPath {
+        agent_id: path.agent_id.clone(),
+    }
+    .owned(&state, caller)
+    .await?;
+    let not_found = || ApiError::not_found(format_args!("timer {}", path.timer_id));
+    let id = path
+        .timer_id
+        .parse()
+        .map(TimerId)
+        .map_err(|_| not_found())?;
+    let removed = state
+        .timers
+        .remove(agent, id)
+        .await
+        .map_err(|e| ApiError::internal("removing a timer", e))?;
+    if removed {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(not_found())
+    }
+}
