@@ -40,6 +40,7 @@ pub mod error;
 pub mod hub;
 pub mod metrics;
 pub mod routes;
+mod scheduler;
 pub mod state;
 pub mod tenants;
 pub mod timers;
@@ -71,6 +72,12 @@ pub enum ServerError {
     /// The server's tables could not be created.
     #[error("preparing the server's tables: {0}")]
     Tables(#[from] TablesError),
+    /// Another server process serves this SQLite data directory.
+    #[error(
+        "another `memgpt serve` is serving {0}: on SQLite one process serves a data directory; \
+         to run several processes, share a PostgreSQL database (store = \"postgres://...\")"
+    )]
+    DirectoryBusy(std::path::PathBuf),
     /// Serving failed.
     #[error("serving: {0}")]
     Io(#[from] std::io::Error),
@@ -80,6 +87,8 @@ pub enum ServerError {
 #[derive(Debug, Clone)]
 pub struct Server {
     state: AppState,
+    /// On SQLite, the data directory's serve lock, held while the server lives.
+    directory_lock: Option<Arc<std::fs::File>>,
 }
 
 impl Server {
@@ -92,6 +101,8 @@ impl Server {
         config: ServerConfig,
     ) -> Result<Self, ServerError> {
         let store: StoreConfig = url.parse()?;
+        #[cfg_attr(not(feature = "sqlite"), allow(unused_mut))]
+        let mut directory_lock = None;
         let (storage, tables) = match store {
             StoreConfig::Memory => (
                 Storage::from_store(Arc::new(InMemoryStore::new())),
@@ -99,6 +110,7 @@ impl Server {
             ),
             #[cfg(feature = "sqlite")]
             StoreConfig::Sqlite(options) => {
+                directory_lock = Some(Arc::new(lock_directory(&options.dir)?));
                 let store = memgpt_backends::SqliteStore::open(options).await?;
                 let tables = ServerTables::in_database(db::Db::Sqlite(store.pool().clone()));
                 (Storage::from_store(Arc::new(store)), tables)
@@ -117,9 +129,9 @@ impl Server {
             }
         };
         tables.migrate().await?;
-        Ok(Self::with_parts(
-            storage, tables, provider, embedder, config,
-        ))
+        let mut server = Self::with_parts(storage, tables, provider, embedder, config);
+        server.directory_lock = directory_lock;
+        Ok(server)
     }
 
     /// A server over an opened store and its tables (tests, custom deployments); the tables
@@ -133,6 +145,7 @@ impl Server {
     ) -> Self {
         let hub = AgentHub::new(storage, provider, embedder, config.live_agents);
         Self {
+            directory_lock: None,
             state: Arc::new(ServerState {
                 hub,
                 tenants: tables.tenants,
@@ -162,7 +175,7 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServerError> {
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let scheduler = tokio::spawn(timers::run_scheduler(self.state.clone(), stopped));
+        let scheduler = tokio::spawn(scheduler::run_scheduler(self.state.clone(), stopped));
         let served = axum::serve(listener, self.router())
             .with_graceful_shutdown(shutdown)
             .await;
@@ -171,5 +184,21 @@ impl Server {
         let _ = scheduler.await;
         served?;
         Ok(())
+    }
+}
+
+/// Takes the serve lock of an SQLite data directory (`serve.lock`), or says who holds it.
+#[cfg(feature = "sqlite")]
+fn lock_directory(dir: &std::path::Path) -> Result<std::fs::File, ServerError> {
+    std::fs::create_dir_all(dir)?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("serve.lock"))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(ServerError::DirectoryBusy(dir.to_owned())),
+        Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
     }
 }

@@ -391,6 +391,53 @@ async fn an_agent_lives_through_every_route() {
         (StatusCode::OK, &json!("paper")),
         "{updated}"
     );
+    let (status, renamed) = s
+        .call(
+            Method::PATCH,
+            &agent,
+            &key,
+            Some(json!({"name": "ada lovelace", "tools": ["send_message", "archival_memory_search"], "context_window": 4096})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{renamed}");
+    assert_eq!(renamed["name"], "ada lovelace");
+    assert_eq!(
+        renamed["tools"],
+        json!(["send_message", "archival_memory_search"])
+    );
+    assert_eq!(renamed["context_window"], 4096);
+    assert!(
+        renamed["memory"][1]["value"]
+            .as_str()
+            .unwrap()
+            .contains("Miso"),
+        "memory stays"
+    );
+    let (_, context) = s.get(&format!("{agent}/context"), &key).await;
+    assert_eq!(
+        context["functions"].as_array().unwrap().len(),
+        2,
+        "{context}"
+    );
+    let (status, body) = s
+        .call(
+            Method::PATCH,
+            &agent,
+            &key,
+            Some(json!({"tools": ["no_such_tool"]})),
+        )
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "unknown_tool"),
+        "{body}"
+    );
+    let (_, unchanged) = s.get(&agent, &key).await;
+    assert_eq!(
+        unchanged["tools"].as_array().unwrap().len(),
+        2,
+        "a rejected change stores nothing"
+    );
     let (status, body) = s
         .call(
             Method::PATCH,
@@ -991,7 +1038,13 @@ async fn the_openapi_document_describes_every_route() {
         ("/v1/agents/{agent_id}/recall/search", "post"),
         ("/v1/agents/{agent_id}/context", "get"),
         ("/v1/agents/import", "post"),
+        ("/v1/agents/{agent_id}/export", "get"),
+        ("/v1/agents/{agent_id}/timers", "post"),
+        ("/v1/agents/{agent_id}/timers/{timer_id}", "delete"),
+        ("/v1/chat/completions", "post"),
+        ("/v1/models", "get"),
         ("/healthz", "get"),
+        ("/readyz", "get"),
     ] {
         let operation = &paths
             .get(path)
@@ -1011,6 +1064,43 @@ async fn the_openapi_document_describes_every_route() {
         document,
         serde_json::to_value(memgpt::server::openapi()).unwrap()
     );
+    // And every documented operation is a route that exists: without a key it is refused by
+    // the handler (a JSON error), never by the router (an empty 404 or a 405).
+    let mut operations = 0;
+    for (path, item) in paths {
+        let url = path
+            .replace("{agent_id}", &memgpt::ids::AgentId::new().to_string())
+            .replace("{tenant_id}", "t")
+            .replace("{key_id}", "k")
+            .replace("{label}", "human")
+            .replace("{passage_id}", "p")
+            .replace("{timer_id}", "x");
+        for method in ["get", "post", "put", "patch", "delete"] {
+            if item.get(method).is_none() {
+                continue;
+            }
+            operations += 1;
+            let response = s
+                .http
+                .request(
+                    method.to_uppercase().parse().unwrap(),
+                    format!("{}{url}", s.base),
+                )
+                .header("content-type", "application/json")
+                .body("{}")
+                .send()
+                .await
+                .unwrap();
+            let status = response.status();
+            let body = response.text().await.unwrap();
+            assert_ne!(status, StatusCode::METHOD_NOT_ALLOWED, "{method} {path}");
+            assert!(
+                status != StatusCode::NOT_FOUND || body.contains("not_found"),
+                "{method} {path}: no such route"
+            );
+        }
+    }
+    assert!(operations >= 30, "{operations} operations documented");
 }
 
 /// On SQLite, tenants, keys and ownership live in the data directory with the agents.
@@ -1043,6 +1133,15 @@ async fn tenants_and_agents_survive_a_restart_on_sqlite() {
     let server = Server::open(&url, llm.clone(), None, config())
         .await
         .unwrap();
+    // One process per data directory, said at start.
+    let second = Server::open(&url, llm.clone(), None, config()).await;
+    let error = second
+        .expect_err("a second server on the same directory")
+        .to_string();
+    assert!(
+        error.contains("one process serves a data directory"),
+        "{error}"
+    );
     let s = start_with(server, llm).await;
     let (status, agents) = s.get("/v1/agents", &key).await;
     assert_eq!(status, StatusCode::OK, "{agents}");

@@ -63,6 +63,7 @@ impl AgentStore for SqliteStore {
     }
 
     async fn delete_agent(&self, id: AgentId) -> Result<bool, StoreError> {
+        let _writer = self.writer.lock().await;
         let mut tx = self
             .pool
             .begin_with("BEGIN IMMEDIATE")
@@ -137,6 +138,7 @@ impl AgentStore for SqliteStore {
         if embeddings.is_empty() {
             return Ok(());
         }
+        let writer = self.writer.lock().await;
         let mut tx = self
             .pool
             .begin_with("BEGIN IMMEDIATE")
@@ -150,6 +152,7 @@ impl AgentStore for SqliteStore {
         tx.commit()
             .await
             .map_err(|e| db("committing message embeddings", e))?;
+        drop(writer);
         if let Some(space) = space {
             let _ = self.space.set(space);
         }
@@ -375,13 +378,25 @@ async fn finish_commit(tx: sqlx::Transaction<'_, sqlx::Sqlite>) -> Result<(), St
 }
 
 impl SqliteStore {
-    /// Starts a commit's transaction. IMMEDIATE takes the write lock up front: the version
-    /// check and the writes cannot interleave with another writer's.
-    async fn begin_commit(&self) -> Result<sqlx::Transaction<'_, sqlx::Sqlite>, StoreError> {
-        self.pool
+    /// Starts a commit's transaction, after this process's other writers (the guard keeps
+    /// the turn until the transaction ends). IMMEDIATE takes the write lock up front: the
+    /// version check and the writes cannot interleave with another process's writer.
+    async fn begin_commit(
+        &self,
+    ) -> Result<
+        (
+            tokio::sync::MutexGuard<'_, ()>,
+            sqlx::Transaction<'_, sqlx::Sqlite>,
+        ),
+        StoreError,
+    > {
+        let writer = self.writer.lock().await;
+        let tx = self
+            .pool
             .begin_with("BEGIN IMMEDIATE")
             .await
-            .map_err(|e| db("starting a commit", e))
+            .map_err(|e| db("starting a commit", e))?;
+        Ok((writer, tx))
     }
 
     /// One commit in one transaction: after the version check, or (`create`) creating the
@@ -423,7 +438,7 @@ impl SqliteStore {
         cached: CachedBuilder,
     ) -> Result<Option<Written>, StoreError> {
         let id = commit.state.id;
-        let mut tx = self.begin_commit().await?;
+        let (_writer, mut tx) = self.begin_commit().await?;
         let cached_at = (cached.version, cached.builder.next_turn());
         let mut batch = Batch::new("writing a step");
         check_version_and_turns(&mut batch, id);
@@ -451,7 +466,7 @@ impl SqliteStore {
     /// read from the database.
     async fn write_carefully(&self, commit: &Commit, create: bool) -> Result<Written, StoreError> {
         let id = commit.state.id;
-        let mut tx = self.begin_commit().await?;
+        let (_writer, mut tx) = self.begin_commit().await?;
         let mut batch = if create {
             commit.check_version(0)?;
             insert_agent(&mut *tx, &commit.state, 0).await?;

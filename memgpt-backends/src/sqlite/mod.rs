@@ -135,6 +135,9 @@ pub struct SqliteStore {
     unindexed: std::sync::atomic::AtomicUsize,
     /// Each agent's search-document builder after its last commit in this process.
     builders: documents::BuilderCache,
+    /// Held by this process's write transactions, so its writers queue here in order instead
+    /// of polling SQLite's lock (its busy handler sleeps up to 100 ms between tries).
+    writer: tokio::sync::Mutex<()>,
 }
 
 /// The schema, in order. Each is applied once, in its own transaction.
@@ -222,6 +225,7 @@ impl SqliteStore {
             dir: options.dir,
             unindexed: std::sync::atomic::AtomicUsize::new(0),
             builders: documents::BuilderCache::default(),
+            writer: tokio::sync::Mutex::new(()),
             space: std::sync::OnceLock::new(),
         };
         Ok(store)

@@ -346,6 +346,44 @@ impl AgentBuilder {
         Agent::assemble(services, state, queued, counts)
     }
 
+    /// Changes a stored agent: loads agent `id` with this builder's configuration changes
+    /// (and [`AgentBuilder::name`]) applied, checks them as [`AgentBuilder::build`] would
+    /// (unknown functions or policy, a window too small), and commits them. Memory and history
+    /// are untouched; a rejected change stores nothing.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> memgpt_core::Result<()> {
+    /// use std::sync::Arc;
+    /// use memgpt_core::{Agent, store::Storage, testing::ScriptedProvider};
+    ///
+    /// let (llm, storage) = (Arc::new(ScriptedProvider::new()), Storage::in_memory());
+    /// let agent = Agent::builder().provider(llm.clone()).storage(storage.clone()).build().await?;
+    /// let changed = Agent::builder()
+    ///     .provider(llm.clone())
+    ///     .storage(storage.clone())
+    ///     .name("renamed")
+    ///     .policy_named("lru")
+    ///     .reconfigure(agent.id())
+    ///     .await?;
+    /// assert_eq!((changed.name(), changed.config().policy.as_str()), ("renamed", "lru"));
+    /// let stored = storage.agents.load_agent(agent.id()).await?.unwrap();
+    /// assert_eq!(stored.config.policy, "lru");
+    /// assert!(Agent::builder().provider(llm).storage(storage).function("nope").reconfigure(agent.id()).await.is_err());
+    /// # Ok(()) }
+    /// ```
+    pub async fn reconfigure(mut self, id: AgentId) -> Result<Agent> {
+        let name = self.name.take();
+        let mut agent = self.load(id).await?;
+        if let Some(name) = name {
+            agent.state.name = name;
+        }
+        let now = agent.rt.clock.now();
+        agent
+            .commit(now, Vec::new(), Vec::new(), Vec::new())
+            .await?;
+        Ok(agent)
+    }
+
     fn resolved_clock(&self) -> Arc<dyn Clock> {
         self.clock.clone().unwrap_or_else(|| Arc::new(SystemClock))
     }

@@ -179,15 +179,26 @@ async fn show(
     Ok(Json(AgentView::from(&path.stored(&state, caller).await?)))
 }
 
-/// Changes to an agent.
+/// Changes to an agent; what is left out stays as it is.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct UpdateAgent {
+    /// A new name.
+    name: Option<String>,
+    /// A new chat model.
+    model: Option<String>,
+    /// A new context window in tokens.
+    context_window: Option<usize>,
     /// A new page-replacement policy by name.
     policy: Option<String>,
+    /// The functions (tools) offered, replacing the current list (base functions included).
+    tools: Option<Vec<String>>,
+    /// The longest chain of LLM calls in one step.
+    max_chain_length: Option<usize>,
 }
 
-/// Updates an agent (today: its page-replacement policy).
+/// Updates an agent's name and configuration, checked as at creation (`422 unknown_tool`,
+/// `unknown_policy`, `invalid_config`; nothing changes then). Memory and history stay.
 async fn update(
     State(state): State<AppState>,
     caller: Caller,
@@ -195,9 +206,27 @@ async fn update(
     Body(request): Body<UpdateAgent>,
 ) -> ApiResult<Json<AgentView>> {
     let mut agent = path.live(&state, caller).await?;
-    if let Some(policy) = request.policy {
-        agent.set_policy_named(&policy).await?;
+    let mut builder = state.hub.builder();
+    if let Some(name) = &request.name {
+        builder = builder.name(check_name(name)?);
     }
+    if let Some(model) = request.model {
+        builder = builder.model(model);
+    }
+    if let Some(window) = request.context_window {
+        builder = builder.context_window(window);
+    }
+    if let Some(policy) = request.policy {
+        builder = builder.policy_named(policy);
+    }
+    if let Some(tools) = request.tools {
+        builder = builder.functions(tools);
+    }
+    if let Some(calls) = request.max_chain_length {
+        builder = builder.max_chain_length(calls);
+    }
+    // The locked agent is replaced by the reconfigured one: the next request uses it.
+    *agent = builder.reconfigure(agent.id()).await?;
     Ok(Json(AgentView::from(&*agent)))
 }
 

@@ -9,7 +9,6 @@
 //! the process died in the instant before completing it.
 
 mod memory;
-mod scheduler;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;
 
@@ -23,7 +22,6 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 pub use memory::MemoryTimers;
-pub(crate) use scheduler::run_scheduler;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use sql::SqlTimers;
 

@@ -174,6 +174,7 @@ fn init_logs(cli: &Cli) {
         tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| default.into());
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     #[cfg(feature = "server")]
     if json {

@@ -7,9 +7,9 @@ use memgpt_core::agent::Event;
 use tokio::sync::watch;
 use tracing::{debug, warn};
 
-use super::ClaimedTimer;
 use crate::error::ErrorCode;
 use crate::state::ServerState;
+use crate::timers::ClaimedTimer;
 
 /// Timers claimed per poll.
 const BATCH: usize = 32;
