@@ -550,6 +550,17 @@ async fn a_key_never_reaches_another_tenants_agent() {
         ),
         (Method::GET, "/context".into(), None),
         (Method::GET, "/export".into(), None),
+        (
+            Method::POST,
+            "/timers".into(),
+            Some(json!({"reason": "pwned", "in_seconds": 0})),
+        ),
+        (Method::GET, "/timers".into(), None),
+        (
+            Method::DELETE,
+            format!("/timers/{}", memgpt::ids::AgentId::new()),
+            None,
+        ),
         (Method::DELETE, "".into(), None),
     ];
     for (method, tail, body) in &routes {
@@ -788,6 +799,94 @@ async fn a_graceful_shutdown_lets_a_step_in_progress_finish() {
             .await
             .is_err()
     );
+}
+
+/// A step that outlives the request timeout is answered `504 timeout`, and still commits.
+#[tokio::test]
+async fn a_request_that_takes_too_long_times_out_but_its_step_commits() {
+    let llm = Arc::new(ScriptedProvider::new());
+    let slow = Arc::new(SlowModel(
+        llm.clone(),
+        std::time::Duration::from_millis(300),
+    ));
+    let config = ServerConfig {
+        request_timeout: std::time::Duration::from_millis(100),
+        ..config()
+    };
+    let server = Server::with_parts(
+        Storage::in_memory(),
+        ServerTables::in_memory(),
+        slow,
+        None,
+        config,
+    );
+    let s = start_with(server, llm.clone()).await;
+    let key = s.tenant("acme").await;
+    let id = s.agent(&key, "slowpoke").await;
+    llm.push_call("send_message", json!({"message": "Eventually."}));
+    let (status, body) = s
+        .post(
+            &format!("/v1/agents/{id}/messages"),
+            &key,
+            json!({"text": "Quick!"}),
+        )
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::GATEWAY_TIMEOUT, "timeout"),
+        "{body}"
+    );
+    eventually("the step to commit anyway", async || {
+        s.get(&format!("/v1/agents/{id}"), &key).await.1["version"] == 1
+    })
+    .await;
+}
+
+/// A small window: the stream shows the memory-pressure warning and the flush as they happen.
+#[tokio::test]
+async fn the_stream_shows_memory_pressure_and_flushes() {
+    let s = start().await;
+    let key = s.tenant("acme").await;
+    let (status, agent) = s
+        .post(
+            "/v1/agents",
+            &key,
+            json!({"name": "tiny", "context_window": 4000, "block_limit": 500}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{agent}");
+    let id = agent["id"].as_str().unwrap().to_owned();
+    let mut seen = Vec::new();
+    for i in 0..12 {
+        s.llm
+            .push_call("send_message", json!({"message": format!("Noted {i}.")}));
+        s.llm
+            .push_summary(Ok(format!("Summary after message {i}.")));
+        let body = s
+            .http
+            .post(format!("{}/v1/agents/{id}/messages/stream", s.base))
+            .bearer_auth(&key)
+            .json(&json!({"text": format!("Fact {i}: {}", "the quick brown fox jumps over the lazy dog ".repeat(12))}))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        for (event, data) in sse(&body) {
+            seen.push((event, data["kind"].as_str().unwrap_or_default().to_owned()));
+        }
+        if seen.iter().any(|(e, _)| e == "flush") {
+            break;
+        }
+    }
+    assert!(
+        seen.iter()
+            .any(|(e, k)| e == "message" && k == "system_alert"),
+        "{seen:?}"
+    );
+    assert!(seen.iter().any(|(e, _)| e == "flush"), "{seen:?}");
+    assert_eq!(seen.last().map(|(e, _)| e.as_str()), Some("step"));
 }
 
 /// Parses a Server-Sent Events body into (event, data) pairs.
@@ -1458,4 +1557,161 @@ async fn a_timer_survives_a_restart_on_sqlite() {
             .is_some_and(|k| k == "timer")
     })
     .await;
+}
+
+/// A `memgpt serve` process on `store`, its model the fake OpenAI server at `llm`; the
+/// process and its address.
+#[cfg(feature = "postgres")]
+async fn serve_process(
+    store: &str,
+    llm: &str,
+    home: &std::path::Path,
+) -> (tokio::process::Child, String) {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_memgpt"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--store", store])
+        .current_dir(home)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("MEMGPT_BASE_URL", llm)
+        .env("MEMGPT_MODEL", "gpt-4o-mini")
+        .env("MEMGPT_EMBEDDER", "none")
+        .env("MEMGPT_HOME", home)
+        .env("MEMGPT_ADMIN_KEY", ADMIN)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the memgpt binary");
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let address = loop {
+        let line = tokio::time::timeout(std::time::Duration::from_secs(60), lines.next_line())
+            .await
+            .expect("memgpt serve starts within a minute")
+            .unwrap()
+            .expect("memgpt serve says where it listens");
+        assert!(!line.contains(":memgpt@"), "a password in the log: {line}");
+        if let Some(rest) = line.split(" on http://").nth(1) {
+            break rest.split(' ').next().unwrap().to_owned();
+        }
+    };
+    // Keep draining its log so it never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, format!("http://{address}"))
+}
+
+/// Two `memgpt serve` processes on one PostgreSQL database: concurrent sends to one agent
+/// through both run as whole steps; a process killed in the middle of a step (holding the
+/// agent's lock, waiting for the model) leaves no lock behind and nothing half-written, and
+/// the other process steps the agent at once.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_processes_share_agents_and_a_killed_one_leaves_no_lock() {
+    use crate::fake_openai::{FakeOpenAi, Reply};
+
+    let Some(url) = postgres_url() else { return };
+    let llm = FakeOpenAi::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let (mut a, base_a) = serve_process(&url, &llm.base_url(), home.path()).await;
+    let (mut b, base_b) = serve_process(&url, &llm.base_url(), home.path()).await;
+    let client = |base: &str| Running {
+        base: base.to_owned(),
+        llm: Arc::new(ScriptedProvider::new()),
+        http: memgpt::http::client(&Default::default()).unwrap(),
+        shutdown: None,
+        served: tokio::spawn(async {}),
+    };
+    let (ca, cb) = (client(&base_a), client(&base_b));
+    let key = ca.tenant("acme").await;
+    let id = cb.agent(&key, "shared").await;
+
+    const SENDS: usize = 6;
+    for i in 0..SENDS {
+        llm.push(Reply::call(
+            "send_message",
+            json!({"message": format!("reply {i}")}),
+        ));
+    }
+    let sends: Vec<_> = (0..SENDS)
+        .map(|i| {
+            let c = if i % 2 == 0 { &ca } else { &cb };
+            let request = c
+                .http
+                .post(format!("{}/v1/agents/{id}/messages", c.base))
+                .bearer_auth(&key)
+                .json(&json!({"text": format!("message {i}")}));
+            tokio::spawn(async move {
+                let response = request.send().await.unwrap();
+                (response.status(), response.text().await.unwrap())
+            })
+        })
+        .collect();
+    for send in sends {
+        let (status, body) = send.await.unwrap();
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let (_, page) = ca
+        .get(&format!("/v1/agents/{id}/messages?size=1000"), &key)
+        .await;
+    let items = page["items"].as_array().unwrap();
+    assert_eq!(items.len(), SENDS * 3, "{page}");
+    for step in items.chunks(3) {
+        let kinds: Vec<&str> = step.iter().map(|m| m["kind"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["user", "assistant", "function_return"], "{page}");
+    }
+
+    // Process A takes the agent's lock and waits for a slow model; it is killed meanwhile.
+    llm.push(
+        Reply::call("send_message", json!({"message": "never delivered"}))
+            .delayed(std::time::Duration::from_secs(30)),
+    );
+    let seen = llm.requests().len();
+    let doomed = ca
+        .http
+        .post(format!("{base_a}/v1/agents/{id}/messages"))
+        .bearer_auth(&key)
+        .json(&json!({"text": "lost in the crash"}))
+        .send();
+    let doomed = tokio::spawn(doomed);
+    eventually("process A to call the model", async || {
+        llm.requests().len() > seen
+    })
+    .await;
+    a.start_kill().unwrap();
+    a.wait().await.unwrap();
+    assert!(
+        doomed.await.unwrap().is_err(),
+        "the killed process answered"
+    );
+
+    // Process B steps the agent at once: no lock left behind, no trace of the killed step.
+    llm.push(Reply::call(
+        "send_message",
+        json!({"message": "still here"}),
+    ));
+    let started = std::time::Instant::now();
+    let (status, step) = cb
+        .post(
+            &format!("/v1/agents/{id}/messages"),
+            &key,
+            json!({"text": "are you there?"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{step}");
+    assert_eq!(step["replies"], json!(["still here"]));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(step["version"], SENDS as u64 + 1);
+    let (_, page) = cb
+        .get(&format!("/v1/agents/{id}/messages?size=1000"), &key)
+        .await;
+    assert!(
+        !page.to_string().contains("lost in the crash"),
+        "the killed step left messages behind"
+    );
+    b.start_kill().unwrap();
 }
