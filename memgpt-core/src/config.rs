@@ -58,6 +58,9 @@ pub struct AgentConfig {
     /// deferred, the next `conversation_search` embeds them before searching, or
     /// [`Agent::reindex`](crate::Agent::reindex) does: steps do not wait for the embedder.
     pub defer_message_embeddings: bool,
+    /// Rules about which functions the model may call when ([`crate::rules`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tool_rules: Vec<crate::rules::ToolRule>,
 }
 
 /// The functions every MemGPT agent gets by default, in the order they are offered.
@@ -118,6 +121,7 @@ impl Default for AgentConfig {
             max_calls_per_response: 16,
             recall_ranking: RecallRanking::default(),
             defer_message_embeddings: false,
+            tool_rules: Vec::new(),
         }
     }
 }

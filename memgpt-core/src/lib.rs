@@ -26,6 +26,8 @@
 //!   in-memory reference implementation.
 //! * [`llm`], [`embed`], [`tokens`]: the provider, embedder and token-counting seams.
 //! * [`message`], [`ids`], [`time`], [`chunk`]: the vocabulary the rest is written in.
+//! * [`rules`]: tool rules (run first, terminal, children, call limits...), enforced by the loop
+//!   and by what each LLM call is offered.
 //! * [`agent_file`]: an agent's whole state as one JSON document, in Letta's agent-file format
 //!   (export, import).
 //! * [`failpoint`]: named places where crash tests stop the process (feature `failpoints`).
@@ -62,6 +64,7 @@ pub mod paging;
 mod passages;
 pub mod queue;
 pub mod retrieval;
+pub mod rules;
 pub mod store;
 pub mod summarizer;
 pub mod testing;

@@ -34,6 +34,8 @@ pub struct AgentView {
     pub policy: String,
     /// The functions (tools) the agent may call.
     pub tools: Vec<String>,
+    /// Which of them the model may call when.
+    pub tool_rules: Vec<memgpt_core::rules::ToolRule>,
     /// Working context: the memory blocks.
     pub memory: Vec<BlockView>,
     /// The recursive summary of evicted messages.
@@ -56,6 +58,7 @@ impl From<&AgentState> for AgentView {
             context_window: state.config.context_window,
             policy: state.config.policy.clone(),
             tools: state.config.functions.clone(),
+            tool_rules: state.config.tool_rules.clone(),
             memory: state.memory.blocks().iter().map(BlockView::from).collect(),
             summary: state.summary.text.clone(),
             queued_messages: state.fifo.len(),
@@ -76,6 +79,7 @@ impl From<&Agent> for AgentView {
             context_window: config.context_window,
             policy: config.policy.clone(),
             tools: config.functions.clone(),
+            tool_rules: config.tool_rules.clone(),
             memory: agent
                 .memory()
                 .blocks()

@@ -251,6 +251,61 @@ mod chat {
         }
     }
 
+    /// Tool rules by construction: every LLM call is offered only what the rules allow, and
+    /// the grammar built from that offer cannot produce anything else, so the small model's
+    /// calls follow the rules without a single refusal.
+    #[tokio::test]
+    async fn a_local_model_under_tool_rules_cannot_break_them() {
+        use memgpt::rules::ToolRule;
+
+        let Some(provider) = provider() else { return };
+        let clock = memgpt::time::ManualClock::new(
+            chrono::DateTime::parse_from_rfc3339("2026-01-05T09:30:00Z")
+                .unwrap()
+                .into(),
+        );
+        let mut agent = Agent::builder()
+            .provider(provider.clone())
+            .clock(Arc::new(clock))
+            .functions(["core_memory_append", "send_message", "conversation_search"])
+            .tool_rule(ToolRule::RunFirst {
+                tool: "conversation_search".into(),
+            })
+            .tool_rule(ToolRule::Children {
+                tool: "conversation_search".into(),
+                children: vec!["send_message".into()],
+                by_output: Default::default(),
+            })
+            .tool_rule(ToolRule::Continue {
+                tool: "conversation_search".into(),
+            })
+            .max_chain_length(3)
+            .build()
+            .await
+            .unwrap();
+        let record = agent.step("Hi! What do you know about me?").await.unwrap();
+        let calls: Vec<(&str, bool)> = record
+            .function_calls
+            .iter()
+            .map(|c| (c.name.as_str(), c.ok))
+            .collect();
+        eprintln!("local model calls under rules: {calls:?}");
+        assert!(!calls.is_empty(), "{:?}", record.stop_reason);
+        // First the search (the only function offered), then, the step continuing whatever
+        // the search asked, the reply (again the only one offered).
+        let names: Vec<&str> = calls.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["conversation_search", "send_message"], "{calls:?}");
+        assert_eq!(record.stop_reason, StopReason::EndTurn);
+        // Nothing had to be refused: no call broke a rule.
+        assert!(
+            record
+                .function_calls
+                .iter()
+                .all(|c| !c.output.contains("may not be called now")),
+            "{calls:?}"
+        );
+    }
+
     #[tokio::test]
     async fn a_local_function_call_streams_monologue_then_call_then_arguments() {
         use std::sync::Mutex;

@@ -419,6 +419,29 @@ async fn an_agent_lives_through_every_route() {
         2,
         "{context}"
     );
+    let (status, ruled) = s
+        .call(
+            Method::PATCH,
+            &agent,
+            &key,
+            Some(json!({"tool_rules": [{"type": "terminal", "tool": "send_message"}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{ruled}");
+    assert_eq!(ruled["tool_rules"][0]["type"], "terminal");
+    let (status, body) = s
+        .call(
+            Method::PATCH,
+            &agent,
+            &key,
+            Some(json!({"tool_rules": [{"type": "run_first", "tool": "web_search"}]})),
+        )
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_config"),
+        "{body}"
+    );
     let (status, body) = s
         .call(
             Method::PATCH,

@@ -171,6 +171,17 @@ impl AgentBuilder {
         self.edit(move |c| c.functions = names)
     }
 
+    /// Adds a tool rule ([`crate::rules::ToolRule`]): which functions the model may call when.
+    /// Rules must name the agent's functions (checked when the agent is built or loaded).
+    pub fn tool_rule(self, rule: crate::rules::ToolRule) -> Self {
+        self.edit(move |c| c.tool_rules.push(rule))
+    }
+
+    /// The tool rules, replacing the current ones.
+    pub fn tool_rules(self, rules: Vec<crate::rules::ToolRule>) -> Self {
+        self.edit(move |c| c.tool_rules = rules)
+    }
+
     /// Adds one function to those offered.
     pub fn function(self, name: impl Into<String>) -> Self {
         let name = name.into();
@@ -432,6 +443,8 @@ impl AgentBuilder {
             None => FunctionRegistry::linked()?,
         };
         let functions = registry.function_set(&state.config.functions)?;
+        let names: Vec<&str> = functions.names().collect();
+        crate::rules::check_rules(&state.config.tool_rules, names).map_err(Error::Config)?;
         let settings = FunctionSettings::from(&state.config);
         let services = Services {
             clock: self.resolved_clock(),

@@ -5,7 +5,7 @@ use std::future::poll_fn;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -18,10 +18,11 @@ use super::{
 use crate::error::{Error, Result};
 use crate::function::{BoxFuture, FunctionContext, FunctionReturn, StepWrites};
 use crate::ids::MessageId;
-use crate::llm::Usage;
+use crate::llm::{ToolSchema, Usage};
 use crate::message::{Message, MessageKind, ToolCall};
 use crate::paging::{FlushRecord, Pager};
 use crate::queue::Pressure;
+use crate::rules::StepRules;
 use crate::store::{Page, RecallQuery, json_holds_nul, storable};
 use crate::time::{Clock, format_time};
 
@@ -131,6 +132,8 @@ impl Agent {
         let mut turn_start = 0;
 
         let limit = self.state.config.max_chain_length.max(1);
+        let tool_rules = self.state.config.tool_rules.clone();
+        let mut rules = StepRules::new(&tool_rules);
         let mut responses = 0;
         let mut overflow_retried = false;
         let stop = loop {
@@ -138,7 +141,24 @@ impl Agent {
                 .chain(run.messages[turn_start..].iter().map(|m| m.id))
                 .collect();
             self.relieve_pressure(&mut run, &protected).await;
-            let request = self.request();
+            let mut request = self.request();
+            if !rules.is_empty() {
+                // By construction: the model is offered only what the rules allow now.
+                let allowed: Vec<String> = rules
+                    .allowed(request.tools.iter().map(|t| t.name.as_str()))
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect();
+                if allowed.len() < request.tools.len() {
+                    let offered: Vec<ToolSchema> = request
+                        .tools
+                        .iter()
+                        .filter(|t| allowed.contains(&t.name))
+                        .cloned()
+                        .collect();
+                    request.tools = offered.into();
+                }
+            }
             let started = Instant::now();
             let pager = Self::pager(&self.rt);
             let attention = pager
@@ -210,10 +230,29 @@ impl Agent {
             }
 
             let (mut failed, mut heartbeat) = (false, false);
+            let mut ended_by: Option<String> = None;
             for call in &calls {
+                if let Some(terminal) = &ended_by {
+                    let why = format!("not run: the step ended with `{terminal}`");
+                    self.refuse_call(&mut run, call, why);
+                    continue;
+                }
+                if let Some(why) = rules.forbidden(&call.name) {
+                    let why = format!("`{}` may not be called now: {why}", call.name);
+                    self.refuse_call(&mut run, call, why);
+                    failed = true;
+                    continue;
+                }
                 let result = self.call_function(&mut run, call).await;
+                let output = match &result.result {
+                    Ok(text) | Err(text) => text.as_str(),
+                };
+                rules.called(&call.name, output);
                 failed |= result.is_failure();
-                heartbeat |= result.request_heartbeat;
+                heartbeat |= result.request_heartbeat || rules.continues(&call.name);
+                if rules.is_terminal(&call.name) {
+                    ended_by = Some(call.name.clone());
+                }
             }
             if received > calls.len() {
                 warn!(
@@ -238,16 +277,25 @@ impl Agent {
                 );
                 failed = true;
             }
-            if !failed && !heartbeat {
+            if ended_by.is_some() {
+                break StopReason::EndTurn;
+            }
+            let missing = rules.missing_before_exit();
+            if !failed && !heartbeat && missing.is_empty() {
                 break StopReason::EndTurn;
             }
             if responses >= limit {
                 break StopReason::ChainLimit { limit };
             }
             let reason = if failed {
-                HEARTBEAT_FAILED
+                HEARTBEAT_FAILED.to_owned()
+            } else if heartbeat {
+                HEARTBEAT_REQUESTED.to_owned()
             } else {
-                HEARTBEAT_REQUESTED
+                format!(
+                    "[automated, hidden from the user] The step cannot end yet: call {} first.",
+                    crate::rules::list(&missing)
+                )
             };
             let now = run.now(self.rt.clock.as_ref());
             self.push(
@@ -481,6 +529,24 @@ impl Agent {
         }
         guard.keep();
         Ok(record)
+    }
+
+    /// Appends an error result for a call that is not run (a tool rule forbids it, or the step
+    /// already ended), so every call keeps its result.
+    fn refuse_call(&mut self, run: &mut StepRun, call: &ToolCall, why: String) {
+        let now = run.now(self.rt.clock.as_ref());
+        run.function_calls.push(FunctionCallRecord {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            ok: false,
+            output: why.clone(),
+            request_heartbeat: false,
+            duration: Duration::ZERO,
+        });
+        let message =
+            Message::function_result(self.id(), call.id.clone(), call.name.clone(), Err(why), now);
+        self.push(run, message);
     }
 
     /// Validates and runs one function call and appends its result. Never fails: every problem

@@ -125,7 +125,12 @@ pub async fn export(storage: &Storage, id: AgentId) -> Result<AgentFile, AgentFi
             context_window: Some(state.config.context_window),
         }),
         embedding_config,
-        tool_rules: Vec::new(),
+        tool_rules: state
+            .config
+            .tool_rules
+            .iter()
+            .map(crate::rules::ToolRule::to_letta)
+            .collect(),
         tags: Vec::new(),
         tool_ids: tools.iter().map(|t| t.id.clone()).collect(),
         block_ids: blocks.iter().map(|b| b.id.clone()).collect(),

@@ -12,6 +12,7 @@ use crate::function::FunctionRegistry;
 use crate::ids::{AgentId, MessageId};
 use crate::memory::{MemoryBlock, WorkingContext};
 use crate::message::{Message, MessageKind, ToolCall};
+use crate::rules::ToolRule;
 use crate::store::{AgentState, Commit, Passage, Storage};
 
 /// How to import.
@@ -53,6 +54,14 @@ const TOOL_MAP: &[(&str, &str)] = &[
     ("memory_replace", "core_memory_replace"),
     ("conversation_search_date", "conversation_search"),
 ];
+
+/// memgpt's name for Letta's function `name`.
+fn letta_name(name: &str) -> &str {
+    TOOL_MAP
+        .iter()
+        .find(|(letta, _)| *letta == name)
+        .map_or(name, |(_, ours)| *ours)
+}
 
 /// Imports the file's agent into `storage` as a new agent (new ids, same content), in one
 /// store transaction where the store offers one. Fails without writing anything if the file
@@ -107,6 +116,12 @@ pub async fn import(
                 }
             }
             config.functions = map_tools(file, agent, &mut unmapped)?;
+            for value in &agent.tool_rules {
+                match ToolRule::from_letta(value, |name| letta_name(name).to_owned()) {
+                    Ok(rule) => config.tool_rules.push(rule),
+                    Err(why) => unmapped.push(format!("tool rule: {why}")),
+                }
+            }
             config
         }
     };
@@ -124,6 +139,24 @@ pub async fn import(
             known
         });
     }
+
+    // A rule about a function the agent does not have would stop it from loading.
+    let functions = config.functions.clone();
+    config.tool_rules.retain(|rule| {
+        let missing: Vec<&str> = rule
+            .names()
+            .into_iter()
+            .filter(|name| !functions.iter().any(|f| f == name))
+            .collect();
+        if !missing.is_empty() {
+            unmapped.push(format!(
+                "tool rule on `{}`: it names {}, which the agent does not have",
+                rule.tool(),
+                crate::rules::list(&missing)
+            ));
+        }
+        missing.is_empty()
+    });
 
     // Blocks.
     let blocks_by_id: HashMap<&str, &BlockSchema> =
@@ -342,10 +375,7 @@ fn map_tools(
             unmapped.push(format!("tool {id}: it has no name"));
             continue;
         };
-        let ours = TOOL_MAP
-            .iter()
-            .find(|(letta, _)| *letta == name)
-            .map_or(name, |(_, ours)| *ours);
+        let ours = letta_name(name);
         if registry.get(ours).is_some() {
             if !functions.iter().any(|f| f == ours) {
                 functions.push(ours.to_owned());

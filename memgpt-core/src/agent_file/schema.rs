@@ -80,7 +80,7 @@ pub struct AgentSchema {
     /// The embedding model.
     #[serde(default)]
     pub embedding_config: Option<EmbeddingConfig>,
-    /// Letta's tool rules (kept for Letta; memgpt does not enforce them yet).
+    /// Letta's tool rules (memgpt's [`ToolRule`](crate::rules::ToolRule)s in Letta's form).
     #[serde(default, deserialize_with = "nullable")]
     pub tool_rules: Vec<Value>,
     /// Tags.

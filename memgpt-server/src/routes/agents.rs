@@ -8,6 +8,7 @@ use axum::http::StatusCode;
 use memgpt_core::ids::AgentId;
 use memgpt_core::llm::Role;
 use memgpt_core::memory::MemoryBlock;
+use memgpt_core::rules::ToolRule;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -57,6 +58,9 @@ struct CreateAgent {
     /// More memory blocks besides `persona` and `human`.
     #[serde(default)]
     blocks: Vec<NewBlock>,
+    /// Which functions the model may call when (run first, terminal, children, call limits...).
+    #[serde(default)]
+    tool_rules: Vec<ToolRule>,
 }
 
 /// A memory block to create.
@@ -120,6 +124,7 @@ async fn create(
     for tool in request.tools {
         builder = builder.function(tool);
     }
+    builder = builder.tool_rules(request.tool_rules);
     for block in request.blocks {
         let mut b = MemoryBlock::new(block.label, block.value);
         if let Some(limit) = block.limit.or(request.block_limit) {
@@ -195,6 +200,8 @@ struct UpdateAgent {
     tools: Option<Vec<String>>,
     /// The longest chain of LLM calls in one step.
     max_chain_length: Option<usize>,
+    /// The tool rules, replacing the current ones.
+    tool_rules: Option<Vec<ToolRule>>,
 }
 
 /// Updates an agent's name and configuration, checked as at creation (`422 unknown_tool`,
@@ -224,6 +231,9 @@ async fn update(
     }
     if let Some(calls) = request.max_chain_length {
         builder = builder.max_chain_length(calls);
+    }
+    if let Some(rules) = request.tool_rules {
+        builder = builder.tool_rules(rules);
     }
     // The locked agent is replaced by the reconfigured one: the next request uses it.
     *agent = builder.reconfigure(agent.id()).await?;
