@@ -19,13 +19,38 @@ use crate::error::ApiResult;
 
 type Slot = Arc<AsyncMutex<Option<Agent>>>;
 
+/// The loaded agents and when each was last used.
+#[derive(Debug, Default)]
+struct Live {
+    agents: HashMap<AgentId, (Slot, u64)>,
+    /// Uses so far: the order of last use.
+    clock: u64,
+}
+
+impl Live {
+    /// Unloads the least recently used idle agents (nobody holds or waits for them), a batch
+    /// at a time so the sort is paid rarely.
+    fn unload_idle(&mut self, batch: usize) {
+        let mut idle: Vec<(u64, AgentId)> = self
+            .agents
+            .iter()
+            .filter(|(_, (slot, _))| Arc::strong_count(slot) == 1)
+            .map(|(id, (_, used))| (*used, *id))
+            .collect();
+        idle.sort_unstable();
+        for (_, id) in idle.into_iter().take(batch) {
+            self.agents.remove(&id);
+        }
+    }
+}
+
 /// The agents of one process, loaded on first use and kept up to a capacity.
 #[derive(Debug)]
 pub struct AgentHub {
     storage: Storage,
     provider: Arc<dyn LlmProvider>,
     embedder: Option<Arc<dyn Embedder>>,
-    live: Mutex<HashMap<AgentId, Slot>>,
+    live: Mutex<Live>,
     capacity: usize,
 }
 
@@ -54,7 +79,7 @@ impl std::ops::DerefMut for LiveAgent {
 
 impl AgentHub {
     /// A hub building agents from `storage`, `provider` and `embedder`, keeping at most
-    /// `capacity` idle agents loaded.
+    /// `capacity` agents loaded (the least recently used idle ones are unloaded first).
     pub fn new(
         storage: Storage,
         provider: Arc<dyn LlmProvider>,
@@ -65,7 +90,7 @@ impl AgentHub {
             storage,
             provider,
             embedder,
-            live: Mutex::new(HashMap::new()),
+            live: Mutex::new(Live::default()),
             capacity: capacity.max(1),
         }
     }
@@ -86,22 +111,27 @@ impl AgentHub {
         builder
     }
 
-    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<AgentId, Slot>> {
+    fn live(&self) -> std::sync::MutexGuard<'_, Live> {
         self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Agent `id`'s slot, marked as just used (made if new, unloading idle agents if full).
+    fn slot(&self, id: AgentId) -> Slot {
+        let mut live = self.live();
+        live.clock += 1;
+        let now = live.clock;
+        if !live.agents.contains_key(&id) && live.agents.len() >= self.capacity {
+            live.unload_idle((self.capacity / 16).max(1));
+        }
+        let (slot, used) = live.agents.entry(id).or_default();
+        *used = now;
+        slot.clone()
     }
 
     /// Locks agent `id` (which the caller has checked exists and is theirs), loading it if
     /// needed.
     pub async fn lock(&self, id: AgentId) -> ApiResult<LiveAgent> {
-        let slot = {
-            let mut live = self.live();
-            if !live.contains_key(&id) && live.len() >= self.capacity {
-                // Unload idle agents: nobody holds or waits for their slot.
-                live.retain(|_, slot| Arc::strong_count(slot) > 1);
-            }
-            live.entry(id).or_default().clone()
-        };
-        let mut guard = slot.lock_owned().await;
+        let mut guard = self.slot(id).lock_owned().await;
         if guard.is_none() {
             *guard = Some(self.builder().load(id).await?);
         }
@@ -110,18 +140,51 @@ impl AgentHub {
 
     /// Keeps a newly built agent loaded.
     pub async fn adopt(&self, agent: Agent) {
-        let id = agent.id();
-        let slot = self.live().entry(id).or_default().clone();
+        let slot = self.slot(agent.id());
         *slot.lock().await = Some(agent);
     }
 
     /// Unloads agent `id` (deleted, or reconfigured: the next use loads it afresh).
     pub fn forget(&self, id: AgentId) {
-        self.live().remove(&id);
+        self.live().agents.remove(&id);
     }
 
     /// Agents loaded now.
     pub fn loaded(&self) -> usize {
-        self.live().len()
+        self.live().agents.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memgpt_core::testing::ScriptedProvider;
+
+    #[tokio::test]
+    async fn the_least_recently_used_idle_agent_is_unloaded_first() {
+        let hub = AgentHub::new(
+            Storage::in_memory(),
+            Arc::new(ScriptedProvider::new()),
+            None,
+            2,
+        );
+        let mut ids = Vec::new();
+        for name in ["a", "b", "c"] {
+            let agent = hub.builder().name(name).build().await.unwrap();
+            ids.push(agent.id());
+        }
+        let (a, b, c) = (ids[0], ids[1], ids[2]);
+        drop(hub.lock(a).await.unwrap());
+        drop(hub.lock(b).await.unwrap());
+        drop(hub.lock(a).await.unwrap());
+        // Full: `b` was used longest ago.
+        let held = hub.lock(c).await.unwrap();
+        let loaded = |id: AgentId| hub.live().agents.contains_key(&id);
+        assert!(loaded(a) && loaded(c) && !loaded(b));
+        // An agent in use is never unloaded: with `c` held, loading `b` unloads `a`.
+        drop(hub.lock(b).await.unwrap());
+        assert!(loaded(c) && loaded(b) && !loaded(a));
+        assert_eq!(hub.loaded(), 2);
+        drop(held);
     }
 }

@@ -19,7 +19,8 @@ pub struct ServerConfig {
     /// How long a request may take before it is answered `504 timeout` (default 5 minutes; a
     /// step that is still running completes and commits regardless).
     pub request_timeout: Duration,
-    /// Idle agents kept loaded per process (default 10,000).
+    /// Agents kept loaded per process (default 10,000); past it, the least recently used idle
+    /// ones are unloaded (and loaded again from the store when next used).
     pub live_agents: usize,
     /// How often due timers are looked for (default 1 s).
     pub timer_poll: Duration,

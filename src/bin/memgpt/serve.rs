@@ -42,7 +42,7 @@ pub async fn run(settings: &Settings, listen: &str) -> Result<()> {
     eprintln!(
         "memgpt serve: {} on http://{address} (store {})",
         llm.description,
-        without_password(&url)
+        crate::settings::without_password(&url)
     );
     server.serve(listener, shutdown()).await?;
     eprintln!("memgpt serve: stopped");
@@ -70,35 +70,5 @@ async fn shutdown() {
     #[cfg(not(unix))]
     {
         let _ = interrupt.await;
-    }
-}
-
-/// `url` with its password (if any) hidden, for logs.
-fn without_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let authority = rest.split('/').next().unwrap_or(rest);
-    match authority.rsplit_once('@') {
-        Some((userinfo, _)) if userinfo.contains(':') => {
-            let user = userinfo.split(':').next().unwrap_or_default();
-            format!("{scheme}://{user}:***@{}", &rest[userinfo.len() + 1..])
-        }
-        _ => url.to_owned(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn passwords_stay_out_of_the_banner() {
-        assert_eq!(
-            without_password("postgres://memgpt:secret@db:5432/x?schema=s"),
-            "postgres://memgpt:***@db:5432/x?schema=s"
-        );
-        assert_eq!(without_password("postgres://db/x"), "postgres://db/x");
-        assert_eq!(without_password("sqlite://./data"), "sqlite://./data");
     }
 }

@@ -247,6 +247,9 @@ impl Settings {
         for key in KEYS {
             let (value, source) = match self.values.get(key.name) {
                 Some((value, source)) if key.secret => (mask(value), source.to_string()),
+                Some((value, source)) if key.name == "store" => {
+                    (without_password(value), source.to_string())
+                }
                 Some((value, source)) => (value.clone(), source.to_string()),
                 None if key.name == "store" => (self.store_url(), "from data_dir".to_owned()),
                 None => ("(unset)".to_owned(), String::new()),
@@ -265,6 +268,21 @@ impl Settings {
     }
 }
 
+/// `url` with its password (if any) hidden, for logs and `memgpt config`.
+pub fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority = rest.split('/').next().unwrap_or(rest);
+    match authority.rsplit_once('@') {
+        Some((userinfo, _)) if userinfo.contains(':') => {
+            let user = userinfo.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}:***@{}", &rest[userinfo.len() + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
 /// `sk-abcdef123456` as `sk-a…3456`; short secrets entirely.
 fn mask(secret: &str) -> String {
     let chars: Vec<char> = secret.chars().collect();
@@ -279,6 +297,25 @@ fn mask(secret: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn passwords_stay_out_of_the_banner_and_the_config() {
+        assert_eq!(
+            without_password("postgres://memgpt:secret@db:5432/x?schema=s"),
+            "postgres://memgpt:***@db:5432/x?schema=s"
+        );
+        assert_eq!(without_password("postgres://db/x"), "postgres://db/x");
+        assert_eq!(without_password("sqlite://./data"), "sqlite://./data");
+        let settings = Settings::load(
+            None,
+            env(&[("MEMGPT_STORE", "postgres://u:hunter2@db/x")]),
+            &[],
+        )
+        .unwrap();
+        let shown = settings.render();
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("postgres://u:***@db/x"), "{shown}");
+    }
 
     fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
         move |name| {
