@@ -90,7 +90,7 @@ extern crate self as memgpt;
 #[doc(inline)]
 pub use memgpt_core::{
     Agent, AgentBuilder, AgentConfig, ContextStats, Error, ErrorKind, Event, EvictionPolicy,
-    MainContext, MemoryBlock, PaperPolicy, QueueManager, Result, StepRecord, StopReason,
+    LoopStyle, MainContext, MemoryBlock, PaperPolicy, QueueManager, Result, StepRecord, StopReason,
     WorkingContext, agent, agent_file, builtin, chrono, chunk, config, context, embed, function,
     ids, llm, memgpt_fn, memory, message, queue, register_policy, retrieval, rules, store,
     summarizer, testing, time, tokens,

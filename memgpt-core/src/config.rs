@@ -61,6 +61,51 @@ pub struct AgentConfig {
     /// Rules about which functions the model may call when ([`crate::rules`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tool_rules: Vec<crate::rules::ToolRule>,
+    /// How a step decides to go on after a function call (see [`LoopStyle`]).
+    pub loop_style: LoopStyle,
+}
+
+/// How the agent loop decides whether a step goes on after a function call.
+///
+/// Both styles share the same guarantees: at most [`AgentConfig::max_chain_length`] LLM calls
+/// per step, failed calls always give control back to the model, tool rules apply, and the
+/// step commits whole or not at all.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum LoopStyle {
+    /// The paper's loop (the default): every non-terminal function takes a required
+    /// `request_heartbeat` flag, and the step goes on only when a call sets it (or fails, or a
+    /// [`Continue`](crate::rules::ToolRule::Continue) rule applies). Each continuation adds a
+    /// heartbeat message to the queue.
+    #[default]
+    Heartbeat,
+    /// A Letta-v1-style loop: no `request_heartbeat` flag in any schema; the step goes on
+    /// after every function call until the model calls a terminal function (`send_message`)
+    /// or a [`Terminal`](crate::rules::ToolRule::Terminal) rule's function, and no heartbeat
+    /// messages are added: each function result is the model's next input. Shorter schemas,
+    /// and no flag for small models to forget.
+    UntilReply,
+}
+
+impl LoopStyle {
+    /// Its name in configuration (`heartbeat` or `until_reply`).
+    pub fn name(self) -> &'static str {
+        match self {
+            LoopStyle::Heartbeat => "heartbeat",
+            LoopStyle::UntilReply => "until_reply",
+        }
+    }
+
+    /// The style named `name` (`heartbeat`, or `until_reply`, also accepted as `letta_v1`).
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "heartbeat" | "paper" => Some(LoopStyle::Heartbeat),
+            "until_reply" | "letta_v1" => Some(LoopStyle::UntilReply),
+            _ => None,
+        }
+    }
 }
 
 /// The functions every MemGPT agent gets by default, in the order they are offered.
@@ -122,6 +167,7 @@ impl Default for AgentConfig {
             recall_ranking: RecallRanking::default(),
             defer_message_embeddings: false,
             tool_rules: Vec::new(),
+            loop_style: LoopStyle::Heartbeat,
         }
     }
 }

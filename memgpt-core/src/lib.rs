@@ -83,6 +83,7 @@ pub use serde;
 pub use serde_json;
 
 pub use agent::{Agent, AgentBuilder, AgentConfig, Event, StepRecord, StopReason};
+pub use config::LoopStyle;
 pub use context::{ContextStats, MainContext};
 pub use error::{Error, ErrorKind, Result};
 pub use memgpt_macros::memgpt_fn;

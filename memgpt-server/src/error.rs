@@ -200,13 +200,17 @@ impl From<JsonRejection> for ApiError {
     }
 }
 
-/// The error and its sources on one line (serde's message with its position is the source).
+/// The error and its sources on one line (serde's message with its position is the source),
+/// each said once: a source whose text the line already holds is left out.
 fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
         source = cause.source();
     }
     text

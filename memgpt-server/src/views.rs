@@ -36,6 +36,8 @@ pub struct AgentView {
     pub tools: Vec<String>,
     /// Which of them the model may call when.
     pub tool_rules: Vec<memgpt_core::rules::ToolRule>,
+    /// How a step goes on after a function call (`heartbeat` or `until_reply`).
+    pub loop_style: memgpt_core::LoopStyle,
     /// Working context: the memory blocks.
     pub memory: Vec<BlockView>,
     /// The recursive summary of evicted messages.
@@ -59,6 +61,7 @@ impl From<&AgentState> for AgentView {
             policy: state.config.policy.clone(),
             tools: state.config.functions.clone(),
             tool_rules: state.config.tool_rules.clone(),
+            loop_style: state.config.loop_style,
             memory: state.memory.blocks().iter().map(BlockView::from).collect(),
             summary: state.summary.text.clone(),
             queued_messages: state.fifo.len(),
@@ -80,6 +83,7 @@ impl From<&Agent> for AgentView {
             policy: config.policy.clone(),
             tools: config.functions.clone(),
             tool_rules: config.tool_rules.clone(),
+            loop_style: config.loop_style,
             memory: agent
                 .memory()
                 .blocks()

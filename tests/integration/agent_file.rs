@@ -233,3 +233,52 @@ async fn bad_files_are_refused_and_write_nothing() {
     import(&storage, &file, options).await.unwrap();
     assert_eq!(storage.agents.list_agents().await.unwrap().len(), 2);
 }
+
+#[tokio::test]
+async fn the_loop_style_travels_as_letta_agent_type() {
+    // Letta's v1 agents loop until they reply: they import as `until_reply`.
+    let storage = Storage::in_memory();
+    let mut file = parse(LETTA).unwrap();
+    let imported = import(&storage, &file, ImportOptions::default())
+        .await
+        .unwrap();
+    let state = storage
+        .agents
+        .load_agent(imported.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(state.config.loop_style, memgpt::LoopStyle::Heartbeat);
+    file.agents[0].agent_type = Some("letta_v1_agent".into());
+    let options = ImportOptions {
+        name: Some("v1".into()),
+        ..ImportOptions::default()
+    };
+    let imported = import(&storage, &file, options).await.unwrap();
+    let state = storage
+        .agents
+        .load_agent(imported.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(state.config.loop_style, memgpt::LoopStyle::UntilReply);
+
+    // And an until-reply agent exports as one, also read by Letta's fields alone.
+    let agent = Agent::builder()
+        .name("replier")
+        .provider(Arc::new(ScriptedProvider::new()))
+        .storage(storage.clone())
+        .loop_style(memgpt::LoopStyle::UntilReply)
+        .build()
+        .await
+        .unwrap();
+    let mut file = export(&storage, agent.id()).await.unwrap();
+    assert_eq!(file.agents[0].agent_type.as_deref(), Some("letta_v1_agent"));
+    file.memgpt = None;
+    let other = Storage::in_memory();
+    let imported = import(&other, &file, ImportOptions::default())
+        .await
+        .unwrap();
+    let state = other.agents.load_agent(imported.id).await.unwrap().unwrap();
+    assert_eq!(state.config.loop_style, memgpt::LoopStyle::UntilReply);
+}

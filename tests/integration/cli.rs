@@ -384,6 +384,16 @@ async fn configuration_layers_and_missing_models() {
     assert!(err.contains("unknown setting `modle`"), "{err}");
     std::fs::remove_file(cli.path("memgpt.toml")).unwrap();
 
+    let output = cli
+        .run(&["chat", "--loop-style", "sideways"], "hello\n")
+        .await;
+    let (out, err) = text(&output);
+    assert!(!output.status.success(), "{out}\n{err}");
+    assert!(
+        err.contains("unknown loop_style `sideways` (heartbeat or until_reply)"),
+        "{err}"
+    );
+
     // No endpoint, no local model, not a terminal, no --yes: the how-to, and a failure.
     let mut command = cli.command(&["chat"]);
     command.env_remove("MEMGPT_BASE_URL");

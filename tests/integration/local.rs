@@ -306,6 +306,83 @@ mod chat {
         );
     }
 
+    /// The until-reply loop on a real model: the grammar is built from schemas without the
+    /// heartbeat flag, so the model never writes it, every call still validates (the flag is
+    /// filled in for functions declared with it), and no heartbeat message joins the queue.
+    #[tokio::test]
+    async fn a_local_model_runs_the_until_reply_loop() {
+        let Some(provider) = provider() else { return };
+        let clock = memgpt::time::ManualClock::new(
+            chrono::DateTime::parse_from_rfc3339("2026-01-05T09:30:00Z")
+                .unwrap()
+                .into(),
+        );
+        let mut agent = Agent::builder()
+            .provider(provider.clone())
+            .clock(Arc::new(clock))
+            .loop_style(memgpt::LoopStyle::UntilReply)
+            .functions(["core_memory_append", "send_message", "conversation_search"])
+            .max_chain_length(3)
+            .build()
+            .await
+            .unwrap();
+        let record = agent
+            .step("Hi! My name is Ann and I keep bees. Please remember that.")
+            .await
+            .unwrap();
+        let calls: Vec<(&str, bool, &str)> = record
+            .function_calls
+            .iter()
+            .map(|c| (c.name.as_str(), c.ok, c.arguments.as_str()))
+            .collect();
+        eprintln!(
+            "local model calls, until_reply: {calls:?} -> {:?}",
+            record.stop_reason
+        );
+        assert!(!calls.is_empty(), "{:?}", record.stop_reason);
+        for call in &record.function_calls {
+            assert!(
+                !call.arguments.contains("request_heartbeat"),
+                "{}",
+                call.arguments
+            );
+            // Validation never fails: the model may pick a wrong block, not a wrong shape.
+            assert!(
+                call.ok
+                    || !(call.output.contains("missing field")
+                        || call.output.contains("invalid type")
+                        || call.output.contains("unknown field")),
+                "{}: {}",
+                call.name,
+                call.output
+            );
+        }
+        assert!(
+            matches!(
+                record.stop_reason,
+                StopReason::EndTurn | StopReason::ChainLimit { .. }
+            ),
+            "{:?}",
+            record.stop_reason
+        );
+        // The step ends exactly when the model replies (or at the bound).
+        let replied = record
+            .function_calls
+            .iter()
+            .any(|c| c.name == "send_message");
+        assert_eq!(
+            replied,
+            record.stop_reason == StopReason::EndTurn,
+            "{calls:?}"
+        );
+        assert!(
+            !record
+                .messages
+                .iter()
+                .any(|m| m.kind == memgpt::message::MessageKind::Heartbeat)
+        );
+    }
+
     #[tokio::test]
     async fn a_local_function_call_streams_monologue_then_call_then_arguments() {
         use std::sync::Mutex;

@@ -429,6 +429,41 @@ async fn an_agent_lives_through_every_route() {
         .await;
     assert_eq!(status, StatusCode::OK, "{ruled}");
     assert_eq!(ruled["tool_rules"][0]["type"], "terminal");
+    assert_eq!(ruled["loop_style"], "heartbeat");
+    let (status, styled) = s
+        .call(
+            Method::PATCH,
+            &agent,
+            &key,
+            Some(json!({"loop_style": "until_reply"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{styled}");
+    assert_eq!(styled["loop_style"], "until_reply");
+    let (_, context) = s.get(&format!("{agent}/context"), &key).await;
+    assert!(
+        !context["functions"]
+            .to_string()
+            .contains("request_heartbeat"),
+        "{context}"
+    );
+    let (status, body) = s
+        .call(
+            Method::PATCH,
+            &agent,
+            &key,
+            Some(json!({"loop_style": "sideways"})),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (StatusCode::BAD_REQUEST, "bad_json"));
+    let message = body["error"]["message"].as_str().unwrap();
+    assert_eq!(
+        message
+            .matches("unknown variant `sideways`, expected `heartbeat` or `until_reply`")
+            .count(),
+        1,
+        "said once: {message}"
+    );
     let (status, body) = s
         .call(
             Method::PATCH,

@@ -1,6 +1,7 @@
 use std::sync::Arc;
 
 use super::{Agent, AgentConfig, Services, StepObserver, prompt};
+use crate::config::LoopStyle;
 use crate::context::{MainContext, MemoryCounts};
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
@@ -177,6 +178,27 @@ impl AgentBuilder {
         self.edit(move |c| c.tool_rules.push(rule))
     }
 
+    /// How a step goes on after a function call (default [`LoopStyle::Heartbeat`], the
+    /// paper's). An agent on the default system instructions gets those of the style.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> memgpt_core::Result<()> {
+    /// use std::sync::Arc;
+    /// use memgpt_core::{Agent, LoopStyle, testing::ScriptedProvider};
+    ///
+    /// let agent = Agent::builder()
+    ///     .provider(Arc::new(ScriptedProvider::new()))
+    ///     .loop_style(LoopStyle::UntilReply)
+    ///     .build()
+    ///     .await?;
+    /// let request = agent.request();
+    /// assert!(request.tools.iter().all(|t| t.parameters["properties"].get("request_heartbeat").is_none()));
+    /// # Ok(()) }
+    /// ```
+    pub fn loop_style(self, style: LoopStyle) -> Self {
+        self.edit(move |c| c.loop_style = style)
+    }
+
     /// The tool rules, replacing the current ones.
     pub fn tool_rules(self, rules: Vec<crate::rules::ToolRule>) -> Self {
         self.edit(move |c| c.tool_rules = rules)
@@ -311,15 +333,16 @@ impl AgentBuilder {
         if config.context_window == 0 {
             config.context_window = self.default_window();
         }
+        let system = self
+            .system
+            .take()
+            .unwrap_or_else(|| prompt::default_system_prompt(config.loop_style).to_owned());
         let state = AgentState {
             id: self.id.unwrap_or_default(),
             name: self.name.clone().unwrap_or_else(|| "agent".to_owned()),
             version: 0,
             config,
-            system: self
-                .system
-                .take()
-                .unwrap_or_else(|| prompt::DEFAULT_SYSTEM_PROMPT.to_owned()),
+            system,
             memory,
             summary: Default::default(),
             fifo: Vec::new(),
@@ -438,6 +461,14 @@ impl AgentBuilder {
             None => policy_by_name(&state.config.policy)?,
         };
         state.config.policy = policy.name().to_owned();
+        // An agent on the default instructions of one loop style that changes style gets the
+        // other style's defaults (custom instructions are left alone).
+        let style = state.config.loop_style;
+        for other in [LoopStyle::Heartbeat, LoopStyle::UntilReply] {
+            if other != style && state.system == prompt::default_system_prompt(other) {
+                state.system = prompt::default_system_prompt(style).to_owned();
+            }
+        }
         let registry = match self.registry.take() {
             Some(registry) => registry,
             None => FunctionRegistry::linked()?,
@@ -521,10 +552,14 @@ pub(super) fn main_context(
     state: &AgentState,
     counts: MemoryCounts,
 ) -> MainContext {
+    let schemas = match state.config.loop_style {
+        LoopStyle::Heartbeat => services.functions.schemas().clone(),
+        LoopStyle::UntilReply => services.functions.schemas_without_heartbeat(),
+    };
     let mut context = MainContext::new(
         state.system.clone(),
         state.memory.clone(),
-        services.functions.schemas().clone(),
+        schemas,
         state.config.prompt_budget(),
         services.counter.clone(),
         state.memory_updated_at,

@@ -15,7 +15,9 @@ use super::{
     Agent, Event, EventKind, FunctionCallRecord, Rollback, StepProgress, StepRecord, StepTimings,
     StopReason,
 };
+use crate::config::LoopStyle;
 use crate::error::{Error, Result};
+use crate::function::HEARTBEAT;
 use crate::function::{BoxFuture, FunctionContext, FunctionReturn, StepWrites};
 use crate::ids::MessageId;
 use crate::llm::{ToolSchema, Usage};
@@ -134,6 +136,7 @@ impl Agent {
         let limit = self.state.config.max_chain_length.max(1);
         let tool_rules = self.state.config.tool_rules.clone();
         let mut rules = StepRules::new(&tool_rules);
+        let until_reply = self.state.config.loop_style == LoopStyle::UntilReply;
         let mut responses = 0;
         let mut overflow_retried = false;
         let stop = loop {
@@ -229,7 +232,7 @@ impl Agent {
                 break StopReason::NoFunctionCall;
             }
 
-            let (mut failed, mut heartbeat) = (false, false);
+            let (mut failed, mut heartbeat, mut replied) = (false, false, false);
             let mut ended_by: Option<String> = None;
             for call in &calls {
                 if let Some(terminal) = &ended_by {
@@ -249,7 +252,15 @@ impl Agent {
                 };
                 rules.called(&call.name, output);
                 failed |= result.is_failure();
-                heartbeat |= result.request_heartbeat || rules.continues(&call.name);
+                heartbeat |=
+                    rules.continues(&call.name) || (!until_reply && result.request_heartbeat);
+                replied |= until_reply
+                    && !result.is_failure()
+                    && self
+                        .rt
+                        .functions
+                        .get(&call.name)
+                        .is_some_and(|f| f.is_terminal());
                 if rules.is_terminal(&call.name) {
                     ended_by = Some(call.name.clone());
                 }
@@ -281,11 +292,17 @@ impl Agent {
                 break StopReason::EndTurn;
             }
             let missing = rules.missing_before_exit();
-            if !failed && !heartbeat && missing.is_empty() {
+            // The paper's loop goes on when asked to; the until-reply loop until the model replies.
+            let goes_on = heartbeat || (until_reply && !replied);
+            if !failed && !goes_on && missing.is_empty() {
                 break StopReason::EndTurn;
             }
             if responses >= limit {
                 break StopReason::ChainLimit { limit };
+            }
+            if until_reply && (failed || goes_on) {
+                // No heartbeat messages: the function results are the model's next input.
+                continue;
             }
             let reason = if failed {
                 HEARTBEAT_FAILED.to_owned()
@@ -591,7 +608,9 @@ impl Agent {
                     self.state.config.max_function_argument_bytes
                 ))
             }
-            Some(function) => match parse_raw_arguments(&call.name, &call.arguments) {
+            Some(function) => match parse_raw_arguments(&call.name, &call.arguments)
+                .map(|arguments| self.with_heartbeat_flag(&call.name, arguments))
+            {
                 Err(message) => FunctionReturn::failed(message),
                 Ok(arguments) if json_holds_nul(&arguments) => FunctionReturn::failed(format!(
                     "the arguments of `{}` contain a NUL character (\\u0000), which memory cannot \
@@ -655,6 +674,27 @@ impl Agent {
             duration,
         };
         (result, record, memory_changed)
+    }
+
+    /// In the until-reply loop the model is not offered `request_heartbeat`, but functions
+    /// declared with it still require it: it is filled in (`false`; the loop does not read it)
+    /// where the model left it out.
+    fn with_heartbeat_flag(&self, function: &str, mut arguments: Value) -> Value {
+        if self.state.config.loop_style != LoopStyle::UntilReply {
+            return arguments;
+        }
+        let takes_flag = self
+            .rt
+            .functions
+            .schema(function)
+            .and_then(|s| s.parameters.get("properties"))
+            .is_some_and(|p| p.get(HEARTBEAT).is_some());
+        if let Value::Object(map) = &mut arguments
+            && takes_flag
+        {
+            map.entry(HEARTBEAT).or_insert(Value::Bool(false));
+        }
+        arguments
     }
 
     fn record(

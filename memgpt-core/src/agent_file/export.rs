@@ -116,7 +116,13 @@ pub async fn export(storage: &Storage, id: AgentId) -> Result<AgentFile, AgentFi
         id: "agent-0".into(),
         name: state.name.clone(),
         system: Some(state.system.clone()),
-        agent_type: Some("memgpt_agent".into()),
+        agent_type: Some(
+            match state.config.loop_style {
+                crate::config::LoopStyle::Heartbeat => "memgpt_agent",
+                crate::config::LoopStyle::UntilReply => "letta_v1_agent",
+            }
+            .into(),
+        ),
         description: None,
         llm_config: Some(LlmConfig {
             model: state.config.model.clone(),

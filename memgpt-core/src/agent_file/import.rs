@@ -116,6 +116,10 @@ pub async fn import(
                 }
             }
             config.functions = map_tools(file, agent, &mut unmapped)?;
+            // Letta's v1 agents loop until they reply, without heartbeats.
+            if agent.agent_type.as_deref() == Some("letta_v1_agent") {
+                config.loop_style = crate::config::LoopStyle::UntilReply;
+            }
             for value in &agent.tool_rules {
                 match ToolRule::from_letta(value, |name| letta_name(name).to_owned()) {
                     Ok(rule) => config.tool_rules.push(rule),

@@ -46,6 +46,7 @@ pub(crate) use context::StepWrites;
 pub use context::{Extensions, FunctionContext, FunctionSettings, RecallResults};
 pub(crate) use context::{archival_query, search_recall};
 pub use def::{BoxFuture, CallFn, FUNCTIONS, Function, FunctionDef, FunctionReturn};
+pub(crate) use registry::HEARTBEAT;
 pub use registry::{FunctionRegistry, FunctionSet, RegisteredFunction, RegistryError};
 
 #[doc(hidden)]

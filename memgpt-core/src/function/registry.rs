@@ -175,6 +175,29 @@ fn shared_schemas<'a>(schemas: impl Iterator<Item = &'a ToolSchema>) -> Arc<[Too
     list
 }
 
+/// `schema` without its `request_heartbeat` parameter.
+fn without_heartbeat(schema: &ToolSchema) -> ToolSchema {
+    let mut schema = schema.clone();
+    if let Some(parameters) = schema.parameters.as_object_mut() {
+        if let Some(properties) = parameters
+            .get_mut("properties")
+            .and_then(serde_json::Value::as_object_mut)
+        {
+            properties.remove(HEARTBEAT);
+        }
+        if let Some(required) = parameters
+            .get_mut("required")
+            .and_then(serde_json::Value::as_array_mut)
+        {
+            required.retain(|name| name != HEARTBEAT);
+        }
+    }
+    schema
+}
+
+/// The name of the heartbeat parameter.
+pub(crate) const HEARTBEAT: &str = "request_heartbeat";
+
 /// The ordered set of functions one agent may call.
 #[derive(Clone, Debug)]
 pub struct FunctionSet {
@@ -195,6 +218,19 @@ impl FunctionSet {
     /// The schemas sent to the LLM, in order.
     pub fn schemas(&self) -> &Arc<[ToolSchema]> {
         &self.schemas
+    }
+
+    /// The schema of the function called `name`, if the agent has it.
+    pub fn schema(&self, name: &str) -> Option<&ToolSchema> {
+        self.schemas.iter().find(|s| s.name == name)
+    }
+
+    /// The schemas as the [`LoopStyle::UntilReply`](crate::config::LoopStyle::UntilReply) loop
+    /// offers them: without the `request_heartbeat` parameter (shared between agents like
+    /// [`FunctionSet::schemas`]).
+    pub fn schemas_without_heartbeat(&self) -> Arc<[ToolSchema]> {
+        let stripped: Vec<ToolSchema> = self.schemas.iter().map(without_heartbeat).collect();
+        shared_schemas(stripped.iter())
     }
 
     /// The function names, in order.

@@ -5,6 +5,7 @@ use aide::axum::routing::{get, post};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use memgpt_core::LoopStyle;
 use memgpt_core::ids::AgentId;
 use memgpt_core::llm::Role;
 use memgpt_core::memory::MemoryBlock;
@@ -61,6 +62,10 @@ struct CreateAgent {
     /// Which functions the model may call when (run first, terminal, children, call limits...).
     #[serde(default)]
     tool_rules: Vec<ToolRule>,
+    /// How a step goes on after a function call: `heartbeat` (the paper's `request_heartbeat`
+    /// flag, the default) or `until_reply` (Letta-v1-style: no flag; the step goes on until
+    /// `send_message`).
+    loop_style: Option<LoopStyle>,
 }
 
 /// A memory block to create.
@@ -125,6 +130,9 @@ async fn create(
         builder = builder.function(tool);
     }
     builder = builder.tool_rules(request.tool_rules);
+    if let Some(style) = request.loop_style {
+        builder = builder.loop_style(style);
+    }
     for block in request.blocks {
         let mut b = MemoryBlock::new(block.label, block.value);
         if let Some(limit) = block.limit.or(request.block_limit) {
@@ -202,6 +210,9 @@ struct UpdateAgent {
     max_chain_length: Option<usize>,
     /// The tool rules, replacing the current ones.
     tool_rules: Option<Vec<ToolRule>>,
+    /// A new loop style (`heartbeat` or `until_reply`); an agent on the default system
+    /// instructions gets the new style's.
+    loop_style: Option<LoopStyle>,
 }
 
 /// Updates an agent's name and configuration, checked as at creation (`422 unknown_tool`,
@@ -234,6 +245,9 @@ async fn update(
     }
     if let Some(rules) = request.tool_rules {
         builder = builder.tool_rules(rules);
+    }
+    if let Some(style) = request.loop_style {
+        builder = builder.loop_style(style);
     }
     // The locked agent is replaced by the reconfigured one: the next request uses it.
     *agent = builder.reconfigure(agent.id()).await?;

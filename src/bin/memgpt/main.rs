@@ -58,6 +58,9 @@ struct Cli {
     /// The page-replacement policy of new agents.
     #[arg(long, global = true)]
     policy: Option<String>,
+    /// heartbeat | until_reply: how steps of new agents go on after a function call.
+    #[arg(long, global = true)]
+    loop_style: Option<String>,
     /// auto | none | local | openai:MODEL.
     #[arg(long, global = true)]
     embedder: Option<String>,
@@ -197,6 +200,7 @@ async fn run(cli: Cli) -> Result<()> {
             ("model", cli.model),
             ("context_window", cli.context_window),
             ("policy", cli.policy),
+            ("loop_style", cli.loop_style),
             ("embedder", cli.embedder),
         ],
     )?;

@@ -211,6 +211,12 @@ pub async fn open_or_create(
             if let Some(policy) = settings.get("policy") {
                 builder = builder.policy_named(policy);
             }
+            if let Some(style) = settings.get("loop_style") {
+                let style = memgpt::LoopStyle::from_name(style).with_context(|| {
+                    format!("unknown loop_style `{style}` (heartbeat or until_reply)")
+                })?;
+                builder = builder.loop_style(style);
+            }
             Ok((
                 builder
                     .build()

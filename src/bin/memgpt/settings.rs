@@ -73,6 +73,12 @@ pub const KEYS: &[Key] = &[
         help: "the page-replacement policy of new agents",
     },
     Key {
+        name: "loop_style",
+        env: &["MEMGPT_LOOP_STYLE"],
+        secret: false,
+        help: "heartbeat | until_reply: how steps of new agents go on after a function call",
+    },
+    Key {
         name: "embedder",
         env: &["MEMGPT_EMBEDDER"],
         secret: false,
