@@ -83,6 +83,24 @@ pub enum Error {
     /// The agent was configured inconsistently.
     #[error("invalid agent configuration: {0}")]
     Config(String),
+    /// The agent waits for a person to approve or deny a function call
+    /// ([`ToolRule::RequiresApproval`](crate::rules::ToolRule::RequiresApproval)); other events
+    /// wait until then.
+    #[error(
+        "the agent is waiting for approval of its call of `{function}` (call id `{call_id}`): approve or deny it first"
+    )]
+    ApprovalPending {
+        /// The pending call's id.
+        call_id: String,
+        /// The function it calls.
+        function: String,
+    },
+    /// An approval or denial names a call that is not waiting for one.
+    #[error("no function call with id `{call_id}` is waiting for approval")]
+    NoPendingApproval {
+        /// The id given.
+        call_id: String,
+    },
 }
 
 impl Error {
@@ -105,7 +123,9 @@ impl Error {
             | Error::DocumentTooLarge { .. }
             | Error::EmptyDocument { .. }
             | Error::MessageTooLarge { .. }
-            | Error::ForeignMessage { .. } => ErrorKind::InvalidInput,
+            | Error::ForeignMessage { .. }
+            | Error::NoPendingApproval { .. } => ErrorKind::InvalidInput,
+            Error::ApprovalPending { .. } => ErrorKind::Conflict,
             Error::Embed(EmbedError::Transient { .. }) => ErrorKind::Unavailable,
             Error::Embed(_) => ErrorKind::Backend,
         }

@@ -68,6 +68,14 @@ pub enum ToolRule {
         /// The function.
         tool: String,
     },
+    /// A call of `tool` waits for a person: the step pauses with the call pending
+    /// ([`StopReason::AwaitingApproval`](crate::StopReason::AwaitingApproval)) and goes on with
+    /// an [`Event::approve`](crate::Event::approve) or [`Event::deny`](crate::Event::deny) of
+    /// that call; a denial reaches the model as the call's (failed) result.
+    RequiresApproval {
+        /// The function.
+        tool: String,
+    },
 }
 
 impl ToolRule {
@@ -79,7 +87,8 @@ impl ToolRule {
             | ToolRule::Continue { tool }
             | ToolRule::Children { tool, .. }
             | ToolRule::MaxCalls { tool, .. }
-            | ToolRule::RequiredBeforeExit { tool } => tool,
+            | ToolRule::RequiredBeforeExit { tool }
+            | ToolRule::RequiresApproval { tool } => tool,
         }
     }
 
@@ -139,12 +148,15 @@ impl ToolRule {
             ToolRule::RequiredBeforeExit { tool } => {
                 json!({"type": "required_before_exit", "tool_name": tool})
             }
+            ToolRule::RequiresApproval { tool } => {
+                json!({"type": "requires_approval", "tool_name": tool})
+            }
         }
     }
 
     /// A rule from Letta's agent-file form, its function names passed through `rename`
     /// (Letta's names for memgpt's functions). Kinds memgpt does not enforce (such as
-    /// `requires_approval`) and malformed rules are an `Err` saying so.
+    /// `parent_last_tool`) and malformed rules are an `Err` saying so.
     pub fn from_letta(
         value: &serde_json::Value,
         rename: impl Fn(&str) -> String,
@@ -205,6 +217,7 @@ impl ToolRule {
                     })?,
             },
             "required_before_exit" => ToolRule::RequiredBeforeExit { tool },
+            "requires_approval" => ToolRule::RequiresApproval { tool },
             other => {
                 return Err(format!(
                     "`{other}` rules (on `{tool}`) are not enforced by memgpt"
@@ -240,6 +253,16 @@ pub(crate) struct StepRules<'a> {
     last: Option<(String, String)>,
 }
 
+/// Where a step stands under its rules (calls so far, the last call and its result), kept
+/// while the step waits for an approval so it goes on under the same rules.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RulesProgress {
+    /// Calls per function so far in the step.
+    pub calls: BTreeMap<String, usize>,
+    /// The last call and its result.
+    pub last: Option<(String, String)>,
+}
+
 impl<'a> StepRules<'a> {
     /// A step under `rules`, before any call.
     pub(crate) fn new(rules: &'a [ToolRule]) -> Self {
@@ -248,6 +271,30 @@ impl<'a> StepRules<'a> {
             calls: HashMap::new(),
             last: None,
         }
+    }
+
+    /// A step under `rules` that had made progress before it paused.
+    pub(crate) fn resume(rules: &'a [ToolRule], progress: RulesProgress) -> Self {
+        Self {
+            rules,
+            calls: progress.calls.into_iter().collect(),
+            last: progress.last,
+        }
+    }
+
+    /// Where the step stands.
+    pub(crate) fn progress(&self) -> RulesProgress {
+        RulesProgress {
+            calls: self.calls.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            last: self.last.clone(),
+        }
+    }
+
+    /// Whether a call of `name` waits for a person's approval.
+    pub(crate) fn requires_approval(&self, name: &str) -> bool {
+        self.rules
+            .iter()
+            .any(|r| matches!(r, ToolRule::RequiresApproval { tool } if tool == name))
     }
 
     /// Whether any rule applies.
@@ -628,7 +675,7 @@ mod tests {
             file.memgpt = None;
             file.agents[0]
                 .tool_rules
-                .push(json!({"type": "requires_approval", "tool_name": "send_message"}));
+                .push(json!({"type": "parent_last_tool", "tool_name": "send_message"}));
             file.agents[0]
                 .tool_rules
                 .push(json!({"type": "exit_loop", "tool_name": "web_search"}));
@@ -638,7 +685,7 @@ mod tests {
                 assert_eq!(state.config.tool_rules, rules);
             }
             let notes = letta.unmapped.join("\n");
-            assert!(notes.contains("`requires_approval` rules"), "{notes}");
+            assert!(notes.contains("`parent_last_tool` rules"), "{notes}");
             assert!(notes.contains("`web_search`"), "{notes}");
         }
 
@@ -752,8 +799,12 @@ mod tests {
             })
         );
         let approval = serde_json::json!({"type": "requires_approval", "tool_name": "x"});
+        let rule = ToolRule::from_letta(&approval, str::to_owned).unwrap();
+        assert_eq!(rule, ToolRule::RequiresApproval { tool: tool("x") });
+        assert_eq!(rule.to_letta(), approval);
+        let parent = serde_json::json!({"type": "parent_last_tool", "tool_name": "x"});
         assert!(
-            ToolRule::from_letta(&approval, str::to_owned)
+            ToolRule::from_letta(&parent, str::to_owned)
                 .unwrap_err()
                 .contains("not enforced")
         );

@@ -37,7 +37,8 @@ pub enum ErrorCode {
     Unauthorized,
     /// The admin key is missing or wrong, or the server has none.
     AdminOnly,
-    /// No such agent, passage, block, tenant or key (or it belongs to another tenant).
+    /// No such agent, passage, block, tenant, key or pending call (or it belongs to another
+    /// tenant).
     NotFound,
     /// The name is taken.
     AlreadyExists,
@@ -53,6 +54,9 @@ pub enum ErrorCode {
     TooLarge,
     /// Another step of the agent committed first; retry.
     Conflict,
+    /// The agent waits for a function call's approval: approve or deny it first (a message of
+    /// `type` `approval`).
+    ApprovalPending,
     /// The agent cannot be configured that way (window too small, model unknown...).
     InvalidConfig,
     /// The LLM provider failed (after its retries).
@@ -77,7 +81,7 @@ impl ErrorCode {
             Unauthorized => StatusCode::UNAUTHORIZED,
             AdminOnly => StatusCode::FORBIDDEN,
             NotFound => StatusCode::NOT_FOUND,
-            AlreadyExists | Conflict => StatusCode::CONFLICT,
+            AlreadyExists | Conflict | ApprovalPending => StatusCode::CONFLICT,
             LlmError => StatusCode::BAD_GATEWAY,
             Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Timeout => StatusCode::GATEWAY_TIMEOUT,
@@ -233,6 +237,8 @@ impl From<CoreError> for ApiError {
                 ErrorCode::InvalidInput
             }
             CoreError::Config(_) | CoreError::ContextFull { .. } => ErrorCode::InvalidConfig,
+            CoreError::ApprovalPending { .. } => ErrorCode::ApprovalPending,
+            CoreError::NoPendingApproval { .. } => ErrorCode::NotFound,
             _ => match error.kind() {
                 memgpt_core::ErrorKind::Unavailable => ErrorCode::Unavailable,
                 memgpt_core::ErrorKind::InvalidInput => ErrorCode::InvalidInput,

@@ -271,16 +271,33 @@ pub struct StepView {
     pub pressure_warning: bool,
     /// Flushes.
     pub flushes: Vec<FlushView>,
-    /// Why the step ended: `end_turn`, `no_function_call`, `chain_limit`, `timers_paused` or
-    /// `provider_error`.
+    /// Why the step ended: `end_turn`, `no_function_call`, `chain_limit`, `timers_paused`,
+    /// `provider_error` or `awaiting_approval` (a call waits for a person: see
+    /// `pending_approval`).
     pub stop_reason: String,
-    /// For `provider_error`, what the provider said; for `chain_limit`, the limit.
+    /// For `provider_error`, what the provider said; for `chain_limit`, the limit; for
+    /// `awaiting_approval`, the id of the call to approve or deny.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stop_detail: Option<String>,
+    /// With `awaiting_approval`: the call to approve or deny.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_approval: Option<PendingCallView>,
     /// Main context after the step.
     pub context: ContextView,
     /// The agent's version after the step.
     pub version: u64,
+}
+
+/// A function call waiting for a person's approval: send a message of `type` `approval` with
+/// its `call_id` and `approve` (`text` says why, with a denial).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PendingCallView {
+    /// The call's id.
+    pub call_id: String,
+    /// The function it calls.
+    pub function: String,
+    /// Its JSON arguments as the model wrote them.
+    pub arguments: String,
 }
 
 impl StepView {
@@ -292,6 +309,9 @@ impl StepView {
             StopReason::ChainLimit { limit } => ("chain_limit", Some(limit.to_string())),
             StopReason::TimersPaused => ("timers_paused", None),
             StopReason::ProviderError { message, .. } => ("provider_error", Some(message.clone())),
+            StopReason::AwaitingApproval { call_id, .. } => {
+                ("awaiting_approval", Some(call_id.clone()))
+            }
             _ => ("other", Some(format!("{:?}", record.stop_reason))),
         };
         Self {
@@ -310,6 +330,18 @@ impl StepView {
             flushes: record.flushes.iter().map(FlushView::from).collect(),
             stop_reason: stop_reason.to_owned(),
             stop_detail,
+            pending_approval: match &record.stop_reason {
+                StopReason::AwaitingApproval {
+                    call_id,
+                    function,
+                    arguments,
+                } => Some(PendingCallView {
+                    call_id: call_id.clone(),
+                    function: function.clone(),
+                    arguments: arguments.clone(),
+                }),
+                _ => None,
+            },
             context: record.context,
             version,
         }

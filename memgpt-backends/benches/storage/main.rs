@@ -73,6 +73,7 @@ fn state(id: AgentId) -> AgentState {
         memory_updated_at: t0(),
         created_at: t0(),
         updated_at: t0(),
+        pending_approval: None,
     }
 }
 

@@ -44,6 +44,7 @@ pub fn state(id: AgentId, name: &str) -> AgentState {
         memory_updated_at: t0(),
         created_at: t0(),
         updated_at: t0(),
+        pending_approval: None,
     }
 }
 

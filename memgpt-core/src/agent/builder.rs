@@ -352,6 +352,7 @@ impl AgentBuilder {
             memory_updated_at: now,
             created_at: now,
             updated_at: now,
+            pending_approval: None,
         };
         let (services, state) = self.services(state)?;
         check_fixed_prompt(&services, &state)?;

@@ -52,6 +52,17 @@ pub enum EventKind {
         /// Why it fired.
         reason: String,
     },
+    /// A person approved or denied the function call the agent is waiting on
+    /// ([`StopReason::AwaitingApproval`](crate::StopReason::AwaitingApproval)): the paused step
+    /// goes on, with the call run (approved) or failed with the denial as its result.
+    Approval {
+        /// The pending call's id.
+        call_id: String,
+        /// Whether it may run.
+        approve: bool,
+        /// Why (shown to the model with a denial).
+        reason: Option<String>,
+    },
 }
 
 impl EventKind {
@@ -63,6 +74,7 @@ impl EventKind {
             EventKind::Login => "login",
             EventKind::DocumentUpload { .. } => "document_upload",
             EventKind::Timer { .. } => "timer",
+            EventKind::Approval { .. } => "approval",
         }
     }
 }
@@ -110,6 +122,26 @@ impl Event {
     pub fn timer(reason: impl Into<String>) -> Self {
         Self::now(EventKind::Timer {
             reason: reason.into(),
+        })
+    }
+
+    /// Approves the pending function call `call_id`: it runs and the step goes on.
+    pub fn approve(call_id: impl Into<String>) -> Self {
+        Self::now(EventKind::Approval {
+            call_id: call_id.into(),
+            approve: true,
+            reason: None,
+        })
+    }
+
+    /// Denies the pending function call `call_id`: the model reads the denial (with `reason`)
+    /// as the call's result and goes on.
+    pub fn deny(call_id: impl Into<String>, reason: impl Into<String>) -> Self {
+        let reason = reason.into();
+        Self::now(EventKind::Approval {
+            call_id: call_id.into(),
+            approve: false,
+            reason: (!reason.trim().is_empty()).then_some(reason),
         })
     }
 

@@ -228,6 +228,12 @@ impl Agent {
         &self.rt.functions
     }
 
+    /// The function call waiting for a person's approval, if a step paused on one (see
+    /// [`StopReason::AwaitingApproval`]).
+    pub fn pending_approval(&self) -> Option<&crate::store::PendingApproval> {
+        self.state.pending_approval.as_ref()
+    }
+
     /// Until when timer events are ignored, if they are.
     pub fn timers_paused_until(&self) -> Option<DateTime<Utc>> {
         self.state.heartbeats_paused_until

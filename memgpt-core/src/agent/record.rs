@@ -25,6 +25,18 @@ pub enum StopReason {
     },
     /// A timer event arrived while timers were paused; nothing ran and nothing was stored.
     TimersPaused,
+    /// A call needs a person's approval ([`ToolRule::RequiresApproval`](crate::rules::ToolRule::RequiresApproval)):
+    /// the step so far is committed and goes on with [`Event::approve`](crate::Event::approve)
+    /// or [`Event::deny`](crate::Event::deny) of `call_id`. Until then other events are refused
+    /// ([`Error::ApprovalPending`](crate::Error::ApprovalPending)) and timers are skipped.
+    AwaitingApproval {
+        /// The call's id.
+        call_id: String,
+        /// The function.
+        function: String,
+        /// Its JSON arguments as the model wrote them.
+        arguments: String,
+    },
     /// The LLM provider failed (after its retries). Everything before the failure was
     /// committed; nothing was lost.
     ProviderError {

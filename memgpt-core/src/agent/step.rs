@@ -25,13 +25,35 @@ use crate::message::{Message, MessageKind, ToolCall};
 use crate::paging::{FlushRecord, Pager};
 use crate::queue::Pressure;
 use crate::rules::StepRules;
-use crate::store::{Page, RecallQuery, json_holds_nul, storable};
+use crate::store::{Page, PendingApproval, RecallQuery, json_holds_nul, storable};
 use crate::time::{Clock, format_time};
 
 /// The heartbeat after a function requested one.
 const HEARTBEAT_REQUESTED: &str = "[automated, hidden from the user] Function called with request_heartbeat=true; you have control again.";
 /// The heartbeat after a failed function call.
 const HEARTBEAT_FAILED: &str = "[automated, hidden from the user] A function call failed; you have control again. Read the error and correct the call.";
+
+/// What the calls of one model response ask of the loop.
+#[derive(Debug, Default)]
+struct Turn {
+    /// A call failed or was refused: the model gets control back.
+    failed: bool,
+    /// A call asked for a heartbeat (or a `Continue` rule applies).
+    heartbeat: bool,
+    /// The until-reply loop: the model called a terminal function.
+    replied: bool,
+    /// A `Terminal` rule's function ran.
+    ended_by: Option<String>,
+    /// A call that waits for approval.
+    paused: Option<ToolCall>,
+}
+
+/// A person's verdict on a call that waited for approval.
+#[derive(Debug)]
+enum Decision {
+    Approved,
+    Denied(Option<String>),
+}
 
 /// Below this many free tokens for messages, the context counts as full.
 const MIN_MESSAGE_ROOM: usize = 64;
@@ -110,6 +132,9 @@ impl Agent {
         let label = event.kind.label();
         let now = run.now(self.rt.clock.as_ref());
 
+        if let Some(stop) = self.check_approval_gate(&event)? {
+            return Ok(self.record(run, label, Vec::new(), stop));
+        }
         let paused_until = self
             .state
             .heartbeats_paused_until
@@ -119,160 +144,159 @@ impl Agent {
             return Ok(self.record(run, label, Vec::new(), StopReason::TimersPaused));
         }
 
-        let message = self.event_message(&event, &mut run, now).await?;
-        // Refused before any LLM call rather than by the commit at the end.
-        storable(&message.text, || "the event".into())?;
-        for passage in &run.writes.passages {
-            storable(&passage.text, || "an uploaded document".into())?;
-        }
-        self.check_fits(&message)?;
-        let event_id = message.id;
-        self.push(&mut run, message);
+        let limit = self.state.config.max_chain_length.max(1);
+        let tool_rules = self.state.config.tool_rules.clone();
+        let until_reply = self.state.config.loop_style == LoopStyle::UntilReply;
+        let (event_id, mut rules, mut responses, mut resumed) = match &event.kind {
+            EventKind::Approval {
+                approve, reason, ..
+            } => {
+                // The paused step goes on: the decided call first, under the same rules.
+                let pending = self
+                    .state
+                    .pending_approval
+                    .take()
+                    .ok_or_else(|| Error::Config("no pending approval".into()))?;
+                let mut rules = StepRules::resume(&tool_rules, pending.rules);
+                let decision = if *approve {
+                    Decision::Approved
+                } else {
+                    Decision::Denied(reason.clone())
+                };
+                let calls = [pending.call];
+                let turn = self
+                    .run_calls(&mut run, &mut rules, &calls, Some(decision))
+                    .await;
+                (pending.message, rules, pending.llm_calls, Some(turn))
+            }
+            _ => {
+                let message = self.event_message(&event, &mut run, now).await?;
+                // Refused before any LLM call rather than by the commit at the end.
+                storable(&message.text, || "the event".into())?;
+                for passage in &run.writes.passages {
+                    storable(&passage.text, || "an uploaded document".into())?;
+                }
+                self.check_fits(&message)?;
+                let event_id = message.id;
+                self.push(&mut run, message);
+                (event_id, StepRules::new(&tool_rules), 0, None)
+            }
+        };
         // Where the current turn begins in `run.messages`: the event, later the newest
         // assistant message. Everything from there on is what the model must read next, so no
         // flush may evict it.
         let mut turn_start = 0;
-
-        let limit = self.state.config.max_chain_length.max(1);
-        let tool_rules = self.state.config.tool_rules.clone();
-        let mut rules = StepRules::new(&tool_rules);
-        let until_reply = self.state.config.loop_style == LoopStyle::UntilReply;
-        let mut responses = 0;
         let mut overflow_retried = false;
         let stop = loop {
-            let protected: Vec<MessageId> = std::iter::once(event_id)
-                .chain(run.messages[turn_start..].iter().map(|m| m.id))
-                .collect();
-            self.relieve_pressure(&mut run, &protected).await;
-            let mut request = self.request();
-            if !rules.is_empty() {
-                // By construction: the model is offered only what the rules allow now.
-                let allowed: Vec<String> = rules
-                    .allowed(request.tools.iter().map(|t| t.name.as_str()))
-                    .into_iter()
-                    .map(str::to_owned)
-                    .collect();
-                if allowed.len() < request.tools.len() {
-                    let offered: Vec<ToolSchema> = request
-                        .tools
-                        .iter()
-                        .filter(|t| allowed.contains(&t.name))
-                        .cloned()
+            let turn = match resumed.take() {
+                Some(turn) => turn,
+                None => {
+                    let protected: Vec<MessageId> = std::iter::once(event_id)
+                        .chain(run.messages[turn_start..].iter().map(|m| m.id))
                         .collect();
-                    request.tools = offered.into();
-                }
-            }
-            let started = Instant::now();
-            let pager = Self::pager(&self.rt);
-            let attention = pager
-                .wants_attention()
-                .then(|| self.rt.provider.as_attention())
-                .flatten();
-            let result = if let Some(attention) = attention {
-                match attention.complete_with_attention(&request).await {
-                    Ok((response, weights)) => {
-                        if let Some(weights) = weights {
-                            pager.observe_attention(
-                                &mut self.context,
-                                &weights,
-                                request.messages.len(),
-                            );
+                    self.relieve_pressure(&mut run, &protected).await;
+                    let mut request = self.request();
+                    if !rules.is_empty() {
+                        // By construction: the model is offered only what the rules allow now.
+                        let allowed: Vec<String> = rules
+                            .allowed(request.tools.iter().map(|t| t.name.as_str()))
+                            .into_iter()
+                            .map(str::to_owned)
+                            .collect();
+                        if allowed.len() < request.tools.len() {
+                            let offered: Vec<ToolSchema> = request
+                                .tools
+                                .iter()
+                                .filter(|t| allowed.contains(&t.name))
+                                .cloned()
+                                .collect();
+                            request.tools = offered.into();
                         }
-                        Ok(response)
                     }
-                    Err(e) => Err(e),
-                }
-            } else {
-                self.rt.provider.complete(&request).await
-            };
-            run.timings.llm += started.elapsed();
-            run.llm_calls += 1;
-            let response = match result {
-                Ok(response) => response,
-                Err(e) if e.is_context_overflow() && !overflow_retried => {
-                    warn!(error = %e, "provider reports a context overflow: flushing and retrying once");
-                    overflow_retried = true;
-                    self.flush(&mut run, &protected, true).await;
-                    continue;
-                }
-                Err(e) => {
-                    warn!(error = %e, "provider failed; ending the step");
-                    break StopReason::ProviderError {
-                        message: e.to_string(),
-                        retryable: e.is_transient(),
+                    let started = Instant::now();
+                    let pager = Self::pager(&self.rt);
+                    let attention = pager
+                        .wants_attention()
+                        .then(|| self.rt.provider.as_attention())
+                        .flatten();
+                    let result = if let Some(attention) = attention {
+                        match attention.complete_with_attention(&request).await {
+                            Ok((response, weights)) => {
+                                if let Some(weights) = weights {
+                                    pager.observe_attention(
+                                        &mut self.context,
+                                        &weights,
+                                        request.messages.len(),
+                                    );
+                                }
+                                Ok(response)
+                            }
+                            Err(e) => Err(e),
+                        }
+                    } else {
+                        self.rt.provider.complete(&request).await
                     };
-                }
-            };
-            responses += 1;
-            run.usage += response.usage;
-            let calls = response.tool_calls;
-            if response.content.trim().is_empty() && calls.is_empty() {
-                break StopReason::NoFunctionCall;
-            }
-            let now = run.now(self.rt.clock.as_ref());
-            turn_start = run.messages.len();
-            // What the model sent is stored as sent, except for NUL characters, which no store
-            // holds (see `without_nul`).
-            let received = calls.len();
-            let allowed = self.state.config.max_calls_per_response.max(1);
-            let calls: Vec<ToolCall> = calls
-                .into_iter()
-                .take(allowed)
-                .map(|call| ToolCall {
-                    id: without_nul(call.id),
-                    name: without_nul(call.name),
-                    arguments: without_nul(call.arguments),
-                })
-                .collect();
-            self.push(
-                &mut run,
-                Message::assistant(self.id(), without_nul(response.content), calls.clone(), now),
-            );
-            if calls.is_empty() {
-                break StopReason::NoFunctionCall;
-            }
+                    run.timings.llm += started.elapsed();
+                    run.llm_calls += 1;
+                    let response = match result {
+                        Ok(response) => response,
+                        Err(e) if e.is_context_overflow() && !overflow_retried => {
+                            warn!(error = %e, "provider reports a context overflow: flushing and retrying once");
+                            overflow_retried = true;
+                            self.flush(&mut run, &protected, true).await;
+                            continue;
+                        }
+                        Err(e) => {
+                            warn!(error = %e, "provider failed; ending the step");
+                            break StopReason::ProviderError {
+                                message: e.to_string(),
+                                retryable: e.is_transient(),
+                            };
+                        }
+                    };
+                    responses += 1;
+                    run.usage += response.usage;
+                    let calls = response.tool_calls;
+                    if response.content.trim().is_empty() && calls.is_empty() {
+                        break StopReason::NoFunctionCall;
+                    }
+                    let now = run.now(self.rt.clock.as_ref());
+                    turn_start = run.messages.len();
+                    // What the model sent is stored as sent, except for NUL characters, which no store
+                    // holds (see `without_nul`).
+                    let received = calls.len();
+                    let allowed = self.state.config.max_calls_per_response.max(1);
+                    let calls: Vec<ToolCall> = calls
+                        .into_iter()
+                        .take(allowed)
+                        .map(|call| ToolCall {
+                            id: without_nul(call.id),
+                            name: without_nul(call.name),
+                            arguments: without_nul(call.arguments),
+                        })
+                        .collect();
+                    self.push(
+                        &mut run,
+                        Message::assistant(
+                            self.id(),
+                            without_nul(response.content),
+                            calls.clone(),
+                            now,
+                        ),
+                    );
+                    if calls.is_empty() {
+                        break StopReason::NoFunctionCall;
+                    }
 
-            let (mut failed, mut heartbeat, mut replied) = (false, false, false);
-            let mut ended_by: Option<String> = None;
-            for call in &calls {
-                if let Some(terminal) = &ended_by {
-                    let why = format!("not run: the step ended with `{terminal}`");
-                    self.refuse_call(&mut run, call, why);
-                    continue;
-                }
-                if let Some(why) = rules.forbidden(&call.name) {
-                    let why = format!("`{}` may not be called now: {why}", call.name);
-                    self.refuse_call(&mut run, call, why);
-                    failed = true;
-                    continue;
-                }
-                let result = self.call_function(&mut run, call).await;
-                let output = match &result.result {
-                    Ok(text) | Err(text) => text.as_str(),
-                };
-                rules.called(&call.name, output);
-                failed |= result.is_failure();
-                heartbeat |=
-                    rules.continues(&call.name) || (!until_reply && result.request_heartbeat);
-                replied |= until_reply
-                    && !result.is_failure()
-                    && self
-                        .rt
-                        .functions
-                        .get(&call.name)
-                        .is_some_and(|f| f.is_terminal());
-                if rules.is_terminal(&call.name) {
-                    ended_by = Some(call.name.clone());
-                }
-            }
-            if received > calls.len() {
-                warn!(
-                    received,
-                    ran = calls.len(),
-                    "too many function calls in one response"
-                );
-                let now = run.now(self.rt.clock.as_ref());
-                self.push(
+                    let mut turn = self.run_calls(&mut run, &mut rules, &calls, None).await;
+                    if received > calls.len() {
+                        warn!(
+                            received,
+                            ran = calls.len(),
+                            "too many function calls in one response"
+                        );
+                        let now = run.now(self.rt.clock.as_ref());
+                        self.push(
                     &mut run,
                     Message::new(
                         self.id(),
@@ -286,8 +310,33 @@ impl Agent {
                         now,
                     ),
                 );
-                failed = true;
-            }
+                        turn.failed = true;
+                    }
+                    if let Some(call) = turn.paused.take() {
+                        let message = run.messages[turn_start].id;
+                        let stop = StopReason::AwaitingApproval {
+                            call_id: call.id.clone(),
+                            function: call.name.clone(),
+                            arguments: call.arguments.clone(),
+                        };
+                        self.state.pending_approval = Some(PendingApproval {
+                            call,
+                            message,
+                            llm_calls: responses,
+                            rules: rules.progress(),
+                        });
+                        break stop;
+                    }
+                    turn
+                }
+            };
+            let Turn {
+                failed,
+                heartbeat,
+                replied,
+                ended_by,
+                ..
+            } = turn;
             if ended_by.is_some() {
                 break StopReason::EndTurn;
             }
@@ -341,6 +390,106 @@ impl Agent {
         Ok(self.record(run, label, messages, stop))
     }
 
+    /// Runs the calls of one model response in order (refusing what the rules forbid, pausing
+    /// on a call that needs approval) and says what they ask of the loop. `decision` is a
+    /// person's verdict on the first call (which was waiting for it).
+    async fn run_calls(
+        &mut self,
+        run: &mut StepRun,
+        rules: &mut StepRules<'_>,
+        calls: &[ToolCall],
+        mut decision: Option<Decision>,
+    ) -> Turn {
+        let until_reply = self.state.config.loop_style == LoopStyle::UntilReply;
+        let mut turn = Turn::default();
+        for call in calls {
+            if let Some(terminal) = &turn.ended_by {
+                let why = format!("not run: the step ended with `{terminal}`");
+                self.refuse_call(run, call, why);
+                continue;
+            }
+            if let Some(paused) = &turn.paused {
+                let why = format!(
+                    "not run: the step paused for approval of `{}`; call it again once that is settled",
+                    paused.name
+                );
+                self.refuse_call(run, call, why);
+                turn.failed = true;
+                continue;
+            }
+            let decided = decision.take();
+            if decided.is_none() {
+                if let Some(why) = rules.forbidden(&call.name) {
+                    let why = format!("`{}` may not be called now: {why}", call.name);
+                    self.refuse_call(run, call, why);
+                    turn.failed = true;
+                    continue;
+                }
+                if rules.requires_approval(&call.name) {
+                    debug!(function = %call.name, "call waits for approval");
+                    turn.paused = Some(call.clone());
+                    continue;
+                }
+            }
+            if let Some(Decision::Denied(reason)) = decided {
+                let why = match reason {
+                    Some(reason) => {
+                        format!("the user denied this call of `{}`: {reason}", call.name)
+                    }
+                    None => format!("the user denied this call of `{}`", call.name),
+                };
+                self.refuse_call(run, call, why);
+                turn.failed = true;
+                continue;
+            }
+            let result = self.call_function(run, call).await;
+            let output = match &result.result {
+                Ok(text) | Err(text) => text.as_str(),
+            };
+            rules.called(&call.name, output);
+            turn.failed |= result.is_failure();
+            turn.heartbeat |=
+                rules.continues(&call.name) || (!until_reply && result.request_heartbeat);
+            turn.replied |= until_reply
+                && !result.is_failure()
+                && self
+                    .rt
+                    .functions
+                    .get(&call.name)
+                    .is_some_and(|f| f.is_terminal());
+            if rules.is_terminal(&call.name) {
+                turn.ended_by = Some(call.name.clone());
+            }
+        }
+        turn
+    }
+
+    /// While a call waits for approval, only its approval or denial may step the agent: a
+    /// timer is skipped (the returned stop reason), anything else is refused. An approval
+    /// when nothing waits, or of another call, is refused too.
+    fn check_approval_gate(&self, event: &Event) -> Result<Option<StopReason>> {
+        let pending = self.state.pending_approval.as_ref();
+        match (&event.kind, pending) {
+            (EventKind::Approval { call_id, .. }, Some(p)) if *call_id == p.call.id => Ok(None),
+            (EventKind::Approval { call_id, .. }, _) => Err(Error::NoPendingApproval {
+                call_id: call_id.clone(),
+            }),
+            (EventKind::Timer { .. }, Some(p)) => {
+                debug!(function = %p.call.name, "timer skipped: a call waits for approval");
+                Ok(Some(StopReason::AwaitingApproval {
+                    call_id: p.call.id.clone(),
+                    function: p.call.name.clone(),
+                    arguments: p.call.arguments.clone(),
+                }))
+            }
+            (_, Some(p)) => Err(Error::ApprovalPending {
+                call_id: p.call.id.clone(),
+                function: p.call.name.clone(),
+            }),
+            (_, None) => Ok(None),
+        }
+    }
+
     /// The message an event puts into the queue (and the passages an upload adds).
     async fn event_message(
         &mut self,
@@ -389,6 +538,12 @@ impl Agent {
                     ),
                     now,
                 )
+            }
+            // Handled by `run_step` before any event message is made.
+            EventKind::Approval { call_id, .. } => {
+                return Err(Error::NoPendingApproval {
+                    call_id: call_id.clone(),
+                });
             }
             EventKind::Timer { reason } => Message::new(
                 id,

@@ -279,6 +279,7 @@ pub async fn import(
         memory_updated_at: extras.and_then(|x| x.memory_updated_at).unwrap_or(now),
         created_at,
         updated_at: now,
+        pending_approval: None,
     };
     let report = ImportReport {
         id,

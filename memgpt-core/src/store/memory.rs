@@ -569,6 +569,7 @@ mod tests {
             memory_updated_at: t,
             created_at: t,
             updated_at: t,
+            pending_approval: None,
         }
     }
 

@@ -29,8 +29,8 @@ pub use search::search_recall;
 pub use space::EmbeddingSpace;
 pub(crate) use types::json_holds_nul;
 pub use types::{
-    AgentState, ArchivalQuery, Commit, Hit, MessageEmbedding, Page, Passage, RecallQuery,
-    SearchPage, Summary, TAGS_KEY, TimeRange, storable,
+    AgentState, ArchivalQuery, Commit, Hit, MessageEmbedding, Page, Passage, PendingApproval,
+    RecallQuery, SearchPage, Summary, TAGS_KEY, TimeRange, storable,
 };
 
 /// Re-exported from [`retrieval`](crate::retrieval): the archival ranking a query asks for.

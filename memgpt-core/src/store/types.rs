@@ -342,6 +342,24 @@ pub struct AgentState {
     pub created_at: DateTime<Utc>,
     /// When the agent was last committed.
     pub updated_at: DateTime<Utc>,
+    /// A function call waiting for a person's approval, if the last step paused for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_approval: Option<PendingApproval>,
+}
+
+/// A step paused on a call that needs approval
+/// ([`ToolRule::RequiresApproval`](crate::rules::ToolRule::RequiresApproval)): what it needs to
+/// go on exactly where it stopped.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingApproval {
+    /// The call, as the model sent it (its assistant message is committed, its result is not).
+    pub call: crate::message::ToolCall,
+    /// The assistant message holding the call.
+    pub message: MessageId,
+    /// LLM calls the step had made (they count against the chain limit).
+    pub llm_calls: usize,
+    /// Where the step stood under its tool rules.
+    pub rules: crate::rules::RulesProgress,
 }
 
 /// Fails with [`StoreError::NulCharacter`] (naming `what`) if `text` holds U+0000.

@@ -46,6 +46,9 @@ enum EventType {
     Login,
     /// A timer went off (`text` says why).
     Timer,
+    /// Approves or denies the function call the agent waits on (`call_id`, `approve`;
+    /// `text` says why, with a denial): the paused step goes on.
+    Approval,
 }
 
 /// An event to step the agent with.
@@ -60,6 +63,11 @@ struct SendMessage {
     kind: EventType,
     /// The user's name, for a `user` message.
     name: Option<String>,
+    /// For `approval`: the id of the pending call (`pending_approval.call_id` of the step
+    /// that paused).
+    call_id: Option<String>,
+    /// For `approval`: whether the call may run.
+    approve: Option<bool>,
 }
 
 impl SendMessage {
@@ -68,12 +76,27 @@ impl SendMessage {
         if needs_text && self.text.trim().is_empty() {
             return Err(ApiError::invalid("`text` is empty"));
         }
+        let approval = matches!(self.kind, EventType::Approval);
+        if !approval && (self.call_id.is_some() || self.approve.is_some()) {
+            return Err(ApiError::invalid(
+                "`call_id` and `approve` belong to messages of `type` `approval`",
+            ));
+        }
         Ok(match (self.kind, self.name) {
             (EventType::User, Some(name)) => Event::user_named(name, self.text),
             (EventType::User, None) => Event::user(self.text),
             (EventType::SystemAlert, _) => Event::alert(self.text),
             (EventType::Login, _) => Event::login(),
             (EventType::Timer, _) => Event::timer(self.text),
+            (EventType::Approval, _) => match (self.call_id, self.approve) {
+                (Some(call_id), Some(true)) => Event::approve(call_id),
+                (Some(call_id), Some(false)) => Event::deny(call_id, self.text),
+                _ => {
+                    return Err(ApiError::invalid(
+                        "an `approval` needs `call_id` and `approve`",
+                    ));
+                }
+            },
         })
     }
 }

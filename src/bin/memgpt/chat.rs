@@ -23,6 +23,8 @@ const HELP: &str = "\
 /policy [NAME]   show or switch the page-replacement policy
 /model           the model the agent talks to
 /login           send a login event
+/approve         let the call waiting for approval run (tool rule requires_approval)
+/deny [REASON]   refuse it; the agent reads the reason
 /help            this list
 /exit            leave (also Ctrl-D)
 A line ending in \\ continues on the next line. Ctrl-C during a step cancels it.";
@@ -36,6 +38,8 @@ const COMMANDS: &[&str] = &[
     "/policy",
     "/model",
     "/login",
+    "/approve",
+    "/deny",
     "/help",
     "/exit",
 ];
@@ -144,6 +148,14 @@ pub async fn run(settings: &Settings, name: &str) -> Result<()> {
                 continue;
             }
             "/login" => Event::login(),
+            "/approve" | "/deny" => match agent.pending_approval() {
+                None => {
+                    println!("no function call is waiting for approval");
+                    continue;
+                }
+                Some(pending) if command == "/approve" => Event::approve(pending.call.id.clone()),
+                Some(pending) => Event::deny(pending.call.id.clone(), rest),
+            },
             c if c.starts_with('/') => {
                 println!("unknown command {c}; /help lists them");
                 continue;
@@ -175,6 +187,16 @@ fn finish(record: &StepRecord, style: Style) {
             "{}",
             style.error(&format!(
                 "(the model could not be reached: {message}; what happened before is saved)"
+            ))
+        ),
+        StopReason::AwaitingApproval {
+            function,
+            arguments,
+            ..
+        } => println!(
+            "{}",
+            style.notice(&format!(
+                "(the agent wants to call {function} {arguments}: /approve or /deny [REASON])"
             ))
         ),
         other => println!("{}", style.dim(&format!("(stopped: {other:?})"))),
