@@ -48,6 +48,31 @@ struct Turn {
     paused: Option<ToolCall>,
 }
 
+/// Where a step's chain of model calls stands.
+struct Chain {
+    /// The event that started the step (for a resumed step, the message holding the call
+    /// that waited for approval): never evicted during the step.
+    event_id: MessageId,
+    /// Where the current turn begins in the step's messages: the event, later the newest
+    /// assistant message. Everything from there on is what the model must read next, so no
+    /// flush may evict it.
+    turn_start: usize,
+    /// Model responses so far (against the chain limit).
+    responses: usize,
+    /// Whether a context overflow was already answered with a forced flush and a retry.
+    overflow_retried: bool,
+}
+
+/// What one model call came to.
+enum ModelTurn {
+    /// Its calls ran (or were refused, or one waits for approval).
+    Ran(Turn),
+    /// The context overflowed and was flushed: call the model again.
+    Retry,
+    /// The step ends.
+    Stop(StopReason),
+}
+
 /// A person's verdict on a call that waited for approval.
 #[derive(Debug)]
 enum Decision {
@@ -147,188 +172,59 @@ impl Agent {
         let limit = self.state.config.max_chain_length.max(1);
         let tool_rules = self.state.config.tool_rules.clone();
         let until_reply = self.state.config.loop_style == LoopStyle::UntilReply;
-        let (event_id, mut rules, mut responses, mut resumed) = match &event.kind {
-            EventKind::Approval {
-                approve, reason, ..
-            } => {
-                // The paused step goes on: the decided call first, under the same rules.
-                let pending = self
-                    .state
-                    .pending_approval
-                    .take()
-                    .ok_or_else(|| Error::Config("no pending approval".into()))?;
-                let mut rules = StepRules::resume(&tool_rules, pending.rules);
-                let decision = if *approve {
-                    Decision::Approved
-                } else {
-                    Decision::Denied(reason.clone())
-                };
-                let calls = [pending.call];
-                let turn = self
-                    .run_calls(&mut run, &mut rules, &calls, Some(decision))
-                    .await;
-                (pending.message, rules, pending.llm_calls, Some(turn))
-            }
-            _ => {
-                let message = self.event_message(&event, &mut run, now).await?;
-                // Refused before any LLM call rather than by the commit at the end.
-                storable(&message.text, || "the event".into())?;
-                for passage in &run.writes.passages {
-                    storable(&passage.text, || "an uploaded document".into())?;
+        let (event_id, mut rules, responses, mut resumed) =
+            match &event.kind {
+                EventKind::Approval {
+                    call_id,
+                    approve,
+                    reason,
+                } => {
+                    // The paused step goes on: the decided call first, under the same rules (the
+                    // gate above checked that this call is the one waiting).
+                    let pending = self.state.pending_approval.take().ok_or_else(|| {
+                        Error::NoPendingApproval {
+                            call_id: call_id.clone(),
+                        }
+                    })?;
+                    let mut rules = StepRules::resume(&tool_rules, pending.rules);
+                    let decision = if *approve {
+                        Decision::Approved
+                    } else {
+                        Decision::Denied(reason.clone())
+                    };
+                    let calls = [pending.call];
+                    let turn = self
+                        .run_calls(&mut run, &mut rules, &calls, Some(decision))
+                        .await;
+                    (pending.message, rules, pending.llm_calls, Some(turn))
                 }
-                self.check_fits(&message)?;
-                let event_id = message.id;
-                self.push(&mut run, message);
-                (event_id, StepRules::new(&tool_rules), 0, None)
-            }
+                _ => {
+                    let message = self.event_message(&event, &mut run, now).await?;
+                    // Refused before any LLM call rather than by the commit at the end.
+                    storable(&message.text, || "the event".into())?;
+                    for passage in &run.writes.passages {
+                        storable(&passage.text, || "an uploaded document".into())?;
+                    }
+                    self.check_fits(&message)?;
+                    let event_id = message.id;
+                    self.push(&mut run, message);
+                    (event_id, StepRules::new(&tool_rules), 0, None)
+                }
+            };
+        let mut chain = Chain {
+            event_id,
+            turn_start: 0,
+            responses,
+            overflow_retried: false,
         };
-        // Where the current turn begins in `run.messages`: the event, later the newest
-        // assistant message. Everything from there on is what the model must read next, so no
-        // flush may evict it.
-        let mut turn_start = 0;
-        let mut overflow_retried = false;
         let stop = loop {
             let turn = match resumed.take() {
                 Some(turn) => turn,
-                None => {
-                    let protected: Vec<MessageId> = std::iter::once(event_id)
-                        .chain(run.messages[turn_start..].iter().map(|m| m.id))
-                        .collect();
-                    self.relieve_pressure(&mut run, &protected).await;
-                    let mut request = self.request();
-                    if !rules.is_empty() {
-                        // By construction: the model is offered only what the rules allow now.
-                        let allowed: Vec<String> = rules
-                            .allowed(request.tools.iter().map(|t| t.name.as_str()))
-                            .into_iter()
-                            .map(str::to_owned)
-                            .collect();
-                        if allowed.len() < request.tools.len() {
-                            let offered: Vec<ToolSchema> = request
-                                .tools
-                                .iter()
-                                .filter(|t| allowed.contains(&t.name))
-                                .cloned()
-                                .collect();
-                            request.tools = offered.into();
-                        }
-                    }
-                    let started = Instant::now();
-                    let pager = Self::pager(&self.rt);
-                    let attention = pager
-                        .wants_attention()
-                        .then(|| self.rt.provider.as_attention())
-                        .flatten();
-                    let result = if let Some(attention) = attention {
-                        match attention.complete_with_attention(&request).await {
-                            Ok((response, weights)) => {
-                                if let Some(weights) = weights {
-                                    pager.observe_attention(
-                                        &mut self.context,
-                                        &weights,
-                                        request.messages.len(),
-                                    );
-                                }
-                                Ok(response)
-                            }
-                            Err(e) => Err(e),
-                        }
-                    } else {
-                        self.rt.provider.complete(&request).await
-                    };
-                    run.timings.llm += started.elapsed();
-                    run.llm_calls += 1;
-                    let response = match result {
-                        Ok(response) => response,
-                        Err(e) if e.is_context_overflow() && !overflow_retried => {
-                            warn!(error = %e, "provider reports a context overflow: flushing and retrying once");
-                            overflow_retried = true;
-                            self.flush(&mut run, &protected, true).await;
-                            continue;
-                        }
-                        Err(e) => {
-                            warn!(error = %e, "provider failed; ending the step");
-                            break StopReason::ProviderError {
-                                message: e.to_string(),
-                                retryable: e.is_transient(),
-                            };
-                        }
-                    };
-                    responses += 1;
-                    run.usage += response.usage;
-                    let calls = response.tool_calls;
-                    if response.content.trim().is_empty() && calls.is_empty() {
-                        break StopReason::NoFunctionCall;
-                    }
-                    let now = run.now(self.rt.clock.as_ref());
-                    turn_start = run.messages.len();
-                    // What the model sent is stored as sent, except for NUL characters, which no store
-                    // holds (see `without_nul`).
-                    let received = calls.len();
-                    let allowed = self.state.config.max_calls_per_response.max(1);
-                    let calls: Vec<ToolCall> = calls
-                        .into_iter()
-                        .take(allowed)
-                        .map(|call| ToolCall {
-                            id: without_nul(call.id),
-                            name: without_nul(call.name),
-                            arguments: without_nul(call.arguments),
-                        })
-                        .collect();
-                    self.push(
-                        &mut run,
-                        Message::assistant(
-                            self.id(),
-                            without_nul(response.content),
-                            calls.clone(),
-                            now,
-                        ),
-                    );
-                    if calls.is_empty() {
-                        break StopReason::NoFunctionCall;
-                    }
-
-                    let mut turn = self.run_calls(&mut run, &mut rules, &calls, None).await;
-                    if received > calls.len() {
-                        warn!(
-                            received,
-                            ran = calls.len(),
-                            "too many function calls in one response"
-                        );
-                        let now = run.now(self.rt.clock.as_ref());
-                        self.push(
-                    &mut run,
-                    Message::new(
-                        self.id(),
-                        MessageKind::SystemAlert,
-                        format!(
-                            "Your last response held {received} function calls; only the first {} \
-                             ran (the limit per response). The others did not run: send them in \
-                             your next responses.",
-                            calls.len()
-                        ),
-                        now,
-                    ),
-                );
-                        turn.failed = true;
-                    }
-                    if let Some(call) = turn.paused.take() {
-                        let message = run.messages[turn_start].id;
-                        let stop = StopReason::AwaitingApproval {
-                            call_id: call.id.clone(),
-                            function: call.name.clone(),
-                            arguments: call.arguments.clone(),
-                        };
-                        self.state.pending_approval = Some(PendingApproval {
-                            call,
-                            message,
-                            llm_calls: responses,
-                            rules: rules.progress(),
-                        });
-                        break stop;
-                    }
-                    turn
-                }
+                None => match self.model_turn(&mut run, &mut rules, &mut chain).await {
+                    ModelTurn::Ran(turn) => turn,
+                    ModelTurn::Retry => continue,
+                    ModelTurn::Stop(stop) => break stop,
+                },
             };
             let Turn {
                 failed,
@@ -346,7 +242,7 @@ impl Agent {
             if !failed && !goes_on && missing.is_empty() {
                 break StopReason::EndTurn;
             }
-            if responses >= limit {
+            if chain.responses >= limit {
                 break StopReason::ChainLimit { limit };
             }
             if until_reply && (failed || goes_on) {
@@ -388,6 +284,149 @@ impl Agent {
         let messages = self.commit(now, messages, embeddings, passages).await?;
         run.timings.commit = started.elapsed();
         Ok(self.record(run, label, messages, stop))
+    }
+
+    /// One model call of the step and the calls it makes: the pressure check, the request
+    /// (offering only what the rules allow), the provider's answer, the assistant message and
+    /// its function calls.
+    async fn model_turn(
+        &mut self,
+        run: &mut StepRun,
+        rules: &mut StepRules<'_>,
+        chain: &mut Chain,
+    ) -> ModelTurn {
+        let protected: Vec<MessageId> = std::iter::once(chain.event_id)
+            .chain(run.messages[chain.turn_start..].iter().map(|m| m.id))
+            .collect();
+        self.relieve_pressure(run, &protected).await;
+        let mut request = self.request();
+        if !rules.is_empty() {
+            // By construction: the model is offered only what the rules allow now.
+            let allowed: Vec<String> = rules
+                .allowed(request.tools.iter().map(|t| t.name.as_str()))
+                .into_iter()
+                .map(str::to_owned)
+                .collect();
+            if allowed.len() < request.tools.len() {
+                let offered: Vec<ToolSchema> = request
+                    .tools
+                    .iter()
+                    .filter(|t| allowed.contains(&t.name))
+                    .cloned()
+                    .collect();
+                request.tools = offered.into();
+            }
+        }
+        let started = Instant::now();
+        let pager = Self::pager(&self.rt);
+        let attention = pager
+            .wants_attention()
+            .then(|| self.rt.provider.as_attention())
+            .flatten();
+        let result = if let Some(attention) = attention {
+            match attention.complete_with_attention(&request).await {
+                Ok((response, weights)) => {
+                    if let Some(weights) = weights {
+                        pager.observe_attention(
+                            &mut self.context,
+                            &weights,
+                            request.messages.len(),
+                        );
+                    }
+                    Ok(response)
+                }
+                Err(e) => Err(e),
+            }
+        } else {
+            self.rt.provider.complete(&request).await
+        };
+        run.timings.llm += started.elapsed();
+        run.llm_calls += 1;
+        let response = match result {
+            Ok(response) => response,
+            Err(e) if e.is_context_overflow() && !chain.overflow_retried => {
+                warn!(error = %e, "provider reports a context overflow: flushing and retrying once");
+                chain.overflow_retried = true;
+                self.flush(run, &protected, true).await;
+                return ModelTurn::Retry;
+            }
+            Err(e) => {
+                warn!(error = %e, "provider failed; ending the step");
+                return ModelTurn::Stop(StopReason::ProviderError {
+                    message: e.to_string(),
+                    retryable: e.is_transient(),
+                });
+            }
+        };
+        chain.responses += 1;
+        run.usage += response.usage;
+        let calls = response.tool_calls;
+        if response.content.trim().is_empty() && calls.is_empty() {
+            return ModelTurn::Stop(StopReason::NoFunctionCall);
+        }
+        let now = run.now(self.rt.clock.as_ref());
+        chain.turn_start = run.messages.len();
+        // What the model sent is stored as sent, except for NUL characters, which no store
+        // holds (see `without_nul`).
+        let received = calls.len();
+        let allowed = self.state.config.max_calls_per_response.max(1);
+        let calls: Vec<ToolCall> = calls
+            .into_iter()
+            .take(allowed)
+            .map(|call| ToolCall {
+                id: without_nul(call.id),
+                name: without_nul(call.name),
+                arguments: without_nul(call.arguments),
+            })
+            .collect();
+        self.push(
+            run,
+            Message::assistant(self.id(), without_nul(response.content), calls.clone(), now),
+        );
+        if calls.is_empty() {
+            return ModelTurn::Stop(StopReason::NoFunctionCall);
+        }
+
+        let mut turn = self.run_calls(run, rules, &calls, None).await;
+        if received > calls.len() {
+            warn!(
+                received,
+                ran = calls.len(),
+                "too many function calls in one response"
+            );
+            let now = run.now(self.rt.clock.as_ref());
+            self.push(
+                run,
+                Message::new(
+                    self.id(),
+                    MessageKind::SystemAlert,
+                    format!(
+                        "Your last response held {received} function calls; only the first {} \
+                             ran (the limit per response). The others did not run: send them in \
+                             your next responses.",
+                        calls.len()
+                    ),
+                    now,
+                ),
+            );
+            turn.failed = true;
+        }
+        if let Some(call) = turn.paused.take() {
+            let message = run.messages[chain.turn_start].id;
+            let stop = StopReason::AwaitingApproval {
+                call_id: call.id.clone(),
+                function: call.name.clone(),
+                arguments: call.arguments.clone(),
+            };
+            self.state.pending_approval = Some(PendingApproval {
+                call,
+                message,
+                llm_calls: chain.responses,
+                rules: rules.progress(),
+            });
+            return ModelTurn::Stop(stop);
+        }
+        ModelTurn::Ran(turn)
     }
 
     /// Runs the calls of one model response in order (refusing what the rules forbid, pausing
