@@ -52,6 +52,7 @@ impl LlmProvider for InstantModel {
             usage: Usage {
                 prompt_tokens: prompt as u64,
                 completion_tokens: 12,
+                cached_prompt_tokens: 0,
             },
             finish_reason: FinishReason::ToolCalls,
             model: "instant".into(),

@@ -80,6 +80,8 @@
 //! * `local`: a local GGUF chat model on the CPU (pure Rust, candle), every function call
 //!   valid by construction ([`local`]).
 //! * `server`: `memgpt serve`, the multi-tenant REST + streaming API (`server`).
+//! * `mcp`: the Model Context Protocol both ways (`mcp`): MCP servers' tools as agent
+//!   functions, and `memgpt mcp`, an agent's memory as MCP tools.
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -124,6 +126,12 @@ pub use memgpt_providers::structured;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub use memgpt_server as server;
+
+/// The Model Context Protocol: MCP servers' tools as agent functions, an agent's memory as MCP
+/// tools.
+#[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
+pub use memgpt_mcp as mcp;
 
 /// Fetching the offline models (catalog, cache folder, SHA-256 verification).
 #[cfg(feature = "models")]

@@ -182,6 +182,7 @@ impl LlmProvider for OracleKvPolicy {
             usage: Usage {
                 prompt_tokens: prompt_tokens as u64,
                 completion_tokens: completion_tokens as u64,
+                cached_prompt_tokens: 0,
             },
             model: "oracle-policy".to_owned(),
         })

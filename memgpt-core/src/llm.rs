@@ -136,6 +136,13 @@ pub struct ChatRequest {
     pub temperature: Option<f32>,
     /// Maximum completion tokens, when set.
     pub max_tokens: Option<u32>,
+    /// How many bytes at the start of the first message (the system message) stay the same
+    /// from one call to the next until memory is edited: the instructions, then the memory
+    /// blocks. With the function schemas before them, that is the prompt's stable prefix:
+    /// providers with explicit prompt caching (Anthropic's `cache_control`) put a cache
+    /// breakpoint at its end; others cache it on their own when it is byte-identical, as it is.
+    /// `None`: nothing is known to be stable.
+    pub cache_prefix: Option<usize>,
 }
 
 impl ChatRequest {
@@ -148,6 +155,7 @@ impl ChatRequest {
             tool_choice: ToolChoice::Auto,
             temperature: None,
             max_tokens: None,
+            cache_prefix: None,
         }
     }
 }
@@ -159,6 +167,10 @@ pub struct Usage {
     pub prompt_tokens: u64,
     /// Completion (output) tokens.
     pub completion_tokens: u64,
+    /// Of the prompt tokens, those the provider read from its prompt cache (OpenAI's
+    /// `cached_tokens`, Anthropic's `cache_read_input_tokens`); 0 when none or not reported.
+    #[serde(default)]
+    pub cached_prompt_tokens: u64,
 }
 
 impl Usage {
@@ -172,6 +184,7 @@ impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, rhs: Self) {
         self.prompt_tokens += rhs.prompt_tokens;
         self.completion_tokens += rhs.completion_tokens;
+        self.cached_prompt_tokens += rhs.cached_prompt_tokens;
     }
 }
 

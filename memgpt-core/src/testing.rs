@@ -177,6 +177,7 @@ impl LlmProvider for ScriptedProvider {
         let usage = Usage {
             prompt_tokens: prompt_chars.div_ceil(4) as u64,
             completion_tokens: 8,
+            cached_prompt_tokens: 0,
         };
         if request.tools.is_empty() {
             let summary = state.summaries.pop_front().unwrap_or_else(|| {

@@ -300,6 +300,16 @@ async fn retry_loop(
 
 /// A one-line description of a transport error with its causes ("could not connect: ...: ...").
 #[cfg_attr(not(feature = "anthropic"), allow(dead_code))]
+/// A failure while reading a streamed body: the request was sent and the stream broke, so
+/// the caller may retry the whole request (it is not retried here: parts were reported).
+pub(crate) fn stream_read_error(e: reqwest::Error) -> memgpt_core::llm::LlmError {
+    memgpt_core::llm::LlmError::Transient {
+        status: None,
+        message: describe_transport_error(&e),
+        retry_after: None,
+    }
+}
+
 pub(crate) fn describe_transport_error(e: &reqwest::Error) -> String {
     let what = if e.is_timeout() {
         "request timed out"

@@ -28,6 +28,8 @@ pub mod http;
 
 #[cfg(feature = "openai")]
 pub mod openai;
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+mod sse;
 
 pub mod structured;
 

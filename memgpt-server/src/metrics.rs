@@ -63,6 +63,7 @@ pub struct Metrics {
     step_seconds: Histogram,
     llm_seconds: Histogram,
     prompt_tokens: AtomicU64,
+    cached_prompt_tokens: AtomicU64,
     completion_tokens: AtomicU64,
     llm_calls: AtomicU64,
     flushes: AtomicU64,
@@ -97,6 +98,8 @@ impl Metrics {
             .fetch_add(record.llm_calls as u64, Ordering::Relaxed);
         self.prompt_tokens
             .fetch_add(record.usage.prompt_tokens, Ordering::Relaxed);
+        self.cached_prompt_tokens
+            .fetch_add(record.usage.cached_prompt_tokens, Ordering::Relaxed);
         self.completion_tokens
             .fetch_add(record.usage.completion_tokens, Ordering::Relaxed);
         self.flushes
@@ -154,6 +157,7 @@ impl Metrics {
             "LLM tokens, by kind.",
             &[
                 ("{kind=\"prompt\"}", load(&self.prompt_tokens)),
+                ("{kind=\"cached_prompt\"}", load(&self.cached_prompt_tokens)),
                 ("{kind=\"completion\"}", load(&self.completion_tokens)),
             ],
         );

@@ -267,6 +267,8 @@ pub struct StepView {
     pub prompt_tokens: u64,
     /// Completion tokens over those calls.
     pub completion_tokens: u64,
+    /// Of the prompt tokens, those the provider read from its prompt cache.
+    pub cached_prompt_tokens: u64,
     /// Whether the memory-pressure warning was given.
     pub pressure_warning: bool,
     /// Flushes.
@@ -326,6 +328,7 @@ impl StepView {
             llm_calls: record.llm_calls,
             prompt_tokens: record.usage.prompt_tokens,
             completion_tokens: record.usage.completion_tokens,
+            cached_prompt_tokens: record.usage.cached_prompt_tokens,
             pressure_warning: record.pressure_warning,
             flushes: record.flushes.iter().map(FlushView::from).collect(),
             stop_reason: stop_reason.to_owned(),

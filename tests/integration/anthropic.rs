@@ -20,7 +20,7 @@ fn config(server: &FakeAnthropic) -> AnthropicConfig {
         .with_retry(quick_retry())
 }
 
-fn provider(server: &FakeAnthropic) -> Arc<AnthropicProvider> {
+pub(crate) fn provider(server: &FakeAnthropic) -> Arc<AnthropicProvider> {
     Arc::new(AnthropicProvider::new(config(server)).expect("provider"))
 }
 
@@ -108,9 +108,11 @@ async fn an_agent_step_with_a_heartbeat_runs_on_anthropic() {
     assert_eq!(first.body["tool_choice"], json!({"type": "any"}));
     assert!(first.body["max_tokens"].as_u64().is_some());
     assert!(first.body.get("stream").is_none());
-    let system = first.body["system"]
-        .as_str()
-        .expect("a top-level system prompt");
+    // A top-level system prompt in two blocks: the stable prefix, cached, then the rest.
+    let blocks = first.body["system"].as_array().expect("system blocks");
+    assert_eq!(blocks.len(), 2);
+    assert_eq!(blocks[0]["cache_control"], json!({"type": "ephemeral"}));
+    let system = blocks[0]["text"].as_str().unwrap();
     assert!(system.contains("Core memory"), "{system}");
     let names: Vec<&str> = first.body["tools"]
         .as_array()

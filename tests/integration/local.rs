@@ -251,6 +251,37 @@ mod chat {
         }
     }
 
+    /// The reply streams from the local model too: the grammar's call is decoded while the
+    /// model writes it, and `send_message`'s text reaches the observer token by token.
+    #[tokio::test]
+    async fn a_local_model_streams_its_reply() {
+        use std::sync::Mutex;
+
+        use memgpt::agent::StepProgress;
+
+        let Some(provider) = provider() else { return };
+        let mut agent = Agent::builder()
+            .provider(provider)
+            .functions(["send_message"])
+            .max_chain_length(2)
+            .build()
+            .await
+            .unwrap();
+        let pieces = Arc::new(Mutex::new(Vec::<String>::new()));
+        let log = pieces.clone();
+        agent.set_observer(Some(Arc::new(move |p: StepProgress<'_>| {
+            if let StepProgress::ReplyDelta(text) = p {
+                log.lock().unwrap().push(text.to_owned());
+            }
+        })));
+        let record = agent.step("Say hello to me.").await.unwrap();
+        let pieces = pieces.lock().unwrap();
+        eprintln!("streamed reply pieces: {pieces:?}");
+        assert_eq!(record.replies.len(), 1, "{:?}", record.stop_reason);
+        assert_eq!(pieces.concat(), record.replies[0]);
+        assert!(pieces.len() > 1, "{pieces:?}");
+    }
+
     /// Tool rules by construction: every LLM call is offered only what the rules allow, and
     /// the grammar built from that offer cannot produce anything else, so the small model's
     /// calls follow the rules without a single refusal.

@@ -23,12 +23,16 @@ mod faults;
 mod layering;
 #[cfg(feature = "local-embed")]
 mod local;
+#[cfg(feature = "mcp")]
+mod mcp;
 #[cfg(feature = "models")]
 mod models;
+mod prompt_cache;
 mod providers;
 mod registries;
 #[cfg(feature = "server")]
 mod server;
+mod streaming;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1014,6 +1014,19 @@ async fn a_streamed_step_reports_each_message_in_order_then_the_record() {
     assert_eq!(names.last(), Some(&"step"));
     let (_, record) = events.last().unwrap();
     assert_eq!(record["replies"], json!(["Nothing about tea yet."]));
+    // The reply's text came as it was written, before the message holding it.
+    let reply: String = events
+        .iter()
+        .filter(|(e, _)| e == "reply_delta")
+        .map(|(_, d)| d["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(reply, "Nothing about tea yet.");
+    let first_delta = names.iter().position(|n| *n == "reply_delta").unwrap();
+    let last_assistant = events
+        .iter()
+        .rposition(|(e, m)| e == "message" && m["kind"] == "assistant")
+        .unwrap();
+    assert!(first_delta < last_assistant, "{names:?}");
     // The record's messages are the streamed ones, in the same order.
     let streamed: Vec<&Value> = events
         .iter()

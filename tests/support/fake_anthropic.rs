@@ -203,6 +203,9 @@ struct Script {
     hold: Option<Arc<Notify>>,
     /// How many held streams were released by the client (rather than by the timeout).
     released: u64,
+    /// The cached prefix of the last request with a `cache_control` breakpoint (tools, then
+    /// the system blocks up to it), as the prompt cache would hold it.
+    cached_prefix: Option<String>,
 }
 
 type Shared = Arc<Mutex<Script>>;
@@ -352,15 +355,16 @@ async fn messages(State(script): State<Shared>, headers: HeaderMap, body: Bytes)
         version: header("anthropic-version"),
         body,
     };
-    let (reply, hold) = {
+    let (reply, hold, cache) = {
         let mut s = lock(&script);
         s.received.push(received.clone());
+        let cache = prompt_cache(&mut s, &received.body);
         let reply = if received.has_tools() {
             s.replies.pop_front()
         } else {
             s.summaries.pop_front()
         };
-        (reply, s.hold.clone())
+        (reply, s.hold.clone(), cache)
     };
     let Some(reply) = reply else {
         return error(
@@ -373,10 +377,14 @@ async fn messages(State(script): State<Shared>, headers: HeaderMap, body: Bytes)
         .as_str()
         .unwrap_or_default()
         .to_owned();
-    // About 4 bytes a token, of the prompt only (so a streamed request counts the same).
+    // About 4 bytes a token, of the prompt only (so a streamed request counts the same); the
+    // cached prefix's tokens are reported apart, as read from or written to the cache.
     let input_tokens = (received.body["system"].to_string().len()
         + received.body["messages"].to_string().len()) as u64
         / 4;
+    let (read, written) = cache;
+    let usage = json!({"input_tokens": input_tokens.saturating_sub(read + written),
+        "cache_read_input_tokens": read, "cache_creation_input_tokens": written});
     match reply {
         Reply::Status {
             status,
@@ -422,11 +430,11 @@ async fn messages(State(script): State<Shared>, headers: HeaderMap, body: Bytes)
             axum::Json(json!({
                 "id": "msg_fake", "type": "message", "role": "assistant", "model": model,
                 "content": content, "stop_reason": stop, "stop_sequence": null,
-                "usage": {"input_tokens": input_tokens, "output_tokens": 10}
+                "usage": with_output(&usage, 10)
             }))
             .into_response()
         }
-        streamed => stream(streamed, &model, input_tokens, hold, script.clone()),
+        streamed => stream(streamed, &model, &usage, hold, script.clone()),
     }
 }
 
@@ -449,14 +457,48 @@ fn pieces(text: &str, size: usize) -> Vec<String> {
 
 /// The SSE body of `reply`, in two parts: up to and including the first text piece (or
 /// `message_start` when there is no text), and the rest.
-fn sse(reply: Reply, model: &str, input_tokens: u64) -> (String, String) {
+/// `usage` with `output_tokens` set.
+fn with_output(usage: &Value, output_tokens: u64) -> Value {
+    let mut usage = usage.clone();
+    usage["output_tokens"] = json!(output_tokens);
+    usage
+}
+
+/// Prompt caching as Anthropic does it: the prefix up to the request's `cache_control`
+/// breakpoint (tools, then system blocks) is read from the cache when the previous such
+/// request had the same prefix, and written to it otherwise. Returns (read, written) tokens.
+fn prompt_cache(script: &mut Script, body: &Value) -> (u64, u64) {
+    let Some(blocks) = body["system"].as_array() else {
+        return (0, 0);
+    };
+    let Some(end) = blocks.iter().position(|b| b.get("cache_control").is_some()) else {
+        return (0, 0);
+    };
+    let mut prefix = body["tools"].to_string();
+    let mut text = 0;
+    for block in &blocks[..=end] {
+        let block = block["text"].as_str().unwrap_or_default();
+        text += block.len();
+        prefix.push_str(block);
+    }
+    // Of the system text only, so the three counts still add up to the usual total.
+    let tokens = text as u64 / 4;
+    if script.cached_prefix.as_deref() == Some(prefix.as_str()) {
+        (tokens, 0)
+    } else {
+        script.cached_prefix = Some(prefix);
+        (0, tokens)
+    }
+}
+
+fn sse(reply: Reply, model: &str, usage: &Value) -> (String, String) {
     let mut head = String::new();
     event(
         &mut head,
         json!({"type": "message_start", "message": {
             "id": "msg_fake", "type": "message", "role": "assistant", "model": model,
             "content": [], "stop_reason": null, "stop_sequence": null,
-            "usage": {"input_tokens": input_tokens, "output_tokens": 1}}}),
+            "usage": with_output(usage, 1)}}),
     );
     event(&mut head, json!({"type": "ping"}));
     let (text, calls, ending) = match reply {
@@ -509,11 +551,12 @@ fn sse(reply: Reply, model: &str, input_tokens: u64) -> (String, String) {
             json!({"type": "content_block_start", "index": index, "content_block":
                 {"type": "tool_use", "id": tool_use_id(), "name": name, "input": {}}}),
         );
-        // Like the real API: an empty piece first, then the JSON in irregular pieces, with
-        // its own spacing (which the client must normalize).
+        // Like the real API: an empty piece first, then the JSON in pieces (here one
+        // character each, the hardest split), with its own spacing (which the client must
+        // normalize).
         let json = serde_json::to_string_pretty(input).unwrap_or_default();
         let mut parts = vec![String::new()];
-        parts.extend(pieces(&json, 8));
+        parts.extend(pieces(&json, 1));
         for part in parts {
             event(
                 &mut tail,
@@ -550,11 +593,11 @@ fn byte_chunks(text: &str, size: usize) -> Vec<Bytes> {
 fn stream(
     reply: Reply,
     model: &str,
-    input_tokens: u64,
+    usage: &Value,
     hold: Option<Arc<Notify>>,
     script: Shared,
 ) -> Response {
-    let (head, tail) = sse(reply, model, input_tokens);
+    let (head, tail) = sse(reply, model, usage);
     let (tx, rx) = mpsc::channel::<Bytes>(8);
     tokio::spawn(async move {
         for chunk in byte_chunks(&head, 7) {

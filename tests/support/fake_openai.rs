@@ -12,7 +12,10 @@
 //!   [`Reply::json_call`] for the structured modes);
 //! * faults are scripted replies too: [`Reply::status`], [`Reply::rate_limited`],
 //!   [`Reply::context_overflow`], [`Reply::delayed`];
-//! * embeddings are computed with `HashingEmbedder` (deterministic, offline).
+//! * embeddings are computed with `HashingEmbedder` (deterministic, offline);
+//! * a request with `"stream": true` gets server-sent events: every character of the content
+//!   and of each call's arguments its own delta, each event split across two body frames in
+//!   the middle of its bytes (see [`stream_body`]).
 //!
 //! With nothing scripted it answers HTTP 400 ("no scripted reply"), which providers do not
 //! retry, so an under-scripted test fails fast and visibly.
@@ -200,6 +203,9 @@ struct Script {
     calls: u64,
     /// How long each embeddings request takes.
     embedding_delay: std::time::Duration,
+    /// The prompt prefix of the last agent request (tools, then the system message), as
+    /// OpenAI's automatic prompt cache would hold it.
+    last_prefix: String,
 }
 
 /// The server. Dropping it shuts it down.
@@ -276,7 +282,7 @@ impl FakeOpenAi {
     /// Answers every chat request at once with `reply`, rendered once in advance, without
     /// parsing or recording the request: an LLM that takes no time, for benchmarks.
     pub async fn respond_instantly(&self, reply: Reply) {
-        let response = render(reply, &json!({"model": "instant", "messages": []})).await;
+        let response = render(reply, &json!({"model": "instant", "messages": []}), 0).await;
         let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
             .await
             .expect("rendered reply");
@@ -384,10 +390,12 @@ async fn chat(
         Ok(v) => v,
         Err(e) => return error(400, &format!("fake server: invalid JSON body: {e}")),
     };
+    let mut cached = 0;
     let reply = {
         let mut s = script.lock().unwrap_or_else(|p| p.into_inner());
         record(&mut s, "/v1/chat/completions", &headers, &body);
         if is_agent_request(&body) {
+            cached = prompt_cache(&mut s, &body);
             s.replies
                 .pop_front()
                 .or_else(|| s.responder.as_ref().map(|r| r(&body)))
@@ -398,10 +406,27 @@ async fn chat(
     let Some(reply) = reply else {
         return error(400, "fake server: no scripted reply left");
     };
-    render(reply, &body).await
+    render(reply, &body, cached).await
 }
 
-async fn render(mut reply: Reply, request: &Value) -> Response {
+/// OpenAI's automatic prompt caching: the bytes of the prompt prefix (tools, then the system
+/// message) shared with the previous agent request count as cached, about 4 a token.
+fn prompt_cache(script: &mut Script, body: &Value) -> usize {
+    let prefix = format!(
+        "{}{}",
+        body["tools"],
+        body["messages"][0]["content"].as_str().unwrap_or_default()
+    );
+    let shared = prefix
+        .bytes()
+        .zip(script.last_prefix.bytes())
+        .take_while(|(a, b)| a == b)
+        .count();
+    script.last_prefix = prefix;
+    shared / 4
+}
+
+async fn render(mut reply: Reply, request: &Value, cached: usize) -> Response {
     loop {
         match reply {
             Reply::Delayed(delay, inner) => {
@@ -446,23 +471,104 @@ async fn render(mut reply: Reply, request: &Value) -> Response {
                     .collect();
                 let mut message = json!({"role": "assistant", "content": content});
                 if !tool_calls.is_empty() {
-                    message["tool_calls"] = Value::Array(tool_calls);
+                    message["tool_calls"] = Value::Array(tool_calls.clone());
                 }
                 let finish = if calls.is_empty() {
                     "stop"
                 } else {
                     "tool_calls"
                 };
+                let usage = json!({"prompt_tokens": prompt_chars / 4, "completion_tokens": 10,
+                    "total_tokens": prompt_chars / 4 + 10,
+                    "prompt_tokens_details": {"cached_tokens": cached.min(prompt_chars / 4)}});
+                if request["stream"] == true {
+                    return stream_body(request, content.as_deref(), &tool_calls, finish, usage);
+                }
                 return axum::Json(json!({
                     "id": "chatcmpl-fake",
                     "object": "chat.completion",
                     "model": request["model"],
                     "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                    "usage": {"prompt_tokens": prompt_chars / 4, "completion_tokens": 10, "total_tokens": prompt_chars / 4 + 10}
+                    "usage": usage,
                 }))
                 .into_response();
             }
         }
+    }
+}
+
+/// A streamed completion: `chat.completion.chunk` events, one character of content or of a
+/// call's arguments per delta, usage in a last chunk when asked (`stream_options`), then
+/// `[DONE]`; every event goes out as two body frames split in the middle of its bytes.
+fn stream_body(
+    request: &Value,
+    content: Option<&str>,
+    tool_calls: &[Value],
+    finish: &str,
+    usage: Value,
+) -> Response {
+    let model = &request["model"];
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut events = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    for c in content.unwrap_or_default().chars() {
+        events.push(chunk(json!({"content": c.to_string()}), Value::Null));
+    }
+    for (index, call) in tool_calls.iter().enumerate() {
+        let function = &call["function"];
+        events.push(chunk(
+            json!({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                "function": {"name": function["name"], "arguments": ""}}]}),
+            Value::Null,
+        ));
+        for c in function["arguments"].as_str().unwrap_or_default().chars() {
+            events.push(chunk(
+                json!({"tool_calls": [{"index": index, "function": {"arguments": c.to_string()}}]}),
+                Value::Null,
+            ));
+        }
+    }
+    events.push(chunk(json!({}), json!(finish)));
+    if request["stream_options"]["include_usage"] == true {
+        events.push(
+            json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": model,
+            "choices": [], "usage": usage}),
+        );
+    }
+    let mut frames = std::collections::VecDeque::new();
+    let texts = events
+        .iter()
+        .map(|e| format!("data: {e}\n\n"))
+        .chain(std::iter::once("data: [DONE]\n\n".to_owned()));
+    for text in texts {
+        let bytes = Bytes::from(text);
+        let middle = bytes.len() / 2;
+        frames.push_back(bytes.slice(..middle));
+        frames.push_back(bytes.slice(middle..));
+    }
+    (
+        [(axum::http::header::CONTENT_TYPE, "text/event-stream")],
+        axum::body::Body::from_stream(Frames(frames)),
+    )
+        .into_response()
+}
+
+/// A body sent as the given frames, one per poll.
+struct Frames(std::collections::VecDeque<Bytes>);
+
+impl futures_core::Stream for Frames {
+    type Item = Result<Bytes, std::convert::Infallible>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        std::task::Poll::Ready(self.0.pop_front().map(Ok))
     }
 }
 

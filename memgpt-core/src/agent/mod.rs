@@ -19,6 +19,7 @@ mod event;
 mod progress;
 pub mod prompt;
 mod record;
+mod reply_stream;
 mod step;
 #[cfg(test)]
 mod tests;
@@ -248,6 +249,7 @@ impl Agent {
             tool_choice: self.state.config.tool_choice.clone(),
             temperature: self.state.config.temperature,
             max_tokens: self.state.config.max_completion_tokens,
+            cache_prefix: Some(self.context.stable_prefix_len()),
         }
     }
 

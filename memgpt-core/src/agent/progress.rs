@@ -21,6 +21,15 @@ pub enum StepProgress<'a> {
     /// The queue was flushed: messages were evicted into recall storage and folded into the
     /// recursive summary.
     Flush(&'a FlushRecord),
+    /// A piece of the model's inner monologue as it is generated. Streaming providers report
+    /// it piece by piece; others all at once when the response is complete. The whole text
+    /// arrives again in the assistant's [`StepProgress::Message`].
+    ThinkingDelta(&'a str),
+    /// A piece of the text of `send_message` as it is generated, decoded from the call's JSON
+    /// arguments while they stream: concatenated, one call's pieces are its `message`. The
+    /// call itself follows in the assistant's [`StepProgress::Message`], and runs only if
+    /// valid: a display should treat the pieces as provisional until then.
+    ReplyDelta(&'a str),
 }
 
 /// Watches steps as they run; set with

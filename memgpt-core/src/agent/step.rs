@@ -337,6 +337,22 @@ impl Agent {
                 }
                 Err(e) => Err(e),
             }
+        } else if let Some(observer) = &self.rt.observer {
+            // Someone is watching: stream, so the reply shows while it is written.
+            let stream = std::sync::Mutex::new(super::reply_stream::ReplyStream::default());
+            let sink = |delta: crate::llm::StreamDelta<'_>| {
+                let pieces = match stream.lock() {
+                    Ok(mut stream) => stream.feed(delta),
+                    Err(_) => return,
+                };
+                if let Some(text) = pieces.thinking {
+                    observer.observe(StepProgress::ThinkingDelta(text));
+                }
+                if !pieces.reply.is_empty() {
+                    observer.observe(StepProgress::ReplyDelta(&pieces.reply));
+                }
+            };
+            crate::llm::complete_streaming(self.rt.provider.as_ref(), &request, &sink).await
         } else {
             self.rt.provider.complete(&request).await
         };

@@ -190,7 +190,8 @@ impl MainContext {
 
     /// Token use per section.
     pub fn stats(&self) -> ContextStats {
-        let header_tokens = self.counter.count_text(&self.header());
+        let header_tokens = self.counter.count_text(&self.memory_heading())
+            + self.counter.count_text(&self.memory_counts());
         ContextStats::new(
             self.window,
             self.system_tokens + crate::tokens::TOKENS_PER_MESSAGE,
@@ -202,16 +203,29 @@ impl MainContext {
         )
     }
 
-    /// The system message: instructions, memory header and working context.
+    /// The system message: instructions, then working context under its heading, then the
+    /// counts of recall and archival storage. Everything before the counts changes only when
+    /// memory is edited ([`MainContext::stable_prefix_len`]), so prompt caches keep it.
     pub fn system_message(&self) -> ChatMessage {
-        let mut content =
-            String::with_capacity(self.system.len() + self.memory_rendered.len() + 256);
+        let heading = self.memory_heading();
+        let counts = self.memory_counts();
+        let mut content = String::with_capacity(
+            self.system.len() + heading.len() + self.memory_rendered.len() + counts.len() + 4,
+        );
         content.push_str(&self.system);
         content.push_str("\n\n");
-        content.push_str(&self.header());
+        content.push_str(&heading);
         content.push('\n');
         content.push_str(&self.memory_rendered);
+        content.push_str("\n\n");
+        content.push_str(&counts);
         ChatMessage::system(content)
+    }
+
+    /// The bytes of [`MainContext::system_message`] that stay the same from step to step
+    /// until memory is edited: the instructions and working context, up to the counts.
+    pub fn stable_prefix_len(&self) -> usize {
+        self.system.len() + 2 + self.memory_heading().len() + 1 + self.memory_rendered.len()
     }
 
     /// The whole prompt, in order: system message, summary (if any), queue.
@@ -225,13 +239,20 @@ impl MainContext {
         messages
     }
 
-    fn header(&self) -> String {
+    /// The heading of working context (changes only when memory is edited).
+    fn memory_heading(&self) -> String {
         format!(
-            "### Memory [last modified: {}]\n{} messages are in recall memory and {} passages in archival memory \
-             (search them with functions).\nCore memory (limited size, always in view):",
+            "### Memory [last modified: {}]\nCore memory (limited size, always in view):",
             format_time(self.memory_updated_at),
-            self.counts.recall,
-            self.counts.archival
+        )
+    }
+
+    /// What external storage holds (changes with every message).
+    fn memory_counts(&self) -> String {
+        format!(
+            "{} messages are in recall memory and {} passages in archival memory (search them \
+             with functions).",
+            self.counts.recall, self.counts.archival
         )
     }
 
@@ -298,6 +319,30 @@ mod tests {
         );
         assert_eq!(stats.queue_messages, 20);
         assert!((stats.fraction - stats.total_tokens as f64 / 1000.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_system_message_keeps_a_stable_prefix_until_memory_changes() {
+        let mut c = ctx();
+        let before = c.system_message().content;
+        let stable = c.stable_prefix_len();
+        assert!(
+            before[..stable].ends_with("</human>"),
+            "{}",
+            &before[..stable]
+        );
+        assert!(before[..stable].contains("I am Sam."));
+        assert!(before[stable..].contains("0 messages are in recall memory"));
+        let mut counts = c.counts();
+        counts.recall += 5;
+        c.set_counts(counts);
+        let after = c.system_message().content;
+        assert_ne!(before, after);
+        assert_eq!(before[..stable], after[..c.stable_prefix_len()]);
+        c.memory_mut().append("human", "Likes tea.").unwrap();
+        c.memory_changed(Utc::now());
+        let edited = c.system_message().content;
+        assert_ne!(edited[..c.stable_prefix_len()], before[..stable]);
     }
 
     #[test]

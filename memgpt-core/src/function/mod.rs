@@ -40,6 +40,7 @@ mod args;
 mod context;
 mod def;
 mod registry;
+mod validate;
 
 pub use args::{FunctionError, IntoFunctionOutput, Json};
 pub(crate) use context::StepWrites;
@@ -48,6 +49,7 @@ pub(crate) use context::{archival_query, search_recall};
 pub use def::{BoxFuture, CallFn, FUNCTIONS, Function, FunctionDef, FunctionReturn};
 pub(crate) use registry::HEARTBEAT;
 pub use registry::{FunctionRegistry, FunctionSet, RegisteredFunction, RegistryError};
+pub use validate::validate_arguments;
 
 #[doc(hidden)]
 pub use args::{FunctionParameter, parameters_schema, parse_arguments};

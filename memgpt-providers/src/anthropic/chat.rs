@@ -142,7 +142,7 @@ impl StreamingProvider for AnthropicProvider {
         let mut decoder = StreamDecoder::default();
         let limit = self.config.http.max_response_bytes;
         let mut read = 0usize;
-        while let Some(chunk) = response.chunk().await.map_err(transport)? {
+        while let Some(chunk) = response.chunk().await.map_err(http::stream_read_error)? {
             read += chunk.len();
             if read > limit {
                 return Err(LlmError::InvalidResponse {
@@ -154,15 +154,6 @@ impl StreamingProvider for AnthropicProvider {
             }
         }
         decoder.finish(sink)
-    }
-}
-
-/// A failure while reading a response body (not retried: see the type's docs).
-fn transport(e: reqwest::Error) -> LlmError {
-    LlmError::Transient {
-        status: None,
-        message: http::describe_transport_error(&e),
-        retry_after: None,
     }
 }
 
@@ -209,7 +200,8 @@ mod tests {
             r.usage,
             Usage {
                 prompt_tokens: 2100,
-                completion_tokens: 503
+                completion_tokens: 503,
+                cached_prompt_tokens: 0,
             }
         );
         assert_eq!(r.finish_reason, FinishReason::ToolCalls);

@@ -32,6 +32,10 @@ pub struct AnthropicConfig {
     /// `Some(false)` sends `disable_parallel_tool_use`, so the model calls at most one
     /// function per turn; `None` and `Some(true)` leave Anthropic's default (parallel calls).
     pub parallel_tool_calls: Option<bool>,
+    /// Whether requests mark their stable prefix (function schemas, instructions, memory
+    /// blocks) with a `cache_control` breakpoint, so later calls read it from Anthropic's
+    /// prompt cache (default: yes; see [`ChatRequest::cache_prefix`](memgpt_core::llm::ChatRequest::cache_prefix)).
+    pub prompt_caching: bool,
 }
 
 impl fmt::Debug for AnthropicConfig {
@@ -48,6 +52,7 @@ impl fmt::Debug for AnthropicConfig {
             .field("http", &self.http)
             .field("extra_headers", &headers)
             .field("parallel_tool_calls", &self.parallel_tool_calls)
+            .field("prompt_caching", &self.prompt_caching)
             .finish()
     }
 }
@@ -74,6 +79,7 @@ impl AnthropicConfig {
             http: HttpSettings::default(),
             extra_headers: Vec::new(),
             parallel_tool_calls: None,
+            prompt_caching: true,
         }
     }
 
@@ -163,6 +169,12 @@ impl AnthropicConfig {
     /// Adds a header sent with every request.
     pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.extra_headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Whether to mark the stable prefix for Anthropic's prompt cache (default: yes).
+    pub fn with_prompt_caching(mut self, enabled: bool) -> Self {
+        self.prompt_caching = enabled;
         self
     }
 

@@ -53,7 +53,6 @@
 mod chat;
 mod config;
 mod response;
-mod sse;
 mod stream;
 mod wire;
 

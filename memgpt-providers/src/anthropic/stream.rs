@@ -5,8 +5,8 @@
 use memgpt_core::llm::{ChatResponse, LlmError, StreamSink};
 
 use super::response::ResponseBuilder;
-use super::sse::{SseEvent, SseParser};
 use super::wire::{BlockDelta, ResponseBlock, StreamEvent};
+use crate::sse::{SseEvent, SseParser};
 
 /// A stream being decoded, fed its body in chunks of any size.
 #[derive(Debug, Default)]
@@ -30,7 +30,7 @@ impl StreamDecoder {
             .map_err(|_| LlmError::InvalidResponse {
                 message: format!(
                     "an event in the response stream is larger than {} bytes",
-                    super::sse::MAX_EVENT_BYTES
+                    crate::sse::MAX_EVENT_BYTES
                 ),
             })?;
         self.drain(sink)
@@ -231,6 +231,7 @@ mod tests {
             usage: Usage {
                 prompt_tokens: 150,
                 completion_tokens: 57,
+                cached_prompt_tokens: 30,
             },
             finish_reason: FinishReason::ToolCalls,
             model: "claude-sonnet-4-5".into(),

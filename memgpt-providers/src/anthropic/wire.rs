@@ -33,7 +33,7 @@ pub(super) struct MessagesBody<'a> {
     pub(super) model: &'a str,
     pub(super) max_tokens: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) system: Option<String>,
+    pub(super) system: Option<SystemPrompt>,
     pub(super) messages: Vec<WireMessage<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(super) tools: Vec<WireTool<'a>>,
@@ -85,6 +85,29 @@ pub(super) struct WireTool<'a> {
     input_schema: &'a Value,
 }
 
+/// The `system` prompt: one text, or blocks when the stable prefix carries a cache breakpoint.
+#[derive(Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub(super) enum SystemPrompt {
+    Text(String),
+    Blocks(Vec<SystemBlock>),
+}
+
+/// A text block of the system prompt.
+#[derive(Debug, PartialEq, Serialize)]
+pub(super) struct SystemBlock {
+    r#type: &'static str,
+    text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
+}
+
+/// A prompt-cache breakpoint: everything up to here (tools, then system) is cached.
+#[derive(Debug, PartialEq, Serialize)]
+pub(super) struct CacheControl {
+    r#type: &'static str,
+}
+
 #[derive(Debug, PartialEq, Serialize)]
 pub(super) struct WireToolChoice {
     r#type: &'static str,
@@ -101,6 +124,11 @@ impl<'a> MessagesBody<'a> {
             request.model.as_str()
         };
         let (system, messages) = conversation(&request.messages);
+        let cached = request
+            .cache_prefix
+            .filter(|_| config.prompt_caching)
+            .and_then(|stable| cached_system(&request.messages, stable));
+        let system = cached.or_else(|| system.map(SystemPrompt::Text));
         let tools: Vec<WireTool<'a>> = request
             .tools
             .iter()
@@ -134,6 +162,40 @@ impl<'a> MessagesBody<'a> {
             stream,
         }
     }
+}
+
+/// The system prompt in two blocks, a cache breakpoint after the first: the first `stable`
+/// bytes of the first message (instructions and memory blocks), then the rest of it and any
+/// further leading system messages. `None` when there is no such split.
+fn cached_system(messages: &[ChatMessage], stable: usize) -> Option<SystemPrompt> {
+    let first = messages.first().filter(|m| m.role == Role::System)?;
+    let head = first.content.get(..stable)?;
+    if head.trim().is_empty() {
+        return None;
+    }
+    let mut rest: Vec<&str> = vec![first.content.get(stable..)?.trim()];
+    rest.extend(
+        messages[1..]
+            .iter()
+            .take_while(|m| m.role == Role::System)
+            .map(|m| m.content.trim()),
+    );
+    rest.retain(|part| !part.is_empty());
+    let mut blocks = vec![SystemBlock {
+        r#type: "text",
+        text: head.to_owned(),
+        cache_control: Some(CacheControl {
+            r#type: "ephemeral",
+        }),
+    }];
+    if !rest.is_empty() {
+        blocks.push(SystemBlock {
+            r#type: "text",
+            text: rest.join("\n\n"),
+            cache_control: None,
+        });
+    }
+    Some(SystemPrompt::Blocks(blocks))
 }
 
 /// Splits `messages` into the system prompt and alternating user/assistant turns.
@@ -385,6 +447,7 @@ impl WireUsage {
                 + self.cache_creation_input_tokens.unwrap_or(0)
                 + self.cache_read_input_tokens.unwrap_or(0),
             completion_tokens: self.output_tokens.unwrap_or(0),
+            cached_prompt_tokens: self.cache_read_input_tokens.unwrap_or(0),
         }
     }
 }
@@ -734,7 +797,8 @@ mod tests {
             usage.to_usage(),
             Usage {
                 prompt_tokens: 110,
-                completion_tokens: 42
+                completion_tokens: 42,
+                cached_prompt_tokens: 0,
             }
         );
     }

@@ -162,6 +162,11 @@ impl LlamaProvider {
         let usage = Usage {
             prompt_tokens: generation.prompt_tokens as u64,
             completion_tokens: generation.completion_tokens as u64,
+            // The prompt's common prefix with the last one came from the key/value cache.
+            cached_prompt_tokens: generation
+                .prompt_tokens
+                .saturating_sub(generation.prompt_tokens_processed)
+                as u64,
         };
         let Some(id) = call_id else {
             return ChatResponse {

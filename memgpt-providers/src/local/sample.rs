@@ -1,9 +1,11 @@
 //! Choosing the next token: a repeat penalty, then greedy or temperature sampling (top-k,
 //! top-p) among the tokens a predicate allows (the function-call grammar).
 //!
-//! Candidates are examined best first and only until enough allowed ones are found, so a
-//! grammar costs a few checks per token when the model already writes what the grammar wants,
-//! and a full scan only when it does not.
+//! The grammar is consulted as little as possible: greedy decoding examines candidates best
+//! first and stops at the first allowed one; sampling draws from the unconstrained top-k/top-p
+//! distribution and checks only the drawn token, falling back to sampling among the allowed
+//! candidates when the grammar refuses it. Either way the grammar costs one check per token
+//! when the model already writes what the grammar wants, and a scan only when it does not.
 
 use std::cmp::Ordering;
 
@@ -39,15 +41,6 @@ impl Sampler {
             state: u64::from(seed) ^ 0x9E37_79B9_7F4A_7C15,
             order: Vec::new(),
         }
-    }
-
-    fn next_unit(&mut self) -> f32 {
-        // xorshift64*
-        self.state ^= self.state >> 12;
-        self.state ^= self.state << 25;
-        self.state ^= self.state >> 27;
-        let value = self.state.wrapping_mul(0x2545_F491_4F6C_DD1D);
-        (value >> 40) as f32 / (1u64 << 24) as f32
     }
 
     /// The next token among those `allowed` accepts, or `None` when it accepts none.
@@ -93,6 +86,20 @@ impl Sampler {
         }
         order.select_nth_unstable_by(sorted - 1, by_logit);
         order[..sorted].sort_unstable_by(by_logit);
+        if !greedy {
+            // The fast path: draw as if there were no grammar, keep the draw if it is allowed.
+            let free: Vec<u32> = order[..sorted]
+                .iter()
+                .copied()
+                .filter(|&id| logits[id as usize].is_finite())
+                .take(TOP_K)
+                .collect();
+            if let Some(id) = draw(self.temperature, &mut self.state, logits, &free)
+                && allowed(id)
+            {
+                return Some(id);
+            }
+        }
         let mut chosen: Vec<u32> = Vec::with_capacity(wanted);
         let mut i = 0;
         while chosen.len() < wanted {
@@ -112,32 +119,46 @@ impl Sampler {
         if greedy || chosen.len() <= 1 {
             return chosen.first().copied();
         }
-        // Softmax over the allowed top-k at the temperature, cut to top-p, then draw.
-        let max = logits[chosen[0] as usize];
-        let weights: Vec<f32> = chosen
-            .iter()
-            .map(|&id| ((logits[id as usize] - max) / self.temperature).exp())
-            .collect();
-        let total: f32 = weights.iter().sum();
-        let mut kept = 0;
-        let mut mass = 0.0;
-        for w in &weights {
-            kept += 1;
-            mass += w / total;
-            if mass >= TOP_P {
-                break;
-            }
-        }
-        let kept_total: f32 = weights[..kept].iter().sum();
-        let mut target = self.next_unit() * kept_total;
-        for (id, w) in chosen.iter().zip(&weights[..kept]) {
-            if target < *w {
-                return Some(*id);
-            }
-            target -= w;
-        }
-        chosen.get(kept - 1).copied()
+        draw(self.temperature, &mut self.state, logits, &chosen)
     }
+}
+
+/// A uniform number in [0, 1) from the xorshift64* generator `state`.
+fn next_unit(state: &mut u64) -> f32 {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    let value = state.wrapping_mul(0x2545_F491_4F6C_DD1D);
+    (value >> 40) as f32 / (1u64 << 24) as f32
+}
+
+/// Draws among `candidates` (best first): softmax at `temperature`, cut to top-p.
+fn draw(temperature: f32, state: &mut u64, logits: &[f32], candidates: &[u32]) -> Option<u32> {
+    let best = *candidates.first()?;
+    let max = logits[best as usize];
+    let weights: Vec<f32> = candidates
+        .iter()
+        .map(|&id| ((logits[id as usize] - max) / temperature).exp())
+        .collect();
+    let total: f32 = weights.iter().sum();
+    let mut kept = 0;
+    let mut mass = 0.0;
+    for w in &weights {
+        kept += 1;
+        mass += w / total;
+        if mass >= TOP_P {
+            break;
+        }
+    }
+    let kept_total: f32 = weights[..kept].iter().sum();
+    let mut target = next_unit(state) * kept_total;
+    for (id, w) in candidates.iter().zip(&weights[..kept]) {
+        if target < *w {
+            return Some(*id);
+        }
+        target -= w;
+    }
+    candidates.get(kept - 1).copied()
 }
 
 #[cfg(test)]
@@ -174,5 +195,36 @@ mod tests {
         assert_eq!(a, draw(7));
         assert!(a.iter().all(|id| id % 2 == 0));
         assert!(a.iter().collect::<std::collections::HashSet<_>>().len() > 1);
+    }
+
+    #[test]
+    fn sampling_checks_only_the_drawn_token_when_it_is_allowed() {
+        let logits: Vec<f32> = (0..5000).map(|i| (i % 97) as f32 * 0.05).collect();
+        let mut s = Sampler::new(0.8, 3, 0, 1.0);
+        let mut checks = 0;
+        for _ in 0..100 {
+            s.pick(&mut logits.clone(), &[], |_| {
+                checks += 1;
+                true
+            })
+            .unwrap();
+        }
+        assert_eq!(checks, 100, "one grammar check per token");
+        // A grammar that refuses the drawn tokens still gets an allowed one.
+        let mut refused = 0;
+        for _ in 0..100 {
+            let id = s
+                .pick(&mut logits.clone(), &[], |id| {
+                    let ok = id % 97 < 10;
+                    refused += usize::from(!ok);
+                    ok
+                })
+                .unwrap();
+            assert!(id % 97 < 10);
+        }
+        assert!(
+            refused >= 100,
+            "the draws were refused, then the fallback chose"
+        );
     }
 }

@@ -2,15 +2,17 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use memgpt_core::llm::{
-    ChatRequest, ChatResponse, FinishReason, LlmError, LlmProvider, ToolChoice, Usage,
+    ChatRequest, ChatResponse, FinishReason, LlmError, LlmProvider, StreamSink, StreamingProvider,
+    ToolChoice, Usage, replay,
 };
 use reqwest::Client;
 use tracing::debug;
 
 use super::calling::{Prepared, PreparedCache};
+use super::stream::StreamDecoder;
 use super::wire::{ChatBody, ChatCompletion, finish_reason};
 use super::{ConfigError, OpenAiConfig, ToolCalling, llm_error, wire};
-use crate::http;
+use crate::http::{self, HttpFailure, HttpResponse};
 use crate::known_context_window;
 use crate::structured::INVALID_REPLY_FUNCTION;
 
@@ -100,32 +102,103 @@ impl LlmProvider for OpenAiProvider {
 
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let structured = self.structured(request)?;
-        let body = ChatBody::new(
-            request,
-            &self.config.model,
-            &self.config,
-            structured.as_deref(),
-        );
-        let body = serde_json::to_vec(&body).map_err(|e| LlmError::Permanent {
-            status: None,
-            message: format!("could not encode the request: {e}"),
-        })?;
+        let body = self.encode(request, structured.as_deref(), false)?;
         let url = self.config.url("chat/completions");
         debug!(%url, bytes = body.len(), messages = request.messages.len(), "chat completion");
         let response = http::send_with_retry(
             &self.config.http,
             || self.request(&self.client, &url, &body),
-            |r| {
-                // Retrying an exhausted quota or an overlong prompt cannot help; the agent
-                // flushes on a context overflow.
-                wire::is_quota_exhausted(&r.body)
-                    || wire::is_context_overflow(r.status.as_u16(), &r.body)
-            },
+            give_up,
         )
         .await
         .map_err(llm_error)?;
         parse_completion(&response.body, structured.as_deref())
     }
+
+    fn as_streaming(&self) -> Option<&dyn StreamingProvider> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl StreamingProvider for OpenAiProvider {
+    /// Streams the completion (server-sent events): text, and each function call's name and
+    /// arguments as they are generated. Calls through a non-native [`ToolCalling`] mode are one
+    /// JSON reply read as a call once complete: those are completed, then reported whole.
+    async fn complete_streaming(
+        &self,
+        request: &ChatRequest,
+        sink: &StreamSink<'_>,
+    ) -> Result<ChatResponse, LlmError> {
+        if self.structured(request)?.is_some() {
+            let response = self.complete(request).await?;
+            replay(&response, sink);
+            return Ok(response);
+        }
+        let body = self.encode(request, None, true)?;
+        let url = self.config.url("chat/completions");
+        debug!(%url, bytes = body.len(), messages = request.messages.len(), "chat completion stream");
+        let mut response = http::send_with_retry_streaming(
+            &self.config.http,
+            || self.request(&self.client, &url, &body),
+            give_up,
+        )
+        .await
+        .map_err(llm_error)?;
+        let is_event_stream = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !is_event_stream {
+            // A server that ignored `"stream": true` and answered in one piece.
+            let text = http::read_text(response, self.config.http.max_response_bytes)
+                .await
+                .map_err(llm_error)?;
+            let complete = parse_completion(&text, None)?;
+            replay(&complete, sink);
+            return Ok(complete);
+        }
+        let mut decoder = StreamDecoder::default();
+        let limit = self.config.http.max_response_bytes;
+        let mut read = 0usize;
+        while let Some(chunk) = response.chunk().await.map_err(http::stream_read_error)? {
+            read += chunk.len();
+            if read > limit {
+                return Err(LlmError::InvalidResponse {
+                    message: HttpFailure::too_large_message(limit),
+                });
+            }
+            if decoder.feed(&chunk, sink)? {
+                break;
+            }
+        }
+        decoder.finish(sink)
+    }
+}
+
+impl OpenAiProvider {
+    /// The JSON body of `request`.
+    fn encode(
+        &self,
+        request: &ChatRequest,
+        structured: Option<&Prepared>,
+        stream: bool,
+    ) -> Result<Vec<u8>, LlmError> {
+        let body = ChatBody::new(request, &self.config.model, &self.config, structured);
+        let body = if stream { body.streamed() } else { body };
+        serde_json::to_vec(&body).map_err(|e| LlmError::Permanent {
+            status: None,
+            message: format!("could not encode the request: {e}"),
+        })
+    }
+}
+
+/// Retrying an exhausted quota or an overlong prompt cannot help; the agent flushes on a
+/// context overflow.
+fn give_up(response: &HttpResponse) -> bool {
+    wire::is_quota_exhausted(&response.body)
+        || wire::is_context_overflow(response.status.as_u16(), &response.body)
 }
 
 /// Reads a completion; with `structured`, a reply without native calls is read as one call
@@ -148,10 +221,7 @@ fn parse_completion(body: &str, structured: Option<&Prepared>) -> Result<ChatRes
     let usage = completion
         .usage
         .as_ref()
-        .map_or(Usage::default(), |u| Usage {
-            prompt_tokens: u.prompt_tokens,
-            completion_tokens: u.completion_tokens,
-        });
+        .map_or(Usage::default(), super::wire::WireUsage::to_usage);
     if let Some(prepared) = structured
         && message.tool_calls.is_empty()
         && message.function_call.is_none()

@@ -28,6 +28,7 @@ mod calling;
 mod chat;
 mod config;
 mod embed;
+mod stream;
 mod wire;
 
 /// Re-exported: the configuration error of every provider.

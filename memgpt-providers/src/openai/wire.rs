@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use memgpt_core::llm::{ChatMessage, ChatRequest, FinishReason, Role, ToolChoice};
+use memgpt_core::llm::{ChatMessage, ChatRequest, FinishReason, Role, ToolChoice, Usage};
 use memgpt_core::message::ToolCall;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -35,6 +35,18 @@ pub(super) struct ChatBody<'a> {
     /// [`ToolCalling::Grammar`] (llama.cpp): the GBNF grammar of the calls.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) grammar: Option<&'a str>,
+    /// Server-sent events instead of one body.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(super) stream: bool,
+    /// Asks for token usage in a last chunk when streaming.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) stream_options: Option<StreamOptions>,
+}
+
+/// `stream_options` of a streamed request.
+#[derive(Serialize)]
+pub(super) struct StreamOptions {
+    pub(super) include_usage: bool,
 }
 
 #[derive(Serialize)]
@@ -112,6 +124,8 @@ impl<'a> ChatBody<'a> {
                 response_format: structured.and_then(|p| p.response_format.as_ref()),
                 guided_json: structured.and_then(|p| p.guided_json.as_ref()),
                 grammar: structured.and_then(|p| p.grammar.as_deref()),
+                stream: false,
+                stream_options: None,
             };
         }
         let tools: Vec<WireTool<'a>> = request
@@ -149,7 +163,18 @@ impl<'a> ChatBody<'a> {
             response_format: None,
             guided_json: None,
             grammar: None,
+            stream: false,
+            stream_options: None,
         }
+    }
+
+    /// The same body, asking for server-sent events (with usage in the last chunk).
+    pub(super) fn streamed(mut self) -> Self {
+        self.stream = true;
+        self.stream_options = Some(StreamOptions {
+            include_usage: true,
+        });
+        self
     }
 }
 
@@ -251,6 +276,30 @@ pub(super) struct WireUsage {
     pub(super) prompt_tokens: u64,
     #[serde(default)]
     pub(super) completion_tokens: u64,
+    /// `cached_tokens`: prompt tokens read from the server's prompt cache.
+    #[serde(default)]
+    pub(super) prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct PromptTokensDetails {
+    #[serde(default)]
+    pub(super) cached_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    /// The core's usage.
+    pub(super) fn to_usage(&self) -> Usage {
+        Usage {
+            prompt_tokens: self.prompt_tokens,
+            completion_tokens: self.completion_tokens,
+            cached_prompt_tokens: self
+                .prompt_tokens_details
+                .as_ref()
+                .and_then(|d| d.cached_tokens)
+                .unwrap_or(0),
+        }
+    }
 }
 
 impl ResponseMessage {

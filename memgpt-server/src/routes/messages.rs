@@ -17,7 +17,7 @@ use memgpt_core::agent::{Event, StepProgress};
 use memgpt_core::message::MessageKind;
 use memgpt_core::store::{Page, RecallQuery};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use super::{AgentPath, PageQuery, page_size};
@@ -125,7 +125,9 @@ async fn send(
 
 /// Server-Sent Events of a step: `message` (each message as it joins the context: the
 /// event, the assistant's turns with their function calls, function results, heartbeats,
-/// memory-pressure alerts), `flush` (messages evicted into recall and summarised), then
+/// memory-pressure alerts), `thinking_delta` and `reply_delta` (`{"text": ...}`: pieces of the
+/// inner monologue and of `send_message`'s text as the model writes them, before the message
+/// that holds them), `flush` (messages evicted into recall and summarised), then
 /// `step` (the committed record) or `error` (the step failed and left nothing stored).
 #[derive(Debug)]
 pub(crate) struct StepStream(Response);
@@ -148,8 +150,9 @@ impl OperationOutput for StepStream {
 
     fn operation_response(_: &mut GenContext, _: &mut Operation) -> Option<ApiResponse> {
         Some(ApiResponse {
-            description: "Server-Sent Events: `message` (a message view), `flush`, then `step` \
-                          (the step view) or `error` (an error body)"
+            description: "Server-Sent Events: `message` (a message view), `thinking_delta` and \
+                          `reply_delta` (`{\"text\": ...}`, the model's text as it is written), \
+                          `flush`, then `step` (the step view) or `error` (an error body)"
                 .to_owned(),
             content: [(
                 "text/event-stream".to_owned(),
@@ -179,10 +182,18 @@ impl OperationOutput for StepStream {
 }
 
 /// What the step task sends to the event stream.
+/// The data of `thinking_delta` and `reply_delta` events.
+#[derive(Serialize)]
+struct DeltaView<'a> {
+    text: &'a str,
+}
+
 enum Progress {
     Message(MessageView),
     Flush(FlushView),
-    Done(StepView),
+    /// A piece of inner monologue or of `send_message`'s text as the model writes it.
+    Delta(&'static str, String),
+    Done(Box<StepView>),
     Failed(ApiError),
 }
 
@@ -191,6 +202,7 @@ impl Progress {
         let (name, data) = match self {
             Progress::Message(m) => ("message", serde_json::to_string(m)),
             Progress::Flush(f) => ("flush", serde_json::to_string(f)),
+            Progress::Delta(name, text) => (*name, serde_json::to_string(&DeltaView { text })),
             Progress::Done(s) => ("step", serde_json::to_string(s)),
             Progress::Failed(e) => (
                 "error",
@@ -226,6 +238,8 @@ async fn stream_step(
         let item = match progress {
             StepProgress::Message(m) => Progress::Message(m.into()),
             StepProgress::Flush(f) => Progress::Flush(f.into()),
+            StepProgress::ThinkingDelta(text) => Progress::Delta("thinking_delta", text.to_owned()),
+            StepProgress::ReplyDelta(text) => Progress::Delta("reply_delta", text.to_owned()),
             _ => return,
         };
         // A client that went away stops reading; the step goes on regardless.
@@ -233,7 +247,7 @@ async fn stream_step(
     })));
     tokio::spawn(async move {
         let outcome = match state.metrics.step(&mut agent, event).await {
-            Ok(record) => Progress::Done(StepView::new(&record, agent.version())),
+            Ok(record) => Progress::Done(Box::new(StepView::new(&record, agent.version()))),
             Err(e) => Progress::Failed(e.into()),
         };
         agent.set_observer(None);

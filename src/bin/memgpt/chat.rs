@@ -53,10 +53,8 @@ pub async fn run(settings: &Settings, name: &str) -> Result<()> {
     };
     let (mut agent, created) = open::open_or_create(settings, &llm, storage.clone(), name).await?;
     let style = Style::detect();
-    let agent_name = name.to_owned();
-    agent.set_observer(Some(Arc::new(move |p: StepProgress<'_>| {
-        display::progress(style, &agent_name, p)
-    })));
+    let live = display::Live::new(style, name);
+    agent.set_observer(Some(Arc::new(move |p: StepProgress<'_>| live.progress(p))));
     println!(
         "{} agent {name} in {} ({} messages in recall, {} passages in archival); {}",
         if created { "created" } else { "resumed" },

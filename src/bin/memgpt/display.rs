@@ -54,43 +54,109 @@ const MEMORY_EDITS: &[&str] = &[
     "archival_memory_insert",
 ];
 
-/// Prints one piece of a running step.
-pub fn progress(style: Style, agent: &str, progress: StepProgress<'_>) {
-    let mut out = std::io::stdout().lock();
-    let line = match progress {
-        StepProgress::Message(message) => message_lines(style, agent, message),
-        StepProgress::Flush(flush) => Some(style.notice(&format!(
-            "  [memory] flushed {} messages ({} tokens) to recall storage; prompt {} -> {} tokens{}",
-            flush.evicted_messages,
-            flush.evicted_tokens,
-            flush.tokens_before,
-            flush.tokens_after,
-            if flush.summary_updated {
-                ", summary updated"
-            } else {
-                ", summary kept (summarizer failed)"
+/// Prints a running step: text as the model writes it (when the provider streams), then each
+/// message as it joins the context, without repeating what was already shown.
+#[derive(Debug)]
+pub struct Live {
+    style: Style,
+    agent: String,
+    state: std::sync::Mutex<Streamed>,
+}
+
+/// What of the current response was already printed while streaming.
+#[derive(Debug, Default)]
+struct Streamed {
+    thinking: bool,
+    reply: bool,
+}
+
+impl Live {
+    pub fn new(style: Style, agent: &str) -> Self {
+        Self {
+            style,
+            agent: agent.to_owned(),
+            state: Default::default(),
+        }
+    }
+
+    /// Prints one piece of a running step.
+    pub fn progress(&self, progress: StepProgress<'_>) {
+        let mut out = std::io::stdout().lock();
+        let mut streamed = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let style = self.style;
+        let line = match progress {
+            StepProgress::ThinkingDelta(text) => {
+                if streamed.reply {
+                    return;
+                }
+                if !streamed.thinking {
+                    streamed.thinking = true;
+                    let _ = write!(out, "{}", style.dim("  (thinks) "));
+                }
+                let _ = write!(out, "{}", style.dim(text));
+                let _ = out.flush();
+                return;
             }
-        ))),
-        _ => None,
-    };
-    if let Some(line) = line {
-        let _ = writeln!(out, "{line}");
-        let _ = out.flush();
+            StepProgress::ReplyDelta(text) => {
+                if !streamed.reply {
+                    if streamed.thinking {
+                        let _ = writeln!(out);
+                    }
+                    streamed.reply = true;
+                    let _ = write!(out, "{} ", style.bold(&format!("{}>", self.agent)));
+                }
+                let _ = write!(out, "{text}");
+                let _ = out.flush();
+                return;
+            }
+            StepProgress::Message(message) => {
+                let shown = std::mem::take(&mut *streamed);
+                if shown.thinking || shown.reply {
+                    let _ = writeln!(out);
+                }
+                message_lines(style, &self.agent, message, &shown)
+            }
+            StepProgress::Flush(flush) => Some(style.notice(&format!(
+                "  [memory] flushed {} messages ({} tokens) to recall storage; prompt {} -> {} tokens{}",
+                flush.evicted_messages,
+                flush.evicted_tokens,
+                flush.tokens_before,
+                flush.tokens_after,
+                if flush.summary_updated {
+                    ", summary updated"
+                } else {
+                    ", summary kept (summarizer failed)"
+                }
+            ))),
+            _ => None,
+        };
+        if let Some(line) = line {
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+        }
     }
 }
 
-fn message_lines(style: Style, agent: &str, message: &Message) -> Option<String> {
+fn message_lines(
+    style: Style,
+    agent: &str,
+    message: &Message,
+    streamed: &Streamed,
+) -> Option<String> {
     match message.kind {
         MessageKind::User => None,
         MessageKind::Assistant => {
             let mut lines = Vec::new();
-            if !message.text.trim().is_empty() {
+            if !message.text.trim().is_empty() && !streamed.thinking {
                 lines.push(style.dim(&format!("  (thinks) {}", message.text.trim())));
             }
             for call in &message.tool_calls {
                 let arguments: serde_json::Value =
                     serde_json::from_str(&call.arguments).unwrap_or_default();
                 if call.name == "send_message" {
+                    if streamed.reply {
+                        continue;
+                    }
                     let said = arguments
                         .get("message")
                         .and_then(|m| m.as_str())

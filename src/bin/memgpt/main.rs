@@ -18,6 +18,8 @@ mod chat;
 mod display;
 mod ingest;
 mod local;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod open;
 #[cfg(feature = "server")]
 mod serve;
@@ -109,6 +111,15 @@ enum Command {
         /// Log JSON lines (also MEMGPT_LOG_FORMAT=json).
         #[arg(long)]
         log_json: bool,
+    },
+    /// Serve an agent's memory (blocks, archival, conversation search) as MCP tools on stdin
+    /// and stdout, for any MCP client (Claude Desktop, an IDE, another agent). Created on first
+    /// use like `chat`.
+    #[cfg(feature = "mcp")]
+    Mcp {
+        /// The agent's name.
+        #[arg(long, default_value = "sam")]
+        agent: String,
     },
 }
 
@@ -224,5 +235,7 @@ async fn run(cli: Cli) -> Result<()> {
         }
         #[cfg(feature = "server")]
         Command::Serve { listen, .. } => serve::run(&settings, &listen).await,
+        #[cfg(feature = "mcp")]
+        Command::Mcp { agent } => mcp::run(&settings, &agent).await,
     }
 }

@@ -10,24 +10,24 @@
 
 /// The largest event the parser buffers: 8 MiB, several times the largest function call an
 /// agent accepts (`AgentConfig::max_function_argument_bytes`, 1 MiB, JSON-escaped in a delta).
-pub(super) const MAX_EVENT_BYTES: usize = 8 << 20;
+pub(crate) const MAX_EVENT_BYTES: usize = 8 << 20;
 
 /// An event grew past [`MAX_EVENT_BYTES`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct EventTooLarge;
+pub(crate) struct EventTooLarge;
 
 /// One event.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct SseEvent {
+pub(crate) struct SseEvent {
     /// The `event:` field (`message` when absent).
-    pub(super) event: String,
+    pub(crate) event: String,
     /// The `data:` lines, joined with `\n`.
-    pub(super) data: String,
+    pub(crate) data: String,
 }
 
 /// The parser's state between chunks.
 #[derive(Debug, Default)]
-pub(super) struct SseParser {
+pub(crate) struct SseParser {
     /// The incomplete line so far.
     line: Vec<u8>,
     /// Whether the last line ended in `\r` (so a leading `\n` of the next chunk is its end).
@@ -42,7 +42,7 @@ pub(super) struct SseParser {
 impl SseParser {
     /// Parses `bytes`, appending the events they complete to `out`; fails once an event grows
     /// past [`MAX_EVENT_BYTES`] (the parser is then of no further use).
-    pub(super) fn feed(
+    pub(crate) fn feed(
         &mut self,
         mut bytes: &[u8],
         out: &mut Vec<SseEvent>,
@@ -80,7 +80,7 @@ impl SseParser {
     /// Ends the stream: a last event not followed by a blank line is dispatched too (the
     /// standard drops it, but a server or proxy that omits the final blank line should not
     /// lose the event).
-    pub(super) fn finish(&mut self, out: &mut Vec<SseEvent>) {
+    pub(crate) fn finish(&mut self, out: &mut Vec<SseEvent>) {
         if !self.line.is_empty() {
             let line = std::mem::take(&mut self.line);
             self.line_done(&line, out);
