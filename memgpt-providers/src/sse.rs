@@ -8,6 +8,58 @@
 //! and a blank line dispatches the event. One event (its data so far plus the line being read)
 //! may hold at most [`MAX_EVENT_BYTES`]: a server cannot make the parser buffer without bound.
 
+/// A decoder of one provider's streamed response: fed the body in chunks of any size, it
+/// reports pieces to the sink and finally builds the response.
+pub(crate) trait StreamDecode {
+    /// Decodes the next chunk; `true` once the response is complete.
+    fn feed(
+        &mut self,
+        bytes: &[u8],
+        sink: &memgpt_core::llm::StreamSink<'_>,
+    ) -> Result<bool, memgpt_core::llm::LlmError>;
+
+    /// Ends the stream: the response, or why there is none.
+    fn finish(
+        self,
+        sink: &memgpt_core::llm::StreamSink<'_>,
+    ) -> Result<memgpt_core::llm::ChatResponse, memgpt_core::llm::LlmError>;
+}
+
+/// Whether the server answered with server-sent events (rather than ignoring `"stream"`).
+pub(crate) fn is_event_stream(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"))
+}
+
+/// Feeds `response`'s body to `decoder`, refusing more than `limit` bytes.
+pub(crate) async fn decode<D: StreamDecode>(
+    mut response: reqwest::Response,
+    limit: usize,
+    mut decoder: D,
+    sink: &memgpt_core::llm::StreamSink<'_>,
+) -> Result<memgpt_core::llm::ChatResponse, memgpt_core::llm::LlmError> {
+    let mut read = 0usize;
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(crate::http::stream_read_error)?
+    {
+        read += chunk.len();
+        if read > limit {
+            return Err(memgpt_core::llm::LlmError::InvalidResponse {
+                message: crate::http::HttpFailure::too_large_message(limit),
+            });
+        }
+        if decoder.feed(&chunk, sink)? {
+            break;
+        }
+    }
+    decoder.finish(sink)
+}
+
 /// The largest event the parser buffers: 8 MiB, several times the largest function call an
 /// agent accepts (`AgentConfig::max_function_argument_bytes`, 1 MiB, JSON-escaped in a delta).
 pub(crate) const MAX_EVENT_BYTES: usize = 8 << 20;

@@ -9,7 +9,7 @@ use super::response::ResponseBuilder;
 use super::stream::StreamDecoder;
 use super::wire::{self, MessageResponse, MessagesBody};
 use super::{AnthropicConfig, ConfigError, llm_error};
-use crate::http::{self, HttpFailure, HttpResponse};
+use crate::http::{self, HttpResponse};
 use crate::known_context_window;
 
 /// A chat provider for Anthropic's Messages API (Claude models).
@@ -118,19 +118,14 @@ impl StreamingProvider for AnthropicProvider {
         let body = self.encode(request, true)?;
         let url = self.config.messages_url();
         debug!(%url, bytes = body.len(), messages = request.messages.len(), "anthropic message stream");
-        let mut response = http::send_with_retry_streaming(
+        let response = http::send_with_retry_streaming(
             &self.config.http,
             || self.request(&url, &body),
             give_up,
         )
         .await
         .map_err(llm_error)?;
-        let is_event_stream = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
-        if !is_event_stream {
+        if !crate::sse::is_event_stream(&response) {
             // A server (or proxy) that ignored `"stream": true` and answered in one piece.
             let text = http::read_text(response, self.config.http.max_response_bytes)
                 .await
@@ -139,21 +134,13 @@ impl StreamingProvider for AnthropicProvider {
             replay(&complete, sink);
             return Ok(complete);
         }
-        let mut decoder = StreamDecoder::default();
-        let limit = self.config.http.max_response_bytes;
-        let mut read = 0usize;
-        while let Some(chunk) = response.chunk().await.map_err(http::stream_read_error)? {
-            read += chunk.len();
-            if read > limit {
-                return Err(LlmError::InvalidResponse {
-                    message: HttpFailure::too_large_message(limit),
-                });
-            }
-            if decoder.feed(&chunk, sink)? {
-                break;
-            }
-        }
-        decoder.finish(sink)
+        crate::sse::decode(
+            response,
+            self.config.http.max_response_bytes,
+            StreamDecoder::default(),
+            sink,
+        )
+        .await
     }
 }
 

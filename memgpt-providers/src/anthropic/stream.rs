@@ -18,10 +18,10 @@ pub(super) struct StreamDecoder {
     stopped: bool,
 }
 
-impl StreamDecoder {
+impl crate::sse::StreamDecode for StreamDecoder {
     /// Decodes the next chunk of the body, reporting what it completes to `sink`. Returns
     /// whether the message is complete (`message_stop` arrived); what follows is ignored.
-    pub(super) fn feed(&mut self, bytes: &[u8], sink: &StreamSink<'_>) -> Result<bool, LlmError> {
+    fn feed(&mut self, bytes: &[u8], sink: &StreamSink<'_>) -> Result<bool, LlmError> {
         if self.stopped {
             return Ok(true);
         }
@@ -37,7 +37,7 @@ impl StreamDecoder {
     }
 
     /// Ends the stream: the response, or why there is none.
-    pub(super) fn finish(mut self, sink: &StreamSink<'_>) -> Result<ChatResponse, LlmError> {
+    fn finish(mut self, sink: &StreamSink<'_>) -> Result<ChatResponse, LlmError> {
         if !self.stopped {
             self.sse.finish(&mut self.events);
             self.drain(sink)?;
@@ -56,7 +56,9 @@ impl StreamDecoder {
         }
         Ok(self.builder.finish())
     }
+}
 
+impl StreamDecoder {
     fn drain(&mut self, sink: &StreamSink<'_>) -> Result<bool, LlmError> {
         let events = std::mem::take(&mut self.events);
         for event in &events {
@@ -143,6 +145,7 @@ mod tests {
 
     use super::*;
     use crate::anthropic::response::no_sink;
+    use crate::sse::StreamDecode;
 
     /// A recorded delta, owned.
     #[derive(Clone, Debug, PartialEq)]

@@ -12,7 +12,7 @@ use super::calling::{Prepared, PreparedCache};
 use super::stream::StreamDecoder;
 use super::wire::{ChatBody, ChatCompletion, finish_reason};
 use super::{ConfigError, OpenAiConfig, ToolCalling, llm_error, wire};
-use crate::http::{self, HttpFailure, HttpResponse};
+use crate::http::{self, HttpResponse};
 use crate::known_context_window;
 use crate::structured::INVALID_REPLY_FUNCTION;
 
@@ -138,19 +138,14 @@ impl StreamingProvider for OpenAiProvider {
         let body = self.encode(request, None, true)?;
         let url = self.config.url("chat/completions");
         debug!(%url, bytes = body.len(), messages = request.messages.len(), "chat completion stream");
-        let mut response = http::send_with_retry_streaming(
+        let response = http::send_with_retry_streaming(
             &self.config.http,
             || self.request(&self.client, &url, &body),
             give_up,
         )
         .await
         .map_err(llm_error)?;
-        let is_event_stream = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
-        if !is_event_stream {
+        if !crate::sse::is_event_stream(&response) {
             // A server that ignored `"stream": true` and answered in one piece.
             let text = http::read_text(response, self.config.http.max_response_bytes)
                 .await
@@ -159,21 +154,13 @@ impl StreamingProvider for OpenAiProvider {
             replay(&complete, sink);
             return Ok(complete);
         }
-        let mut decoder = StreamDecoder::default();
-        let limit = self.config.http.max_response_bytes;
-        let mut read = 0usize;
-        while let Some(chunk) = response.chunk().await.map_err(http::stream_read_error)? {
-            read += chunk.len();
-            if read > limit {
-                return Err(LlmError::InvalidResponse {
-                    message: HttpFailure::too_large_message(limit),
-                });
-            }
-            if decoder.feed(&chunk, sink)? {
-                break;
-            }
-        }
-        decoder.finish(sink)
+        crate::sse::decode(
+            response,
+            self.config.http.max_response_bytes,
+            StreamDecoder::default(),
+            sink,
+        )
+        .await
     }
 }
 

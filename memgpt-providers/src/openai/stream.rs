@@ -94,10 +94,10 @@ struct FunctionDelta {
     arguments: Option<Value>,
 }
 
-impl StreamDecoder {
+impl crate::sse::StreamDecode for StreamDecoder {
     /// Decodes the next chunk of the body, reporting what it completes to `sink`. Returns
     /// whether the stream is complete (`[DONE]` arrived); what follows is ignored.
-    pub(super) fn feed(&mut self, bytes: &[u8], sink: &StreamSink<'_>) -> Result<bool, LlmError> {
+    fn feed(&mut self, bytes: &[u8], sink: &StreamSink<'_>) -> Result<bool, LlmError> {
         if self.done {
             return Ok(true);
         }
@@ -112,7 +112,7 @@ impl StreamDecoder {
     }
 
     /// Ends the stream: the response, or why there is none.
-    pub(super) fn finish(mut self, sink: &StreamSink<'_>) -> Result<ChatResponse, LlmError> {
+    fn finish(mut self, sink: &StreamSink<'_>) -> Result<ChatResponse, LlmError> {
         if !self.done {
             // A last event without its blank line: `[DONE]` from a terse server, or the
             // connection cut in the middle of an event (which cannot be decoded).
@@ -171,7 +171,9 @@ impl StreamDecoder {
             model: self.model,
         })
     }
+}
 
+impl StreamDecoder {
     fn drain(&mut self, sink: &StreamSink<'_>) -> Result<bool, LlmError> {
         let events = std::mem::take(&mut self.events);
         for event in &events {
@@ -321,6 +323,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::sse::StreamDecode;
 
     #[derive(Clone, Debug, PartialEq)]
     enum Seen {
