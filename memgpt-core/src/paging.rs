@@ -18,8 +18,8 @@ use tracing::{debug, warn};
 use crate::context::MainContext;
 use crate::embed::{Embedder, cosine};
 use crate::ids::MessageId;
-use crate::queue::{Pressure, QueueManager};
-use crate::store::Summary;
+use crate::queue::{EntryView, Pressure, PressureLines, QueueManager};
+use crate::store::{Summary, SummaryRevision};
 use crate::summarizer::Summarizer;
 
 /// One flush of the FIFO queue.
@@ -47,6 +47,24 @@ pub struct Flush {
     pub record: FlushRecord,
     /// Time spent in the summarizer.
     pub summarizer_time: Duration,
+}
+
+/// The paging state of main context as the policy sees it, without changing anything: what an
+/// inspector shows (see [`Pager::preview`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PagingPreview {
+    /// The policy's name.
+    pub policy: String,
+    /// The queued messages as the policy sees them, oldest first: tokens, recency, uses,
+    /// attention and relevance (as last measured: relevance is measured before a flush).
+    pub entries: Vec<EntryView>,
+    /// Indices into [`PagingPreview::entries`] that a flush would evict now, ascending (the
+    /// manager's invariants applied: calls stay with their results, the newest turn stays).
+    pub evict_next: Vec<usize>,
+    /// Tokens those messages hold.
+    pub evict_tokens: usize,
+    /// Where the policy starts to warn and to flush, in prompt tokens.
+    pub lines: PressureLines,
 }
 
 /// Carries out page replacement on [`MainContext`] for one agent.
@@ -92,6 +110,10 @@ pub struct Flush {
 /// assert!(flush.record.evicted_messages > 0);
 /// assert_eq!(flush.record.evicted_messages + context.queue().len(), 10);
 /// assert_eq!(context.summary().text, format!("{} messages", flush.record.evicted_messages));
+/// // The summary remembers what each flush evicted.
+/// let revision = &context.summary().history[0];
+/// assert_eq!(revision.evicted_messages as usize, flush.record.evicted_messages);
+/// assert_eq!(revision.text, context.summary().text);
 /// # }
 /// ```
 #[derive(Clone, Copy, Debug)]
@@ -121,6 +143,22 @@ impl<'a> Pager<'a> {
         let stats = context.stats();
         let fixed = stats.total_tokens - stats.queue_tokens;
         self.manager.pressure(context.queue(), stats.window, fixed)
+    }
+
+    /// What a flush would evict now and why, without evicting anything.
+    pub fn preview(&self, context: &MainContext) -> PagingPreview {
+        let stats = context.stats();
+        let fixed = stats.total_tokens - stats.queue_tokens;
+        let plan = self.manager.plan(context.queue(), stats.window, fixed, &[]);
+        PagingPreview {
+            policy: self.manager.policy().name().to_owned(),
+            entries: QueueManager::view_entries(context.queue(), &[]),
+            evict_next: plan.indices,
+            evict_tokens: plan.tokens,
+            lines: self
+                .manager
+                .pressure_lines(context.queue(), stats.window, fixed),
+        }
     }
 
     /// Whether the policy reads attention weights (so the caller should ask the provider for
@@ -181,8 +219,9 @@ impl<'a> Pager<'a> {
         let result = self.summarizer.summarize(&previous.text, &evicted).await;
         let summarizer_time = started.elapsed();
         crate::failpoint::hit("flush.summarized");
+        let flushed_at = now();
         let (text, updated_at, summary_updated) = match result {
-            Ok(text) if !text.trim().is_empty() => (text, Some(now()), true),
+            Ok(text) if !text.trim().is_empty() => (text, Some(flushed_at), true),
             Ok(_) => {
                 warn!("the summarizer returned nothing; keeping the previous summary");
                 (previous.text, previous.updated_at, false)
@@ -192,11 +231,28 @@ impl<'a> Pager<'a> {
                 (previous.text, previous.updated_at, false)
             }
         };
-        context.set_summary(Summary {
+        let mut summary = Summary {
             text,
             evicted_messages: previous.evicted_messages + evicted.len() as u64,
             updated_at,
-        });
+            history: previous.history,
+        };
+        if let (Some(first), Some(last)) = (
+            evicted.iter().map(|m| m.created_at).min(),
+            evicted.iter().map(|m| m.created_at).max(),
+        ) {
+            summary.record(SummaryRevision {
+                at: flushed_at,
+                evicted_messages: evicted.len() as u64,
+                evicted_tokens: plan.tokens as u64,
+                evicted_from: first,
+                evicted_until: last + chrono::TimeDelta::nanoseconds(1),
+                forced,
+                summary_updated,
+                text: summary.text.clone(),
+            });
+        }
+        context.set_summary(summary);
         let after = context.stats();
         debug!(
             evicted = evicted.len(),

@@ -14,6 +14,8 @@
 //! * **Operations**: `/healthz`, `/readyz`, Prometheus metrics at `/metrics` ([`metrics`]),
 //!   graceful shutdown.
 //! * **OpenAPI 3.1** at `/openapi.json`, generated from the handlers' types (aide).
+//! * **An agent inspector** at `/`: a browser view of the agents, their chat, context window,
+//!   memory and storage, on the same API (assets compiled in; no external requests).
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -38,6 +40,7 @@ pub mod body;
 pub mod db;
 pub mod error;
 pub mod hub;
+mod inspector;
 pub mod metrics;
 pub mod routes;
 mod scheduler;

@@ -20,6 +20,8 @@ mod anthropic;
 mod cli;
 mod custom_tools;
 mod faults;
+#[cfg(feature = "server")]
+mod inspector;
 mod layering;
 #[cfg(feature = "local-embed")]
 mod local;

@@ -945,6 +945,84 @@ async fn the_stream_shows_memory_pressure_and_flushes() {
     );
     assert!(seen.iter().any(|(e, _)| e == "flush"), "{seen:?}");
     assert_eq!(seen.last().map(|(e, _)| e.as_str()), Some("step"));
+
+    // The context view after the flush: the summary, the policy's lines (MemGPT's 70% and
+    // 100% of the window), and what the policy knows of each queued message.
+    let (status, context) = s.get(&format!("/v1/agents/{id}/context"), &key).await;
+    assert_eq!(status, StatusCode::OK, "{context}");
+    assert!(
+        context["summary"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Summary after message"),
+        "{context}"
+    );
+    assert!(context["summary"]["evicted_messages"].as_u64().unwrap() > 0);
+    let window = context["tokens"]["window"].as_f64().unwrap();
+    let paging = &context["paging"];
+    assert_eq!(paging["policy"], "paper");
+    assert!(
+        (paging["warn_tokens"].as_f64().unwrap() - 0.7 * window).abs() <= 1.0,
+        "{paging}"
+    );
+    assert_eq!(paging["flush_tokens"].as_f64().unwrap(), window);
+    let messages = context["messages"].as_array().unwrap();
+    assert!(messages[0].get("queued").is_none(), "the system message");
+    assert_eq!(messages[0]["section"], "system");
+    assert_eq!(messages[1]["section"], "summary");
+    assert!(
+        messages[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Summary after message")
+    );
+    let queued: Vec<&Value> = messages[2..].iter().map(|m| &m["queued"]).collect();
+    assert!(messages[2..].iter().all(|m| m["section"] == "queue"));
+    assert_eq!(
+        queued.len() as u64,
+        context["tokens"]["queue_messages"].as_u64().unwrap()
+    );
+    for q in &queued {
+        assert!(
+            q["id"].is_string() && q["uses"].is_u64() && q["evict_next"].is_boolean(),
+            "{q}"
+        );
+    }
+    // A flush now would take the oldest messages first (the paper's policy) and never the
+    // newest turn.
+    let evict: Vec<bool> = queued.iter().map(|q| q["evict_next"] == true).collect();
+    assert_eq!(
+        evict.iter().filter(|e| **e).count() as u64,
+        paging["evict_messages"].as_u64().unwrap()
+    );
+    if let Some(first_kept) = evict.iter().position(|e| !e) {
+        assert!(evict[first_kept..].iter().all(|e| !e), "{evict:?}");
+    }
+    // The summary's history holds every flush (fewer than its limit here), and listing the
+    // messages of a flush's range gives exactly what it evicted.
+    let history = context["summary"]["history"].as_array().unwrap();
+    assert!(!history.is_empty());
+    let evicted: u64 = history
+        .iter()
+        .map(|r| r["evicted_messages"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        evicted,
+        context["summary"]["evicted_messages"].as_u64().unwrap()
+    );
+    for revision in history {
+        let range = format!(
+            "start={}&end={}",
+            urlencode(revision["evicted_from"].as_str().unwrap()),
+            urlencode(revision["evicted_until"].as_str().unwrap())
+        );
+        let (status, listed) = s
+            .get(&format!("/v1/agents/{id}/messages?size=1000&{range}"), &key)
+            .await;
+        assert_eq!(status, StatusCode::OK, "{listed}");
+        assert_eq!(listed["total"], revision["evicted_messages"], "{revision}");
+    }
+    assert!(!evict.last().unwrap());
 }
 
 /// Parses a Server-Sent Events body into (event, data) pairs.
@@ -1892,4 +1970,17 @@ async fn a_call_waits_for_approval_over_http() {
         StatusCode::CONFLICT,
         "the agent takes messages again"
     );
+}
+
+/// Percent-encodes a query-string value (timestamps hold `:` and may hold `+`).
+fn urlencode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }

@@ -665,6 +665,12 @@ impl Agent {
         Pager::new(&rt.manager, rt.summarizer.as_ref(), rt.embedder.as_deref())
     }
 
+    /// The queue as the eviction policy sees it, what a flush would evict now, and where the
+    /// policy warns and flushes (nothing changes).
+    pub fn paging_preview(&self) -> crate::paging::PagingPreview {
+        Self::pager(&self.rt).preview(&self.context)
+    }
+
     /// Warns once at the policy's warning level; flushes at its flush level.
     async fn relieve_pressure(&mut self, run: &mut StepRun, protected: &[MessageId]) {
         match Self::pager(&self.rt).pressure(&self.context) {

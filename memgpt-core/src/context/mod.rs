@@ -307,6 +307,7 @@ mod tests {
             text: "We talked about numbers.".into(),
             evicted_messages: 4,
             updated_at: Some(Utc::now()),
+            history: Vec::new(),
         });
         let stats = c.stats();
         let counter = TiktokenCounter::cl100k();
@@ -362,6 +363,7 @@ mod tests {
             text: "earlier stuff".into(),
             evicted_messages: 7,
             updated_at: None,
+            history: Vec::new(),
         });
         let messages = c.messages();
         assert_eq!(messages.len(), 3);

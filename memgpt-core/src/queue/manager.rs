@@ -19,6 +19,18 @@ impl EvictionPlan {
     }
 }
 
+/// Where a policy's pressure levels begin, in prompt tokens, for the context as it is: what an
+/// inspector draws as the warning and flush lines. Found by asking the policy itself, so it
+/// holds for any policy whose pressure grows with the tokens in use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PressureLines {
+    /// The fewest prompt tokens at which the policy warns (`None`: it never does below the
+    /// flush line, or not within four windows).
+    pub warn_tokens: Option<usize>,
+    /// The fewest prompt tokens at which the policy flushes (`None`: not within four windows).
+    pub flush_tokens: Option<usize>,
+}
+
 /// Carries out an [`EvictionPolicy`]'s decisions on a [`FifoQueue`], enforcing:
 ///
 /// 1. a function call and its results are evicted together or not at all;
@@ -77,6 +89,56 @@ impl QueueManager {
             queue_tokens: queue.tokens(),
             queue_messages: queue.len(),
         })
+    }
+
+    /// Where the policy starts to warn and to flush, given `fixed_tokens` outside the queue
+    /// and the queue's current length (bisection over the policy's O(1) pressure check).
+    ///
+    /// ```
+    /// use memgpt_core::queue::{FifoQueue, QueueManager};
+    ///
+    /// let lines = QueueManager::default().pressure_lines(&FifoQueue::default(), 8_000, 1_000);
+    /// // MemGPT's policy: a warning at 70% of the window, a flush at 100%.
+    /// assert_eq!(lines.warn_tokens, Some(5_600));
+    /// assert_eq!(lines.flush_tokens, Some(8_000));
+    /// ```
+    pub fn pressure_lines(
+        &self,
+        queue: &FifoQueue,
+        window: usize,
+        fixed_tokens: usize,
+    ) -> PressureLines {
+        let at_least = |level: Pressure| {
+            let reached = |total: usize| {
+                let fixed = fixed_tokens.min(total);
+                self.policy.pressure(&ContextUsage {
+                    window,
+                    fixed_tokens: fixed,
+                    queue_tokens: total - fixed,
+                    queue_messages: queue.len(),
+                }) >= level
+            };
+            let limit = window.max(1).saturating_mul(4);
+            if !reached(limit) {
+                return None;
+            }
+            let (mut lo, mut hi) = (0, limit);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if reached(mid) {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            Some(lo)
+        };
+        let flush_tokens = at_least(Pressure::Flush);
+        let warn_tokens = at_least(Pressure::Warn).filter(|&w| Some(w) != flush_tokens);
+        PressureLines {
+            warn_tokens,
+            flush_tokens,
+        }
     }
 
     /// What a flush would evict now.

@@ -19,7 +19,7 @@ mod policy;
 mod registry;
 
 pub use fifo::{FifoQueue, QueueEntry};
-pub use manager::{EvictionPlan, QueueManager};
+pub use manager::{EvictionPlan, PressureLines, QueueManager};
 pub use policy::{
     AttentionPolicy, ContextUsage, EntryView, EvictionPolicy, LruPolicy, PaperPolicy, Pressure,
     QueueView,

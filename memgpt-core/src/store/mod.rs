@@ -30,7 +30,7 @@ pub use space::EmbeddingSpace;
 pub(crate) use types::json_holds_nul;
 pub use types::{
     AgentState, ArchivalQuery, Commit, Hit, MessageEmbedding, Page, Passage, PendingApproval,
-    RecallQuery, SearchPage, Summary, TAGS_KEY, TimeRange, storable,
+    RecallQuery, SearchPage, Summary, SummaryRevision, TAGS_KEY, TimeRange, storable,
 };
 
 /// Re-exported from [`retrieval`](crate::retrieval): the archival ranking a query asks for.

@@ -308,6 +308,81 @@ pub struct Summary {
     pub evicted_messages: u64,
     /// When it was last rewritten.
     pub updated_at: Option<DateTime<Utc>>,
+    /// The latest flushes, oldest first (at most [`Summary::HISTORY_LIMIT`]): what each one
+    /// evicted and the summary it left. States saved before the history existed load with none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<SummaryRevision>,
+}
+
+impl Summary {
+    /// How many flushes [`Summary::history`] remembers; older ones are dropped (their messages
+    /// stay in recall storage, and the current text still stands for them).
+    pub const HISTORY_LIMIT: usize = 16;
+
+    /// Records a flush in the history, dropping the oldest beyond [`Summary::HISTORY_LIMIT`].
+    ///
+    /// ```
+    /// use chrono::Utc;
+    /// use memgpt_core::store::{Summary, SummaryRevision};
+    ///
+    /// let mut summary = Summary::default();
+    /// for i in 0..20 {
+    ///     let now = Utc::now();
+    ///     summary.record(SummaryRevision {
+    ///         at: now,
+    ///         evicted_messages: i,
+    ///         evicted_tokens: 10 * i,
+    ///         evicted_from: now,
+    ///         evicted_until: now,
+    ///         forced: false,
+    ///         summary_updated: true,
+    ///         text: format!("after flush {i}"),
+    ///     });
+    /// }
+    /// assert_eq!(summary.history.len(), Summary::HISTORY_LIMIT);
+    /// assert_eq!(summary.history[0].text, "after flush 4");
+    /// assert_eq!(summary.history.last().unwrap().text, "after flush 19");
+    /// ```
+    pub fn record(&mut self, revision: SummaryRevision) {
+        self.history.push(revision);
+        let excess = self.history.len().saturating_sub(Self::HISTORY_LIMIT);
+        self.history.drain(..excess);
+    }
+}
+
+/// One flush as the summary remembers it: which stretch of the conversation it evicted and the
+/// summary it left behind. The evicted messages themselves stay in recall storage: list the
+/// range [`evicted_range`](Self::evicted_range) (under a clock that stamps several messages
+/// with the same instant, it may also hold kept messages stamped like the newest evicted one).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SummaryRevision {
+    /// When the flush happened.
+    pub at: DateTime<Utc>,
+    /// Messages evicted.
+    pub evicted_messages: u64,
+    /// Tokens those messages took in the prompt.
+    pub evicted_tokens: u64,
+    /// Creation time of the oldest evicted message.
+    pub evicted_from: DateTime<Utc>,
+    /// Just after the creation time of the newest evicted message (one nanosecond later: the
+    /// end of a [`TimeRange`] is exclusive).
+    pub evicted_until: DateTime<Utc>,
+    /// Whether a provider's context-overflow error forced it.
+    pub forced: bool,
+    /// Whether the summarizer rewrote the summary (false: it failed and the text was kept).
+    pub summary_updated: bool,
+    /// The summary text after the flush.
+    pub text: String,
+}
+
+impl SummaryRevision {
+    /// The stretch of time the evicted messages were created in, for a recall listing.
+    pub fn evicted_range(&self) -> TimeRange {
+        TimeRange {
+            start: Some(self.evicted_from),
+            end: Some(self.evicted_until),
+        }
+    }
 }
 
 /// Everything needed to bring an agent back: what the [`AgentStore`](super::AgentStore) keeps.
@@ -412,6 +487,9 @@ impl AgentState {
         storable(&self.name, || "the agent's name".into())?;
         storable(&self.system, || "the system prompt".into())?;
         storable(&self.summary.text, || "the recursive summary".into())?;
+        for revision in &self.summary.history {
+            storable(&revision.text, || "the recursive summary's history".into())?;
+        }
         for block in self.memory.blocks() {
             let what = || format!("memory block \"{}\"", block.label().replace('\0', "\\0"));
             storable(block.label(), what)?;

@@ -284,11 +284,97 @@ struct ContextWindow {
     messages: Vec<PromptMessage>,
     /// The functions offered, with their JSON schemas.
     functions: Vec<FunctionView>,
+    /// The eviction policy's view: where it warns and flushes, what a flush would evict now.
+    paging: PagingView,
+    /// The recursive summary (of every message evicted so far).
+    summary: SummaryView,
+}
+
+/// The eviction policy's view of the context.
+#[derive(Debug, Serialize, JsonSchema)]
+struct PagingView {
+    /// The policy's name.
+    policy: String,
+    /// The fewest prompt tokens at which it warns the model of memory pressure (absent: it
+    /// does not warn before flushing).
+    warn_tokens: Option<usize>,
+    /// The fewest prompt tokens at which it flushes.
+    flush_tokens: Option<usize>,
+    /// Queued messages a flush would evict now (their prompt messages carry
+    /// `queued.evict_next`).
+    evict_messages: usize,
+    /// Tokens they hold.
+    evict_tokens: usize,
+}
+
+/// What the policy knows of one queued message.
+#[derive(Debug, Serialize, JsonSchema)]
+struct QueuedView {
+    /// The message's id (in recall storage too).
+    #[schemars(with = "String")]
+    id: memgpt_core::ids::MessageId,
+    /// Its kind (`user`, `assistant`, `function_return`, ...).
+    kind: String,
+    /// When it was created.
+    created_at: chrono::DateTime<chrono::Utc>,
+    /// Logical time of its last use (appended, retrieved or referenced); larger is more recent.
+    last_used: u64,
+    /// How many times it was used.
+    uses: u32,
+    /// Attention the model paid to it, where the provider reports attention (0 otherwise).
+    attention: f32,
+    /// Similarity to the latest turns, as measured before the last flush (policies that ask
+    /// for it, agents with an embedder).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    relevance: Option<f32>,
+    /// Whether it may not be evicted.
+    pinned: bool,
+    /// Whether a flush now would evict it.
+    evict_next: bool,
+}
+
+/// The recursive summary.
+#[derive(Debug, Serialize, JsonSchema)]
+struct SummaryView {
+    /// Its text (empty before the first flush).
+    text: String,
+    /// How many messages it covers.
+    evicted_messages: u64,
+    /// When it was last rewritten.
+    updated_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The latest flushes, oldest first: what each evicted (list the messages created from
+    /// `evicted_from` until `evicted_until` to see them) and the summary it left.
+    history: Vec<SummaryRevisionView>,
+}
+
+/// One flush in the summary's history.
+#[derive(Debug, Serialize, JsonSchema)]
+struct SummaryRevisionView {
+    /// When it happened.
+    at: chrono::DateTime<chrono::Utc>,
+    /// Messages evicted.
+    evicted_messages: u64,
+    /// Their prompt tokens.
+    evicted_tokens: u64,
+    /// Creation time of the oldest evicted message.
+    evicted_from: chrono::DateTime<chrono::Utc>,
+    /// Just after the creation time of the newest evicted message (exclusive, as the
+    /// messages listing's `end`).
+    evicted_until: chrono::DateTime<chrono::Utc>,
+    /// Whether a provider's context-overflow error forced it.
+    forced: bool,
+    /// Whether the summarizer rewrote the summary (false: it failed and the text was kept).
+    summary_updated: bool,
+    /// The summary after the flush.
+    text: String,
 }
 
 /// One message of the prompt.
 #[derive(Debug, Serialize, JsonSchema)]
 struct PromptMessage {
+    /// Which part of main context it is: `system` (instructions, memory blocks and header),
+    /// `summary` (the recursive summary, after the first flush) or `queue` (the FIFO queue).
+    section: &'static str,
     /// `system`, `user`, `assistant` or `tool`.
     role: String,
     /// Its text.
@@ -298,6 +384,9 @@ struct PromptMessage {
     function_calls: Vec<crate::views::CallView>,
     /// Its tokens.
     tokens: usize,
+    /// For the FIFO queue's messages: what the eviction policy knows of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    queued: Option<QueuedView>,
 }
 
 /// A function as offered to the model.
@@ -322,10 +411,34 @@ async fn context(
     agent.refresh().await?;
     let request = agent.request();
     let counter = agent.context().counter().clone();
+    let preview = agent.paging_preview();
+    // The prompt is the system message, then one message per queued entry.
+    let first_queued = request.messages.len().saturating_sub(preview.entries.len());
+    let queued = |i: usize| -> Option<QueuedView> {
+        let index = i.checked_sub(first_queued)?;
+        let e = preview.entries.get(index)?;
+        Some(QueuedView {
+            id: e.id,
+            kind: e.kind.as_str().to_owned(),
+            created_at: e.created_at,
+            last_used: e.last_used,
+            uses: e.uses,
+            attention: e.attention,
+            relevance: e.relevance,
+            pinned: e.pinned,
+            evict_next: preview.evict_next.binary_search(&index).is_ok(),
+        })
+    };
     let messages = request
         .messages
         .iter()
-        .map(|m| PromptMessage {
+        .enumerate()
+        .map(|(i, m)| PromptMessage {
+            section: match i {
+                0 => "system",
+                i if i < first_queued => "summary",
+                _ => "queue",
+            },
             role: match m.role {
                 Role::System => "system",
                 Role::User => "user",
@@ -344,6 +457,7 @@ async fn context(
                 })
                 .collect(),
             tokens: counter.count_message(m),
+            queued: queued(i),
         })
         .collect();
     let functions = request
@@ -355,9 +469,36 @@ async fn context(
             parameters: t.parameters.clone(),
         })
         .collect();
+    let summary = agent.summary();
     Ok(Json(ContextWindow {
         tokens: agent.stats(),
         messages,
         functions,
+        paging: PagingView {
+            policy: preview.policy.clone(),
+            warn_tokens: preview.lines.warn_tokens,
+            flush_tokens: preview.lines.flush_tokens,
+            evict_messages: preview.evict_next.len(),
+            evict_tokens: preview.evict_tokens,
+        },
+        summary: SummaryView {
+            text: summary.text.clone(),
+            evicted_messages: summary.evicted_messages,
+            updated_at: summary.updated_at,
+            history: summary
+                .history
+                .iter()
+                .map(|r| SummaryRevisionView {
+                    at: r.at,
+                    evicted_messages: r.evicted_messages,
+                    evicted_tokens: r.evicted_tokens,
+                    evicted_from: r.evicted_from,
+                    evicted_until: r.evicted_until,
+                    forced: r.forced,
+                    summary_updated: r.summary_updated,
+                    text: r.text.clone(),
+                })
+                .collect(),
+        },
     }))
 }

@@ -12,15 +12,16 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
 use futures_util::stream::{self, Stream};
 use memgpt_core::agent::{Event, StepProgress};
 use memgpt_core::message::MessageKind;
-use memgpt_core::store::{Page, RecallQuery};
+use memgpt_core::store::{Page, RecallQuery, TimeRange};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-use super::{AgentPath, PageQuery, page_size};
+use super::{AgentPath, page_size};
 use crate::auth::Caller;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult, ErrorBody};
@@ -270,16 +271,35 @@ fn events(
     })
 }
 
+/// Which messages to list.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct ListMessages {
+    /// The page, from 0 (default 0).
+    #[serde(default)]
+    page: usize,
+    /// Results per page, 1-1000 (default 50).
+    size: Option<usize>,
+    /// Only messages created at or after this time (RFC 3339).
+    start: Option<DateTime<Utc>>,
+    /// Only messages created before this time (RFC 3339).
+    end: Option<DateTime<Utc>>,
+}
+
 /// Every message of the agent (the conversation, function results, heartbeats, alerts),
-/// oldest first, a page at a time.
+/// oldest first, a page at a time; `start` and `end` narrow it to a stretch of time (what a
+/// flush evicted, for example).
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
     Path(path): Path<AgentPath>,
-    Query(query): Query<PageQuery>,
+    Query(query): Query<ListMessages>,
 ) -> ApiResult<Json<PageView<MessageView>>> {
     let id = path.owned(&state, caller).await?;
     let page = Page::new(query.page, page_size(query.size, 50)?);
+    let range = TimeRange {
+        start: query.start,
+        end: query.end,
+    };
     let found = state
         .hub
         .storage()
@@ -288,7 +308,7 @@ async fn list(
             id,
             &RecallQuery {
                 kinds: MessageKind::ALL.to_vec(),
-                ..RecallQuery::range(Default::default(), page)
+                ..RecallQuery::range(range, page)
             },
         )
         .await?;

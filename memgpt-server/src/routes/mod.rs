@@ -67,6 +67,7 @@ pub(crate) fn router(state: AppState) -> Router {
     let document = Arc::new(api);
     let limit = state.config.max_body_bytes;
     routes
+        .merge(crate::inspector::routes())
         .route(
             "/openapi.json",
             axum::routing::get(move || {
