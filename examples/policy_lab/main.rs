@@ -1,0 +1,529 @@
+//! The policy lab: page-replacement policies measured on real long-term conversations, with
+//! no LLM, over several seeds with confidence intervals, between two bounds on the optimum.
+//!
+//! ```text
+//! cargo run --release --example policy_lab [-- --data PATH --window 1024,2048,4096,8192
+//!     --seed 1 --seeds 10 --policy paper,lru,attention,clairvoyant --out DIR]
+//! ```
+//!
+//! Each LoCoMo conversation is replayed turn by turn into a main context of `--window` tokens
+//! (a fixed 600 tokens stand for the system instructions, functions and working context), its
+//! FIFO queue managed by the real [`QueueManager`](memgpt::queue::QueueManager) under each
+//! policy. LoCoMo asks its questions after the whole conversation; the lab turns them into a
+//! reference string, like an OS page trace: each question is posed at the end of a session drawn
+//! at random (the seed) between the session of its last evidence turn and the last session, so
+//! writes and references interleave. A question enters the context as a user turn (what the
+//! attention policy can observe), and, as the agent's `conversation_search` would, a BM25 search
+//! of the question over the turns so far *uses* its top five hits that are in context (what LRU
+//! and the heavy-hitter score see).
+//!
+//! At each question the lab checks where each evidence turn is: in main context (a hit), only
+//! in the recursive summary, or only in external storage (a fault). A miss costs what it costs
+//! an agent: the search's results that are not in context re-enter it (each as a message of its
+//! own, reload tokens) and may push other messages out (flushes). The summary is made by a
+//! deterministic **extractive summariser, for the lab only**: the first sentence of each evicted
+//! message (at most 25 words), the oldest lines dropped beyond an eighth of the window.
+//! Relevance for the attention policy uses the hashing embedder (deterministic, no model).
+//!
+//! Policies: any registered one by name (`paper`, `lru`, `attention`, ...), and `clairvoyant`:
+//! Belady's furthest-next-use rule reading the future, for the lab only. With messages of
+//! different sizes flushed half a queue at a time it is not optimal, so it is reported as what it
+//! is, a plan that exists: a lower bound on the optimum. Every run also reports an upper bound on
+//! any policy's hits (a Lagrangian relaxation, `bound.rs`), so the two rows bracket the optimum.
+//!
+//! Every figure is a mean over `--seeds` seeds (question placements) with a 95% t interval; a
+//! policy is called better than `paper` only when the interval of the paired per-seed difference
+//! excludes zero. Output: a markdown table (stdout and `DIR/policy-lab.md`), JSON with every
+//! seed's totals, and an SVG plot of hit rate against window size with the intervals.
+
+#[allow(dead_code)]
+#[path = "../eval/data.rs"]
+mod data;
+
+mod bound;
+mod plot;
+mod replay;
+mod salience;
+mod stats;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use memgpt::embed::HashingEmbedder;
+use memgpt::queue::{EvictionPolicy, policy_by_name, policy_names};
+use memgpt::tokens::TiktokenCounter;
+use serde_json::json;
+
+use crate::bound::upper_bound;
+use crate::plot::Series;
+use crate::replay::{Clairvoyant, Hooks, Outcome, Replay, prepare, run_one};
+use crate::salience::Salience;
+use crate::stats::Interval;
+
+/// The clairvoyant policy's name on the command line.
+const CLAIRVOYANT: &str = "clairvoyant";
+/// The lab's content-aware policy (`salience.rs`).
+const SALIENCE: &str = "salience";
+
+struct Args {
+    data: PathBuf,
+    windows: Vec<usize>,
+    seed: u64,
+    seeds: u64,
+    policies: Vec<String>,
+    out: PathBuf,
+}
+
+const USAGE: &str = "usage: policy_lab [--data PATH] [--window 1024,2048,...] [--seed FIRST] \
+                     [--seeds COUNT] [--policy paper,lru,attention,clairvoyant] [--out DIR]";
+
+fn parse_args() -> Result<Args> {
+    let mut args = Args {
+        data: PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/data/locomo/locomo5_dev.json"),
+        windows: vec![1024, 2048, 4096, 8192],
+        seed: 1,
+        seeds: 10,
+        policies: ["paper", "lru", "attention", SALIENCE, CLAIRVOYANT]
+            .map(String::from)
+            .to_vec(),
+        out: PathBuf::from("target/policy-lab"),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().with_context(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--data" => args.data = value()?.into(),
+            "--window" | "--windows" => {
+                args.windows = value()?
+                    .split(',')
+                    .map(|w| w.trim().parse().context("--window takes token counts"))
+                    .collect::<Result<_>>()?
+            }
+            "--seed" => args.seed = value()?.parse().context("--seed takes a number")?,
+            "--seeds" => args.seeds = value()?.parse().context("--seeds takes a count")?,
+            "--policy" | "--policies" => {
+                args.policies = value()?
+                    .split(',')
+                    .map(|p| p.trim().to_owned())
+                    .filter(|p| !p.is_empty())
+                    .collect()
+            }
+            "--out" => args.out = value()?.into(),
+            "--help" | "-h" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            other => bail!("unknown option `{other}`\n{USAGE}"),
+        }
+    }
+    if args.seeds == 0 || args.windows.is_empty() || args.policies.is_empty() {
+        bail!("--seeds, --window and --policy need at least one value\n{USAGE}");
+    }
+    for name in &args.policies {
+        if name != CLAIRVOYANT && name != SALIENCE {
+            policy_by_name(name).with_context(|| {
+                format!(
+                    "--policy {name}: the registered policies are {} (and the lab's \
+                     `{CLAIRVOYANT}` and `{SALIENCE}`)",
+                    policy_names().join(", ")
+                )
+            })?;
+        }
+    }
+    if !args.data.exists() {
+        bail!(
+            "{} is missing: pass --data PATH (a LoCoMo-format file) or put the shared evaluation \
+             data next to the project (see ../shared/data/README.md)",
+            args.data.display()
+        );
+    }
+    Ok(args)
+}
+
+/// A policy by name: a registered one, or one of the lab's own with its hooks.
+struct LabPolicy {
+    policy: Arc<dyn EvictionPolicy>,
+    clairvoyant: Option<Arc<Clairvoyant>>,
+    salience: Option<Arc<Salience>>,
+}
+
+impl LabPolicy {
+    fn new(name: &str) -> Result<Self> {
+        Ok(match name {
+            CLAIRVOYANT => {
+                let c = Arc::new(Clairvoyant::default());
+                Self {
+                    policy: c.clone(),
+                    clairvoyant: Some(c),
+                    salience: None,
+                }
+            }
+            SALIENCE => {
+                let s = Arc::new(Salience::default());
+                Self {
+                    policy: s.clone(),
+                    clairvoyant: None,
+                    salience: Some(s),
+                }
+            }
+            registered => Self {
+                policy: policy_by_name(registered)?,
+                clairvoyant: None,
+                salience: None,
+            },
+        })
+    }
+
+    fn run(
+        &self,
+        replay: &Replay,
+        window: usize,
+        counter: &TiktokenCounter,
+        embedder: &HashingEmbedder,
+    ) -> Outcome {
+        let hooks = Hooks {
+            clairvoyant: self.clairvoyant.as_deref(),
+            salience: self.salience.as_deref(),
+        };
+        run_one(
+            replay,
+            self.policy.clone(),
+            hooks,
+            window,
+            counter,
+            embedder,
+        )
+    }
+}
+
+/// The seed of conversation `index` under run seed `seed`: distinct for every pair, so
+/// neighbouring run seeds do not share placements.
+fn conversation_seed(seed: u64, index: usize) -> u64 {
+    seed.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(index as u64)
+}
+
+/// One seed's results at one window.
+#[derive(Default)]
+struct SeedResults {
+    /// Per policy (in `--policy` order), totals over the conversations.
+    outcomes: Vec<Outcome>,
+    /// The upper bound on hits, summed over the conversations.
+    bound_hits: usize,
+    /// References (the same for every policy).
+    references: usize,
+    /// Events that found a queue over its capacity, over every policy: the bound assumes none.
+    overfull_events: usize,
+}
+
+fn label(name: &str) -> String {
+    if name == CLAIRVOYANT {
+        "clairvoyant (Belady-style; a lower bound on the optimum)".into()
+    } else {
+        name.into()
+    }
+}
+
+fn main() -> Result<()> {
+    let args = parse_args()?;
+    let started = Instant::now();
+    let conversations = data::locomo(&args.data)?;
+    let counter = TiktokenCounter::cl100k();
+    let embedder = HashingEmbedder::new(256);
+    let seeds: Vec<u64> = (0..args.seeds).map(|i| args.seed + i).collect();
+    // Turn sizes do not depend on where the questions go.
+    let tokens: Vec<Vec<usize>> = conversations
+        .iter()
+        .map(|c| prepare(c, 0).turn_tokens(&counter))
+        .collect();
+
+    // (window, seed index) -> results
+    let mut results: BTreeMap<(usize, usize), SeedResults> = BTreeMap::new();
+    let mut questions = 0;
+    for (s, &seed) in seeds.iter().enumerate() {
+        let replays: Vec<Replay> = conversations
+            .iter()
+            .enumerate()
+            .map(|(i, c)| prepare(c, conversation_seed(seed, i)))
+            .collect();
+        questions = replays.iter().map(|r| r.questions.len()).sum();
+        for &window in &args.windows {
+            let mut seed_results = SeedResults::default();
+            let mut clairvoyant_hits = vec![0usize; replays.len()];
+            for name in &args.policies {
+                let mut total = Outcome::default();
+                for (c, replay) in replays.iter().enumerate() {
+                    let outcome = LabPolicy::new(name)?.run(replay, window, &counter, &embedder);
+                    if name == CLAIRVOYANT {
+                        clairvoyant_hits[c] = outcome.hits;
+                    }
+                    total.add(&outcome);
+                }
+                if total.overfull_events > 0 {
+                    eprintln!(
+                        "warning: {name} at {window} tokens, seed {seed}: {} events found the \
+                         queue over the window; the upper bound assumes it never is",
+                        total.overfull_events
+                    );
+                }
+                seed_results.references = total.references;
+                seed_results.overfull_events += total.overfull_events;
+                seed_results.outcomes.push(total);
+            }
+            for (c, replay) in replays.iter().enumerate() {
+                let input = replay.bound_input(&tokens[c], window, &counter);
+                let bound = upper_bound(&input, clairvoyant_hits[c] as f64);
+                seed_results.bound_hits += bound.hits;
+            }
+            results.insert((window, s), seed_results);
+        }
+    }
+
+    let report = Report::new(&args, &seeds, &results);
+    let markdown = format!(
+        "## Policy lab: {} conversations, {} questions with evidence, {} seeds ({}..={})\n\n{}",
+        conversations.len(),
+        questions,
+        seeds.len(),
+        seeds[0],
+        seeds[seeds.len() - 1],
+        report.markdown()
+    );
+    std::fs::create_dir_all(&args.out)?;
+    std::fs::write(args.out.join("policy-lab.md"), &markdown)?;
+    std::fs::write(
+        args.out.join("policy-lab.json"),
+        serde_json::to_string_pretty(&report.json(&args, &seeds, &results))?,
+    )?;
+    std::fs::write(args.out.join("hit-rate.svg"), plot::svg(&report.series()))?;
+    println!("{markdown}");
+    eprintln!(
+        "wrote {}/policy-lab.{{md,json}} and hit-rate.svg in {:.1} s",
+        args.out.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// The intervals the outputs are made of.
+struct Report {
+    windows: Vec<usize>,
+    policies: Vec<String>,
+    /// (window, policy) -> hit rate, paired difference with `paper` (when it ran), and the
+    /// per-question costs: in summary, faults, misses, reload tokens, flushes.
+    rows: BTreeMap<(usize, usize), Row>,
+    /// window -> the upper bound's hit rate, or why there is none.
+    bounds: BTreeMap<usize, Result<Interval, String>>,
+}
+
+struct Row {
+    hit_rate: Interval,
+    versus_paper: Option<Interval>,
+    in_summary: Interval,
+    faults: Interval,
+    misses: Interval,
+    reload_tokens: Interval,
+    flushes: Interval,
+}
+
+impl Report {
+    fn new(args: &Args, seeds: &[u64], results: &BTreeMap<(usize, usize), SeedResults>) -> Self {
+        let paper = args.policies.iter().position(|p| p == "paper");
+        let mut rows = BTreeMap::new();
+        let mut bounds = BTreeMap::new();
+        for &window in &args.windows {
+            let per_seed: Vec<&SeedResults> = (0..seeds.len())
+                .filter_map(|s| results.get(&(window, s)))
+                .collect();
+            for p in 0..args.policies.len() {
+                let of = |f: &dyn Fn(&Outcome) -> f64| {
+                    Interval::of(
+                        &per_seed
+                            .iter()
+                            .map(|r| f(&r.outcomes[p]))
+                            .collect::<Vec<_>>(),
+                    )
+                };
+                let versus_paper = paper.filter(|&q| q != p).map(|q| {
+                    Interval::of(
+                        &per_seed
+                            .iter()
+                            .map(|r| r.outcomes[p].hit_rate() - r.outcomes[q].hit_rate())
+                            .collect::<Vec<_>>(),
+                    )
+                });
+                rows.insert(
+                    (window, p),
+                    Row {
+                        hit_rate: of(&|o| o.hit_rate()),
+                        versus_paper,
+                        in_summary: of(&|o| o.per_question(o.in_summary)),
+                        faults: of(&|o| o.per_question(o.faults)),
+                        misses: of(&|o| o.per_question(o.misses)),
+                        reload_tokens: of(&|o| o.per_question(o.reload_tokens)),
+                        flushes: of(&|o| o.per_question(o.flushes)),
+                    },
+                );
+            }
+            let overfull: usize = per_seed.iter().map(|r| r.overfull_events).sum();
+            let bound = if overfull > 0 {
+                Err(format!(
+                    "none: {overfull} events found a queue over its capacity (a question and its \
+                     reloaded results outgrow this window), which the relaxation assumes never \
+                     happens"
+                ))
+            } else {
+                Ok(Interval::of(
+                    &per_seed
+                        .iter()
+                        .map(|r| r.bound_hits as f64 / r.references.max(1) as f64)
+                        .collect::<Vec<_>>(),
+                ))
+            };
+            bounds.insert(window, bound);
+        }
+        Self {
+            windows: args.windows.clone(),
+            policies: args.policies.clone(),
+            rows,
+            bounds,
+        }
+    }
+
+    fn markdown(&self) -> String {
+        let mut out = String::from(
+            "| window | policy | hit rate (95% CI) | vs paper: difference (95% CI) | verdict | in summary / q | faults / q | misses / q | reload tokens / q | flushes / q |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        );
+        for &window in &self.windows {
+            for (p, name) in self.policies.iter().enumerate() {
+                let Some(row) = self.rows.get(&(window, p)) else {
+                    continue;
+                };
+                let (versus, verdict) = match &row.versus_paper {
+                    Some(d) => (d.show(3), d.verdict()),
+                    None => ("".into(), ""),
+                };
+                out.push_str(&format!(
+                    "| {window} | {} | {} | {versus} | {verdict} | {} | {} | {} | {} | {} |\n",
+                    label(name),
+                    row.hit_rate.show(3),
+                    pm(&row.in_summary, 2),
+                    pm(&row.faults, 2),
+                    pm(&row.misses, 2),
+                    pm(&row.reload_tokens, 0),
+                    pm(&row.flushes, 2),
+                ));
+            }
+            if let Some(bound) = self.bounds.get(&window) {
+                let shown = match bound {
+                    Ok(interval) => interval.show(3),
+                    Err(why) => why.clone(),
+                };
+                out.push_str(&format!(
+                    "| {window} | upper bound on any policy (Lagrangian relaxation) | {shown} | | | | | | | |\n"
+                ));
+            }
+        }
+        out
+    }
+
+    fn json(
+        &self,
+        args: &Args,
+        seeds: &[u64],
+        results: &BTreeMap<(usize, usize), SeedResults>,
+    ) -> serde_json::Value {
+        let mut rows = Vec::new();
+        for (&(window, p), row) in &self.rows {
+            let per_seed: Vec<&Outcome> = (0..seeds.len())
+                .filter_map(|s| results.get(&(window, s)).map(|r| &r.outcomes[p]))
+                .collect();
+            rows.push(json!({
+                "window": window,
+                "policy": self.policies[p],
+                "hit_rate": row.hit_rate,
+                "versus_paper": row.versus_paper,
+                "per_question": {
+                    "in_summary": row.in_summary,
+                    "faults": row.faults,
+                    "misses": row.misses,
+                    "reload_tokens": row.reload_tokens,
+                    "flushes": row.flushes,
+                },
+                "per_seed": per_seed,
+            }));
+        }
+        let bounds: Vec<_> = self
+            .bounds
+            .iter()
+            .map(|(&window, bound)| {
+                let per_seed: Vec<_> = (0..seeds.len())
+                    .filter_map(|s| results.get(&(window, s)))
+                    .map(|r| json!({ "hits": r.bound_hits, "references": r.references }))
+                    .collect();
+                match bound {
+                    Ok(interval) => {
+                        json!({ "window": window, "hit_rate": interval, "per_seed": per_seed })
+                    }
+                    Err(why) => json!({ "window": window, "hit_rate": null, "why_none": why }),
+                }
+            })
+            .collect();
+        json!({
+            "data": args.data.file_name().map(|n| n.to_string_lossy().into_owned()),
+            "seeds": seeds,
+            "windows": args.windows,
+            "policies": args.policies,
+            "rows": rows,
+            "upper_bound": bounds,
+        })
+    }
+
+    fn series(&self) -> Vec<Series> {
+        let mut series: Vec<Series> = self
+            .policies
+            .iter()
+            .enumerate()
+            .map(|(p, name)| Series {
+                label: if name == CLAIRVOYANT {
+                    "clairvoyant".into()
+                } else {
+                    name.clone()
+                },
+                points: self
+                    .windows
+                    .iter()
+                    .filter_map(|&w| Some((w, self.rows.get(&(w, p))?.hit_rate)))
+                    .collect(),
+                dashed: name == CLAIRVOYANT,
+            })
+            .collect();
+        series.push(Series {
+            label: "upper bound".into(),
+            points: self
+                .bounds
+                .iter()
+                .filter_map(|(&w, b)| Some((w, *b.as_ref().ok()?)))
+                .collect(),
+            dashed: true,
+        });
+        series
+    }
+}
+
+/// `1.23 ± 0.04`.
+fn pm(interval: &Interval, decimals: usize) -> String {
+    format!(
+        "{:.d$} ± {:.d$}",
+        interval.mean,
+        (interval.hi - interval.mean).max(0.0),
+        d = decimals
+    )
+}
+
+#[cfg(test)]
+mod tests;

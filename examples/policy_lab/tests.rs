@@ -1,0 +1,177 @@
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use memgpt::ids::MessageId;
+use memgpt::message::MessageKind;
+use memgpt::queue::{ContextUsage, EntryView, QueueView};
+
+use super::*;
+use crate::replay::{Event, ExtractiveSummary};
+
+fn view_entries(n: usize) -> Vec<EntryView> {
+    (0..n)
+        .map(|i| EntryView {
+            id: MessageId::new(),
+            kind: MessageKind::User,
+            tokens: 10,
+            created_at: DateTime::<Utc>::UNIX_EPOCH,
+            last_used: i as u64,
+            uses: 1,
+            attention: 0.0,
+            relevance: None,
+            pinned: false,
+        })
+        .collect()
+}
+
+#[test]
+fn the_clairvoyant_evicts_what_is_needed_furthest_in_the_future() {
+    let entries = view_entries(4);
+    let clairvoyant = Clairvoyant::default();
+    clairvoyant.set_now(10);
+    // 0: needed at 11; 1: never again; 2: needed at 50; 3: needed at 5 (past) then 20.
+    clairvoyant.set_future(HashMap::from([
+        (entries[0].id, vec![11]),
+        (entries[2].id, vec![50]),
+        (entries[3].id, vec![5, 20]),
+    ]));
+    let usage = ContextUsage {
+        window: 40,
+        fixed_tokens: 0,
+        queue_tokens: 40,
+        queue_messages: 4,
+    };
+    let view = QueueView {
+        entries: &entries,
+        usage,
+    };
+    assert_eq!(
+        clairvoyant.select(&view),
+        vec![1, 2],
+        "never, then furthest"
+    );
+}
+
+#[test]
+fn the_lab_summary_keeps_first_sentences_within_its_budget() {
+    let counter = TiktokenCounter::cl100k();
+    let mut s = ExtractiveSummary::new(20);
+    s.add(1, "Ann: I adopted a puppy. It is called Rex.", &counter);
+    assert!(s.holds(1));
+    assert_eq!(s.lines[0].1, "Ann: I adopted a puppy.");
+    for t in 2..10 {
+        s.add(t, "Bob: something else entirely happened today.", &counter);
+    }
+    assert!(s.tokens <= 20);
+    assert!(!s.holds(1), "the oldest lines go first");
+    assert!(s.holds(9));
+}
+
+/// The dev conversations, or `None` (a skip outside CI) when the shared data is missing.
+fn dev_data() -> Option<Vec<data::Conversation>> {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/locomo/locomo5_dev.json");
+    if !path.exists() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but {} is missing: the evaluation data must be there in CI",
+            path.display()
+        );
+        eprintln!(
+            "SKIPPED: {} is missing (see ../shared/data/README.md)",
+            path.display()
+        );
+        return None;
+    }
+    Some(data::locomo(&path).unwrap())
+}
+
+#[test]
+fn questions_come_after_their_evidence_and_search_only_what_was_said() {
+    let Some(conversations) = dev_data() else {
+        return;
+    };
+    let replay = prepare(&conversations[0], 7);
+    let mut said = HashSet::new();
+    let mut posed = 0;
+    for event in &replay.trace {
+        match *event {
+            Event::Turn(i) => {
+                said.insert(i);
+            }
+            Event::Question(q) => {
+                posed += 1;
+                let question = &replay.questions[q];
+                assert!(question.evidence.iter().all(|t| said.contains(t)));
+                assert!(question.search.iter().all(|t| said.contains(t)));
+                assert!(question.search.len() <= replay::SEARCH_HITS);
+            }
+        }
+    }
+    assert_eq!(
+        posed,
+        replay.questions.len(),
+        "every question is posed once"
+    );
+    let again = prepare(&conversations[0], 7);
+    assert_eq!(
+        format!("{:?}", again.trace),
+        format!("{:?}", replay.trace),
+        "seeded"
+    );
+    assert_ne!(
+        conversation_seed(1, 1),
+        conversation_seed(2, 0),
+        "neighbouring seeds do not share placements"
+    );
+}
+
+#[test]
+fn the_upper_bound_is_above_every_policy_and_misses_cost_reloads() {
+    let Some(conversations) = dev_data() else {
+        return;
+    };
+    let counter = TiktokenCounter::cl100k();
+    let embedder = HashingEmbedder::new(256);
+    let replay = prepare(&conversations[0], conversation_seed(3, 0));
+    let tokens = replay.turn_tokens(&counter);
+    let window = 4096;
+    let mut best = 0;
+    for name in ["paper", "lru", "attention", SALIENCE, CLAIRVOYANT] {
+        let outcome = LabPolicy::new(name)
+            .unwrap()
+            .run(&replay, window, &counter, &embedder);
+        assert_eq!(outcome.overfull_events, 0, "{name}: {outcome:?}");
+        assert_eq!(
+            outcome.hits + outcome.in_summary + outcome.faults,
+            outcome.references
+        );
+        assert!(
+            outcome.misses > 0 && outcome.reloaded_messages > 0,
+            "{name}: {outcome:?}"
+        );
+        assert!(
+            outcome.reload_tokens >= outcome.reloaded_messages,
+            "{outcome:?}"
+        );
+        // Deterministic per seed.
+        let again = LabPolicy::new(name)
+            .unwrap()
+            .run(&replay, window, &counter, &embedder);
+        assert_eq!(format!("{again:?}"), format!("{outcome:?}"), "{name}");
+        best = best.max(outcome.hits);
+    }
+    let input = replay.bound_input(&tokens, window, &counter);
+    assert!(
+        input.filled_since.iter().any(Option::is_some),
+        "the capacity fills up"
+    );
+    assert!(input.retained < input.capacity);
+    let bound = bound::upper_bound(&input, best as f64);
+    let references: usize = replay.questions.iter().map(|q| q.evidence.len()).sum();
+    assert!(bound.hits >= best, "{bound:?} under a policy's {best} hits");
+    assert!(
+        bound.hits < references,
+        "the bound binds: {bound:?} of {references}"
+    );
+}
