@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
+use memgpt::llm::LlmProvider;
 use memgpt::server::{Server, ServerConfig, ServerTables};
 use memgpt::store::Storage;
 use serde_json::{Value, json};
@@ -209,14 +210,19 @@ impl Browser {
 
     /// Waits until `condition` (a JavaScript expression) is true.
     async fn wait_for(&mut self, condition: &str) {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        self.wait_for_within(condition, Duration::from_secs(20))
+            .await;
+    }
+
+    async fn wait_for_within(&mut self, condition: &str, patience: Duration) {
+        let deadline = Instant::now() + patience;
         loop {
             if self.eval(&format!("Boolean({condition})")).await == json!(true) {
                 return;
             }
             assert!(
                 Instant::now() < deadline,
-                "waited 20 s for `{condition}`; page text: {}",
+                "waited {patience:?} for `{condition}`; page text: {}",
                 self.eval("document.body.innerText").await
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -262,11 +268,11 @@ impl Drop for Browser {
 }
 
 /// The server on an ephemeral port with the fake OpenAI server as its model; a tenant's key.
-async fn serve(llm: &FakeOpenAi) -> (String, String, oneshot::Sender<()>) {
+async fn serve(llm: Arc<dyn LlmProvider>) -> (String, String, oneshot::Sender<()>) {
     let server = Server::with_parts(
         Storage::in_memory(),
         ServerTables::in_memory(),
-        provider(llm),
+        llm,
         None,
         ServerConfig {
             admin_key: Some(ADMIN.to_owned()),
@@ -330,7 +336,7 @@ async fn the_inspector_creates_chats_edits_and_shows_a_flush() {
     for i in 0..20 {
         llm.push_summary(&format!("Summary {i}: the user listed facts about foxes."));
     }
-    let (base, key, stop) = serve(&llm).await;
+    let (base, key, stop) = serve(provider(&llm)).await;
     let mut browser = Browser::launch(&binary).await;
     browser.viewport(1280, 800, false).await;
     browser.goto(&base).await;
@@ -578,5 +584,82 @@ async fn the_inspector_creates_chats_edits_and_shows_a_flush() {
         ))
         .await;
     assert_eq!(foreign, json!([]), "external requests: {foreign}");
+    let _ = stop.send(());
+}
+
+/// The same page against a real model: the local SmolLM2 under the function-call grammar
+/// (greedy, one thread), served as `memgpt serve --provider local` serves it.
+#[cfg(feature = "local")]
+#[tokio::test]
+async fn the_inspector_chats_with_a_real_local_model() {
+    use memgpt::local::{LlamaConfig, LlamaProvider};
+    use memgpt::models::SMOLLM2_135M_INSTRUCT;
+
+    let Some(binary) = chromium() else { return };
+    let Some(dir) = crate::local::model_dir(&SMOLLM2_135M_INSTRUCT) else {
+        return;
+    };
+    let model = LlamaProvider::new(
+        LlamaConfig::new(dir.join("model.gguf"))
+            .with_threads(1)
+            .with_max_tokens(128),
+    )
+    .expect("the model loads");
+    let (base, key, stop) = serve(Arc::new(model)).await;
+    let mut browser = Browser::launch(&binary).await;
+    browser.viewport(1280, 800, false).await;
+    browser.goto(&base).await;
+    browser.type_into("#api-key", &key).await;
+    browser
+        .eval("document.getElementById('key-form').requestSubmit()")
+        .await;
+    browser
+        .wait_for("document.getElementById('status').textContent.startsWith('Connected')")
+        .await;
+    browser
+        .eval("document.getElementById('new-agent').open = true")
+        .await;
+    browser.type_into("#create-form [name=name]", "sam").await;
+    browser
+        .type_into("#create-form [name=human]", "Name: Chad.")
+        .await;
+    browser
+        .eval("document.getElementById('create-form').requestSubmit()")
+        .await;
+    browser
+        .wait_for("document.getElementById('status').textContent === 'Agent sam'")
+        .await;
+
+    browser
+        .type_into("#message", "Hi! I just adopted a cat called Miso.")
+        .await;
+    browser.click("#send").await;
+    browser
+        .wait_for_within(
+            "document.getElementById('chat-log').dataset.steps === '1' && !document.getElementById('send').disabled",
+            Duration::from_secs(600),
+        )
+        .await;
+    // Whatever the small model says, the step shows as the page renders every step: the user's
+    // message, then at least one function call (the grammar allows nothing else), and a status.
+    let seen = browser
+        .eval(
+            "({ user: document.querySelectorAll('#chat-log .msg-user').length,
+                model: document.querySelectorAll('#chat-log .msg-reply, #chat-log .msg-call').length,
+                status: document.getElementById('status').textContent })",
+        )
+        .await;
+    assert_eq!(seen["user"], json!(1), "{seen}");
+    assert!(seen["model"].as_u64().unwrap() >= 1, "{seen}");
+    assert!(
+        seen["status"].as_str().unwrap().starts_with("Step done"),
+        "{seen}"
+    );
+    // The context view shows the real prompt: system message, then the queue with the turn.
+    browser.click("#tab-context").await;
+    browser
+        .wait_for("document.querySelectorAll('#prompt-rows tr').length >= 3")
+        .await;
+    browser.screenshot("local-model-context").await;
     let _ = stop.send(());
 }
