@@ -17,7 +17,6 @@ use serde::Serialize;
 
 use crate::bound::{BoundInput, TurnEvents};
 use crate::data::Conversation;
-use crate::salience::Salience;
 
 /// Tokens standing for everything in main context outside the queue and the summary.
 pub const FIXED_TOKENS: usize = 600;
@@ -389,8 +388,6 @@ impl ExtractiveSummary {
 pub struct Hooks<'a> {
     /// Told the future before each flush.
     pub clairvoyant: Option<&'a Clairvoyant>,
-    /// Told each message's text as it arrives.
-    pub salience: Option<&'a Salience>,
 }
 
 /// Replays `replay` into a `window`-token main context under `policy` (the lab's own policies
@@ -485,9 +482,6 @@ pub fn run_one(
         }
         let protected: Vec<MessageId> = arrived.iter().map(|m| m.id).collect();
         for m in arrived {
-            if let Some(salience) = hooks.salience {
-                salience.note(m.id, &m.text);
-            }
             queue.push(Arc::new(m), counter);
         }
 

@@ -19,6 +19,7 @@ fn view_entries(n: usize) -> Vec<EntryView> {
             uses: 1,
             attention: 0.0,
             relevance: None,
+            salience: 0.0,
             pinned: false,
         })
         .collect()
@@ -137,7 +138,7 @@ fn the_upper_bound_is_above_every_policy_and_misses_cost_reloads() {
     let tokens = replay.turn_tokens(&counter);
     let window = 4096;
     let mut best = 0;
-    for name in ["paper", "lru", "attention", SALIENCE, CLAIRVOYANT] {
+    for name in ["paper", "lru", "attention", "salience", CLAIRVOYANT] {
         let outcome = LabPolicy::new(name)
             .unwrap()
             .run(&replay, window, &counter, &embedder);

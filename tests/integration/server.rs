@@ -984,7 +984,10 @@ async fn the_stream_shows_memory_pressure_and_flushes() {
     );
     for q in &queued {
         assert!(
-            q["id"].is_string() && q["uses"].is_u64() && q["evict_next"].is_boolean(),
+            q["id"].is_string()
+                && q["uses"].is_u64()
+                && q["salience"].is_number()
+                && q["evict_next"].is_boolean(),
             "{q}"
         );
     }

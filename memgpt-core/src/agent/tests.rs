@@ -1559,6 +1559,47 @@ async fn attention_eviction_keeps_the_old_message_the_model_attends_to() {
     assert!(giraffe.is_none());
 }
 
+/// Under `policy`, a dense fact first and then small talk until the first flush: whether the
+/// fact is still queued after it.
+async fn fact_survives_the_first_flush(policy: &str) -> bool {
+    let scripted = llm();
+    let mut agent = Agent::builder()
+        .provider(scripted.clone())
+        .policy_named(policy)
+        .system_prompt("You are a test agent.")
+        .persona("I am T.")
+        .block_limit(200)
+        .functions(["send_message"])
+        .context_window(900)
+        .build()
+        .await
+        .unwrap();
+    for i in 0..60 {
+        scripted.push_call("send_message", json!({"message": "ok"}));
+        scripted.push_summary(Ok(format!("Summary after step {i}.")));
+        let text = if i == 0 {
+            "On 12 May 2024 I moved to Lisbon with my sister Ana and our dog Rex."
+        } else {
+            "Haha, nice!"
+        };
+        let record = agent.step(text).await.unwrap();
+        if !record.flushes.is_empty() {
+            let queue = agent.context().queue();
+            return (0..queue.len())
+                .filter_map(|i| queue.get(i))
+                .any(|e| e.message().text.contains("Lisbon"));
+        }
+    }
+    panic!("no flush in 60 steps");
+}
+
+#[tokio::test]
+async fn salience_eviction_keeps_the_fact_and_lets_small_talk_go() {
+    assert!(fact_survives_the_first_flush("salience").await);
+    // The paper's policy evicts it: it is the oldest.
+    assert!(!fact_survives_the_first_flush("paper").await);
+}
+
 /// An agent on `storage` with a hashing embedder of `dimension` and the default functions.
 async fn embedded_agent(
     llm: &Arc<ScriptedProvider>,

@@ -7,6 +7,8 @@ use crate::llm::ChatMessage;
 use crate::message::{Message, MessageKind};
 use crate::tokens::TokenCounter;
 
+use super::salience::salience;
+
 /// One message in the FIFO queue, rendered and counted once.
 #[derive(Clone, Debug)]
 pub struct QueueEntry {
@@ -22,6 +24,8 @@ pub struct QueueEntry {
     attention: f32,
     /// Its similarity to the latest turns, when last measured.
     relevance: Option<f32>,
+    /// How much it states, counted when it was queued.
+    salience: f32,
 }
 
 impl QueueEntry {
@@ -67,6 +71,11 @@ impl QueueEntry {
         self.relevance
     }
 
+    /// How much it states ([`salience`]), counted when it was queued.
+    pub fn salience(&self) -> f32 {
+        self.salience
+    }
+
     fn is_function_result(&self) -> bool {
         matches!(
             self.message.kind,
@@ -97,6 +106,17 @@ impl FifoQueue {
     pub fn push(&mut self, message: Arc<Message>, counter: &dyn TokenCounter) {
         let chat = message.to_chat();
         let tokens = counter.count_message(&chat);
+        let salience = if message.tool_calls.is_empty() {
+            salience(&message.text)
+        } else {
+            // What an assistant says is in its calls' arguments (send_message's message).
+            let mut text = message.text.clone();
+            for call in &message.tool_calls {
+                text.push('\n');
+                text.push_str(&call.arguments);
+            }
+            salience(&text)
+        };
         self.clock += 1;
         self.tokens += tokens;
         self.entries.push_back(QueueEntry {
@@ -108,6 +128,7 @@ impl FifoQueue {
             pinned: false,
             attention: 0.0,
             relevance: None,
+            salience,
         });
     }
 

@@ -75,6 +75,7 @@ impl QueueManager {
                     uses: e.uses(),
                     attention: e.attention(),
                     relevance: e.relevance(),
+                    salience: e.salience(),
                     pinned: e.is_pinned() || protected.contains(&m.id),
                 }
             })

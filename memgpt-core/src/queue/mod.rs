@@ -6,7 +6,8 @@
 //!   [`QueueView`]. [`PaperPolicy`] is MemGPT's: warn at 70% of the window, flush at 100%, evict
 //!   about 50% of the queue, oldest first; [`LruPolicy`] evicts the least recently used
 //!   messages instead; [`AttentionPolicy`] keeps what the latest turns attend to (relevance,
-//!   heavy hitters, recency). [`register_policy!`](crate::register_policy) registers a policy (built-in
+//!   heavy hitters, recency); [`SaliencePolicy`] evicts what states least ([`salience`]), a
+//!   little at a time. [`register_policy!`](crate::register_policy) registers a policy (built-in
 //!   or yours) under a name; [`policy_by_name`] resolves the name an agent's config stores.
 //! * [`QueueManager`]: carries a policy's decisions out and enforces the invariants whatever the
 //!   policy returns: a function call is never separated from its results, pinned and protected
@@ -17,6 +18,7 @@ mod fifo;
 mod manager;
 mod policy;
 mod registry;
+mod salience;
 
 pub use fifo::{FifoQueue, QueueEntry};
 pub use manager::{EvictionPlan, PressureLines, QueueManager};
@@ -25,3 +27,4 @@ pub use policy::{
     QueueView,
 };
 pub use registry::{POLICIES, PolicyError, PolicyRegistration, policy_by_name, policy_names};
+pub use salience::{SaliencePolicy, salience};

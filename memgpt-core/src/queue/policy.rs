@@ -38,6 +38,9 @@ pub struct EntryView {
     /// policy whose [`EvictionPolicy::relevance_window`] asks for it and an agent with an
     /// embedder.
     pub relevance: Option<f32>,
+    /// How much it states ([`salience`](super::salience)), counted from its text when it was
+    /// queued.
+    pub salience: f32,
     /// Whether it may not be evicted (pinned by the user, or protected for the step in
     /// progress). The manager drops such entries from any selection.
     pub pinned: bool,
@@ -169,7 +172,7 @@ impl Default for PaperPolicy {
 }
 
 /// The pressure thresholds every built-in policy shares.
-fn threshold_pressure(usage: &ContextUsage, warn_at: f64, flush_at: f64) -> Pressure {
+pub(super) fn threshold_pressure(usage: &ContextUsage, warn_at: f64, flush_at: f64) -> Pressure {
     let fraction = usage.fraction();
     if fraction >= flush_at {
         Pressure::Flush
@@ -491,6 +494,7 @@ mod tests {
                 uses: 1,
                 attention: 0.0,
                 relevance: None,
+                salience: 0.0,
                 pinned: false,
             })
             .collect()

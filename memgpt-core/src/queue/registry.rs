@@ -88,7 +88,7 @@ pub fn policy_names() -> Vec<&'static str> {
     names
 }
 
-/// Makes the policy registered under `name` (built-in ones: `paper`, `lru`, `attention`).
+/// Makes the policy registered under `name` (built-in ones: `paper`, `lru`, `attention`, `salience`).
 ///
 /// ```
 /// use memgpt_core::queue::{PolicyError, policy_by_name};

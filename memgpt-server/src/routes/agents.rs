@@ -327,6 +327,9 @@ struct QueuedView {
     /// for it, agents with an embedder).
     #[serde(skip_serializing_if = "Option::is_none")]
     relevance: Option<f32>,
+    /// How much it states (content words, names and numbers of its statements): what the
+    /// `salience` policy keeps.
+    salience: f32,
     /// Whether it may not be evicted.
     pinned: bool,
     /// Whether a flush now would evict it.
@@ -425,6 +428,7 @@ async fn context(
             uses: e.uses,
             attention: e.attention,
             relevance: e.relevance,
+            salience: e.salience,
             pinned: e.pinned,
             evict_next: preview.evict_next.binary_search(&index).is_ok(),
         })
