@@ -475,4 +475,63 @@ mod chat {
                 .is_object()
         );
     }
+
+    /// The local model reports its own attention: one share per request message, real numbers
+    /// that sum to at most 1, the same reply as without recording, and an agent under the
+    /// attention policy accumulates it on its queued messages.
+    #[tokio::test]
+    async fn the_local_model_reports_where_it_attended() {
+        use memgpt::llm::{AttentionProvider, ChatMessage, ChatRequest, LlmProvider};
+
+        let Some(provider) = provider() else { return };
+        let request = ChatRequest::new(
+            "",
+            vec![
+                ChatMessage::system("You are a helpful assistant. Answer in one short sentence."),
+                ChatMessage::user("My cat is called Miso and she is three years old."),
+                ChatMessage::assistant("Miso sounds lovely!"),
+                ChatMessage::user("What is my cat called?"),
+            ],
+        );
+        let (response, weights) = provider.complete_with_attention(&request).await.unwrap();
+        let weights = weights.expect("the local model reports attention");
+        assert_eq!(weights.len(), request.messages.len());
+        assert!(
+            weights.iter().all(|w| w.is_finite() && *w >= 0.0),
+            "{weights:?}"
+        );
+        let total: f32 = weights.iter().sum();
+        assert!(total > 0.05 && total <= 1.0 + 1e-3, "{weights:?}");
+        assert!(
+            weights.iter().all(|w| *w > 0.0),
+            "every message gets some: {weights:?}"
+        );
+        eprintln!(
+            "attention per message: {weights:?} -> {:?}",
+            response.content
+        );
+        let plain = provider.complete(&request).await.unwrap();
+        assert_eq!(plain.content, response.content, "recording changes nothing");
+
+        let mut agent = Agent::builder()
+            .provider(provider.clone())
+            .policy_named("attention")
+            .functions(["send_message"])
+            .build()
+            .await
+            .unwrap();
+        agent
+            .step("My cat is called Miso and she is three years old.")
+            .await
+            .unwrap();
+        let queue = agent.context().queue();
+        let attended: Vec<f32> = (0..queue.len())
+            .filter_map(|i| queue.get(i))
+            .map(|e| e.attention())
+            .collect();
+        assert!(
+            attended.iter().any(|a| *a > 0.0),
+            "the queue carries the model's attention: {attended:?}"
+        );
+    }
 }

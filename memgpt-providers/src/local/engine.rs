@@ -12,7 +12,7 @@ use tracing::{debug, info};
 
 use super::LlamaConfig;
 use super::model::Llama;
-use super::prompt::Turn;
+use super::prompt::{Span, Turn};
 use super::sample::Sampler;
 use super::vocab::Vocab;
 use crate::structured::gbnf_match::CompiledGrammar;
@@ -37,11 +37,17 @@ pub struct Generation {
     /// The part of [`Generation::generation_time`] spent choosing tokens (repeat penalty,
     /// ordering, and the grammar's checks when a request offers functions).
     pub sampling_time: Duration,
+    /// When asked for: the attention each request message received while the reply was
+    /// generated (the share of attention, averaged over generated tokens, layers and heads,
+    /// that fell on its tokens; the rest went to the template and the reply itself).
+    pub attention: Option<Vec<f32>>,
 }
 
 /// A request to the worker.
 pub(crate) struct Job {
     pub(crate) turns: Vec<Turn>,
+    /// Where each request message sits in `turns`, when its attention is wanted.
+    pub(crate) attention: Option<Vec<Span>>,
     pub(crate) grammar: Option<String>,
     pub(crate) max_tokens: u32,
     pub(crate) temperature: f32,
@@ -172,17 +178,57 @@ struct Session {
 }
 
 /// The prompt in ChatML, ending where the assistant's reply begins.
+#[cfg(test)]
 fn chatml(turns: &[Turn]) -> String {
+    chatml_with_starts(turns).0
+}
+
+/// The prompt in ChatML, and where each turn's content starts in it (bytes).
+fn chatml_with_starts(turns: &[Turn]) -> (String, Vec<usize>) {
     let mut prompt = String::new();
+    let mut starts = Vec::with_capacity(turns.len());
     for (role, content) in turns {
         prompt.push_str("<|im_start|>");
         prompt.push_str(role);
         prompt.push('\n');
+        starts.push(prompt.len());
         prompt.push_str(content);
         prompt.push_str("<|im_end|>\n");
     }
     prompt.push_str("<|im_start|>assistant\n");
-    prompt
+    (prompt, starts)
+}
+
+/// Attention per request message: the sum of `weights` (one per prompt token) over the tokens
+/// that start inside the message's text.
+fn message_attention(
+    weights: &[f32],
+    offsets: &[(usize, usize)],
+    starts: &[usize],
+    spans: &[Span],
+) -> Vec<f32> {
+    let ranges: Vec<Option<std::ops::Range<usize>>> = spans
+        .iter()
+        .map(|(turn, range)| {
+            let base = *starts.get(*turn)?;
+            Some(base + range.start..base + range.end)
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..ranges.len()).filter(|&i| ranges[i].is_some()).collect();
+    order.sort_by_key(|&i| ranges[i].as_ref().map_or(0, |r| r.start));
+    let mut out = vec![0.0; spans.len()];
+    for (&(from, _), &weight) in offsets.iter().zip(weights) {
+        // The last message starting at or before the token, if the token is inside it.
+        let before =
+            order.partition_point(|&i| ranges[i].as_ref().is_some_and(|r| r.start <= from));
+        let Some(&i) = before.checked_sub(1).and_then(|k| order.get(k)) else {
+            continue;
+        };
+        if ranges[i].as_ref().is_some_and(|r| from < r.end) {
+            out[i] += weight;
+        }
+    }
+    out
 }
 
 impl Session {
@@ -191,10 +237,17 @@ impl Session {
         self.model.truncate(0);
     }
 
-    /// Processes `tokens` after the cache, in batches; the logits of the last one.
-    fn feed(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LlmError> {
+    /// Processes `tokens` after the cache, in batches; the logits of the last one. With
+    /// `record`, attention recording starts with the last batch (whose last query picks the
+    /// first generated token).
+    fn feed(&mut self, tokens: &[u32], record: bool) -> Result<Vec<f32>, LlmError> {
         let mut logits = Vec::new();
-        for chunk in tokens.chunks(self.config.batch_size.max(1) as usize) {
+        let batches = tokens.chunks(self.config.batch_size.max(1) as usize);
+        let last = batches.len().saturating_sub(1);
+        for (i, chunk) in batches.enumerate() {
+            if record && i == last {
+                self.model.record_attention(true);
+            }
             logits = self.model.forward(chunk).map_err(failed)?;
             self.cached.extend_from_slice(chunk);
         }
@@ -202,7 +255,9 @@ impl Session {
     }
 
     fn run(&mut self, job: &Job) -> Result<Generation, LlmError> {
-        let tokens = self.vocab.encode(&chatml(&job.turns)).map_err(failed)?;
+        self.model.record_attention(false);
+        let (prompt, starts) = chatml_with_starts(&job.turns);
+        let (tokens, offsets) = self.vocab.encode_with_offsets(&prompt).map_err(failed)?;
         let window = self.model.max_positions;
         let max_tokens = job.max_tokens.max(1) as usize;
         if tokens.len() + max_tokens > window {
@@ -235,7 +290,7 @@ impl Session {
         self.cached.truncate(common);
         let started = Instant::now();
         let fresh = &tokens[common..];
-        let mut logits = self.feed(fresh)?;
+        let mut logits = self.feed(fresh, job.attention.is_some())?;
         let prompt_time = started.elapsed();
 
         let mut sampler = Sampler::new(
@@ -304,11 +359,20 @@ impl Session {
             if state.as_ref().is_some_and(|s| !s.can_continue()) {
                 break FinishReason::Stop;
             }
-            logits = self.feed(&[token])?;
+            logits = self.feed(&[token], false)?;
         };
         if !pending.is_empty() {
             text.push_str(&String::from_utf8_lossy(&pending));
         }
+        let attention = match (&job.attention, self.model.take_attention()) {
+            (Some(spans), Some(weights)) => Some(message_attention(
+                &weights[..tokens.len().min(weights.len())],
+                &offsets,
+                &starts,
+                spans,
+            )),
+            _ => None,
+        };
         let generation = Generation {
             text,
             prompt_tokens: tokens.len(),
@@ -318,6 +382,7 @@ impl Session {
             prompt_time,
             generation_time: started.elapsed(),
             sampling_time,
+            attention,
         };
         debug!(
             prompt = generation.prompt_tokens,
@@ -347,5 +412,29 @@ mod tests {
             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n\
              <|im_start|>assistant\n"
         );
+        let (_, starts) = chatml_with_starts(&turns);
+        assert_eq!(starts, [19, 56], "after `<|im_start|>role\\n`");
+    }
+
+    #[test]
+    fn attention_goes_to_the_message_a_token_starts_in() {
+        // Two turns; the second holds two merged messages (`a` then `b`).
+        let starts = [10, 40];
+        let spans: Vec<Span> = vec![(0, 0..5), (1, 0..4), (1, 6..12)];
+        let offsets = [
+            (0, 10),
+            (10, 13),
+            (13, 15),
+            (30, 40),
+            (40, 44),
+            (44, 46),
+            (46, 52),
+        ];
+        let weights = [0.5, 0.1, 0.05, 0.01, 0.2, 0.02, 0.1];
+        let got = message_attention(&weights, &offsets, &starts, &spans);
+        let want = [0.15, 0.2, 0.1]; // template tokens (0, 30, 44) belong to no message
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() < 1e-6, "{got:?}");
+        }
     }
 }

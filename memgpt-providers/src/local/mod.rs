@@ -12,6 +12,10 @@
 //! previous prompt: an agent's next prompt shares its system prompt and most of its history, so
 //! only the new turns are processed.
 //!
+//! It reports its own attention ([`AttentionProvider`]): for each request message, the share of
+//! attention its tokens receive while the reply is written, so the `attention` eviction policy
+//! keeps what the model actually looked at.
+//!
 //! ```no_run
 //! # fn demo() -> Result<(), memgpt_providers::local::LocalModelError> {
 //! use memgpt_providers::local::{LlamaConfig, LlamaProvider};
@@ -33,8 +37,8 @@ use std::sync::{Arc, Mutex, mpsc};
 
 use async_trait::async_trait;
 use memgpt_core::llm::{
-    ChatRequest, ChatResponse, FinishReason, LlmError, LlmProvider, StreamDelta, StreamSink,
-    StreamingProvider, Usage,
+    AttentionProvider, ChatRequest, ChatResponse, FinishReason, LlmError, LlmProvider, StreamDelta,
+    StreamSink, StreamingProvider, Usage,
 };
 use tokio::sync::mpsc as tokio_mpsc;
 
@@ -101,11 +105,13 @@ impl LlamaProvider {
         self.inner.last.lock().ok().and_then(|g| g.clone())
     }
 
-    /// Runs one request; `on_piece` sees the generated text as it is decoded.
+    /// Runs one request; `on_piece` sees the generated text as it is decoded. With
+    /// `attention`, the generation reports the attention each request message received.
     async fn generate(
         &self,
         request: &ChatRequest,
         on_piece: &(dyn Fn(&str) + Send + Sync),
+        attention: bool,
     ) -> Result<(Generation, Option<usize>), LlmError> {
         let grammar = if request.tools.is_empty() {
             None
@@ -122,8 +128,10 @@ impl LlamaProvider {
             Some(grammar)
         };
         let (events, mut inbox) = tokio_mpsc::unbounded_channel();
+        let (turns, spans) = prompt::turns_with_spans(request);
         let job = Job {
-            turns: prompt::turns(request),
+            turns,
+            attention: attention.then_some(spans),
             grammar,
             max_tokens: request.max_tokens.unwrap_or(self.inner.config.max_tokens),
             temperature: request.temperature.unwrap_or(self.inner.config.temperature),
@@ -210,13 +218,33 @@ impl LlmProvider for LlamaProvider {
     }
 
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let (generation, tools) = self.generate(request, &|_| {}).await?;
+        let (generation, tools) = self.generate(request, &|_| {}, false).await?;
         let id = tools.map(|_| self.next_call_id());
         Ok(self.response(generation, id))
     }
 
     fn as_streaming(&self) -> Option<&dyn StreamingProvider> {
         Some(self)
+    }
+
+    fn as_attention(&self) -> Option<&dyn AttentionProvider> {
+        Some(self)
+    }
+}
+
+/// The model's own attention: while it writes the reply, the share of attention each request
+/// message's tokens receive (averaged over the generated tokens, the layers and the heads), so
+/// [`AttentionPolicy`](memgpt_core::queue::AttentionPolicy) runs on a real signal.
+#[async_trait]
+impl AttentionProvider for LlamaProvider {
+    async fn complete_with_attention(
+        &self,
+        request: &ChatRequest,
+    ) -> Result<(ChatResponse, Option<Vec<f32>>), LlmError> {
+        let (mut generation, tools) = self.generate(request, &|_| {}, true).await?;
+        let attention = generation.attention.take();
+        let id = tools.map(|_| self.next_call_id());
+        Ok((self.response(generation, id), attention))
     }
 }
 
@@ -231,18 +259,22 @@ impl StreamingProvider for LlamaProvider {
     ) -> Result<ChatResponse, LlmError> {
         if request.tools.is_empty() {
             let (generation, _) = self
-                .generate(request, &|piece| sink(StreamDelta::Text(piece)))
+                .generate(request, &|piece| sink(StreamDelta::Text(piece)), false)
                 .await?;
             return Ok(self.response(generation, None));
         }
         let id = self.next_call_id();
         let streamer = Mutex::new(stream::CallStreamer::new(id.clone()));
         let (generation, _) = self
-            .generate(request, &|piece| {
-                if let Ok(mut streamer) = streamer.lock() {
-                    streamer.push(piece, sink);
-                }
-            })
+            .generate(
+                request,
+                &|piece| {
+                    if let Ok(mut streamer) = streamer.lock() {
+                        streamer.push(piece, sink);
+                    }
+                },
+                false,
+            )
             .await?;
         Ok(self.response(generation, Some(id)))
     }

@@ -85,6 +85,11 @@ pub(crate) struct Llama {
     cached: usize,
     /// Positions the rotary tables cover.
     pub(crate) max_positions: usize,
+    /// While recording ([`Llama::record_attention`]): for each position, the attention the
+    /// recorded queries paid it, summed over queries, layers and heads.
+    attention: Option<Vec<f32>>,
+    /// Queries recorded.
+    recorded: usize,
 }
 
 /// A GGUF metadata value as a number, whatever its integer or float type.
@@ -222,7 +227,29 @@ impl Llama {
             eps,
             cached: 0,
             max_positions,
+            attention: None,
+            recorded: 0,
         })
+    }
+
+    /// Starts recording where the last query of each following forward pass attends (the
+    /// query whose logits pick the next token), or stops and forgets.
+    pub(crate) fn record_attention(&mut self, on: bool) {
+        self.attention = on.then(Vec::new);
+        self.recorded = 0;
+    }
+
+    /// What was recorded, and stops recording: for each position, the share of attention it
+    /// received, averaged over the recorded queries, the layers and the heads (so the shares
+    /// of one query sum to 1 over the positions it saw). `None` when nothing was recorded.
+    pub(crate) fn take_attention(&mut self) -> Option<Vec<f32>> {
+        let sums = self.attention.take()?;
+        let queries = std::mem::take(&mut self.recorded);
+        if queries == 0 {
+            return None;
+        }
+        let scale = 1.0 / (queries * self.layers.len() * self.heads) as f32;
+        Some(sums.into_iter().map(|s| s * scale).collect())
     }
 
     /// Keeps only the first `positions` cached positions (the next ones are overwritten).
@@ -304,6 +331,21 @@ impl Llama {
                     .reshape((kv_heads, group * n, start + n))?;
             }
             let weights = candle_nn::ops::softmax_last_dim(&scores)?;
+            if let Some(sums) = self.attention.as_mut() {
+                // The last query's weights over every key position, for each head.
+                let last = weights
+                    .reshape((kv_heads, group, n, start + n))?
+                    .narrow(2, n - 1, 1)?
+                    .contiguous()?
+                    .flatten_all()?
+                    .to_vec1::<f32>()?;
+                if sums.len() < start + n {
+                    sums.resize(start + n, 0.0);
+                }
+                for (i, w) in last.iter().enumerate() {
+                    sums[i % (start + n)] += w;
+                }
+            }
             let y = weights
                 .matmul(&v)?
                 .reshape((1, heads, n, head_dim))?
@@ -316,6 +358,9 @@ impl Llama {
             x = (x + layer.down.forward(&gated)?)?;
         }
         self.cached = start + n;
+        if self.attention.is_some() {
+            self.recorded += 1;
+        }
         let last = x.narrow(1, n - 1, 1)?;
         let last = candle_nn::ops::rms_norm(&last, &self.norm, self.eps as f32)?;
         let logits = self.output.forward(&last)?;

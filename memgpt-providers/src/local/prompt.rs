@@ -8,6 +8,7 @@
 //! `FUNCTION RETURN`.
 
 use std::fmt::Write as _;
+use std::ops::Range;
 
 use memgpt_core::llm::{ChatMessage, ChatRequest, Role, ToolSchema};
 use memgpt_core::message::ToolCall;
@@ -16,43 +17,71 @@ use serde_json::{Map, Value};
 /// One templated chat turn: role and content.
 pub(crate) type Turn = (String, String);
 
+/// Where one request message's text sits in the prompt: its turn, and the byte range of the
+/// turn's content it took.
+pub(crate) type Span = (usize, Range<usize>);
+
 /// The prompt turns for `request`.
+#[cfg(test)]
 pub(crate) fn turns(request: &ChatRequest) -> Vec<Turn> {
+    turns_with_spans(request).0
+}
+
+/// The prompt turns for `request`, and where each request message landed in them (in request
+/// order).
+pub(crate) fn turns_with_spans(request: &ChatRequest) -> (Vec<Turn>, Vec<Span>) {
     let mut turns: Vec<Turn> = Vec::with_capacity(request.messages.len() + 1);
+    let mut spans: Vec<Span> = Vec::with_capacity(request.messages.len());
     let tools = (!request.tools.is_empty()).then(|| tool_instructions(&request.tools));
     let mut system_done = false;
     for message in &request.messages {
-        match message.role {
+        let (role, content) = match message.role {
             Role::System if !system_done && turns.is_empty() => {
                 let mut content = message.content.clone();
+                spans.push((turns.len(), 0..content.len()));
                 if let Some(tools) = &tools {
                     content.push_str("\n\n");
                     content.push_str(tools);
                 }
                 turns.push(("system".into(), content));
                 system_done = true;
+                continue;
             }
-            Role::System => turns.push(("user".into(), message.content.clone())),
-            Role::User => turns.push(("user".into(), message.content.clone())),
-            Role::Assistant => turns.push(("assistant".into(), assistant_text(message))),
-            Role::Tool => turns.push(("user".into(), function_return(message))),
-        }
+            Role::System | Role::User => ("user", message.content.clone()),
+            Role::Assistant => ("assistant", assistant_text(message)),
+            Role::Tool => ("user", function_return(message)),
+        };
+        spans.push((turns.len(), 0..content.len()));
+        turns.push((role.into(), content));
     }
     if !system_done && let Some(tools) = tools {
         turns.insert(0, ("system".into(), tools));
+        for span in &mut spans {
+            span.0 += 1;
+        }
     }
     // Templates expect alternation; merge consecutive turns of the same role.
     let mut merged: Vec<Turn> = Vec::with_capacity(turns.len());
+    let mut moved: Vec<(usize, usize)> = Vec::with_capacity(turns.len()); // (turn, offset)
     for (role, content) in turns {
+        let count = merged.len();
         match merged.last_mut() {
             Some((last, text)) if *last == role && role != "system" => {
                 text.push_str("\n\n");
+                moved.push((count - 1, text.len()));
                 text.push_str(&content);
             }
-            _ => merged.push((role, content)),
+            _ => {
+                moved.push((count, 0));
+                merged.push((role, content));
+            }
         }
     }
-    merged
+    for span in &mut spans {
+        let (turn, offset) = moved[span.0];
+        *span = (turn, span.1.start + offset..span.1.end + offset);
+    }
+    (merged, spans)
 }
 
 /// The system-prompt section that lists the functions and the reply format.
@@ -227,6 +256,28 @@ mod tests {
                 .starts_with("FUNCTION RETURN (send_message): {\"status\":\"OK\"}")
         );
         assert!(turns[3].1.ends_with("how are you?"));
+
+        // Every message's text is where its span says, merged turns included.
+        let (again, spans) = turns_with_spans(&request);
+        assert_eq!(again, turns);
+        assert_eq!(spans.len(), request.messages.len());
+        let text = |i: usize| {
+            let (turn, range) = spans[i].clone();
+            turns[turn].1[range].to_owned()
+        };
+        assert_eq!(text(0), "You are Sam.");
+        assert_eq!(text(1), "hi");
+        assert_eq!(text(2), turns[2].1);
+        assert_eq!(
+            text(3),
+            "FUNCTION RETURN (send_message): {\"status\":\"OK\"}"
+        );
+        assert_eq!(text(4), "how are you?");
+        assert_eq!(
+            (spans[3].0, spans[4].0),
+            (3, 3),
+            "merged into one user turn"
+        );
     }
 
     #[test]

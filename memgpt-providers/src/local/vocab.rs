@@ -18,6 +18,9 @@ const TOKEN_TYPE_USER_DEFINED: u32 = 4;
 /// Text ends of a turn, recognised by name when the file does not list them as EOS.
 const END_OF_TURN: &[&str] = &["<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end|>"];
 
+/// Token ids, and each token's byte range in the text they came from.
+pub(crate) type Encoded = (Vec<u32>, Vec<(usize, usize)>);
+
 /// The tokenizer and what each token means.
 pub(crate) struct Vocab {
     tokenizer: Tokenizer,
@@ -186,10 +189,20 @@ impl Vocab {
     }
 
     /// Tokens of `text`, control tokens written as text (`<|im_start|>`) included.
+    #[cfg(test)]
     pub(crate) fn encode(&self, text: &str) -> Result<Vec<u32>, String> {
         self.tokenizer
             .encode(text, false)
             .map(|e| e.get_ids().to_vec())
+            .map_err(|e| format!("tokenizing the prompt: {e}"))
+    }
+
+    /// Tokens of `text` as [`Vocab::encode`] makes them, with each token's byte range in
+    /// `text`.
+    pub(crate) fn encode_with_offsets(&self, text: &str) -> Result<Encoded, String> {
+        self.tokenizer
+            .encode(text, false)
+            .map(|e| (e.get_ids().to_vec(), e.get_offsets().to_vec()))
             .map_err(|e| format!("tokenizing the prompt: {e}"))
     }
 
@@ -253,5 +266,19 @@ mod tests {
             .unwrap()];
         assert!(vocab.ends_generation(end), "<|im_end|> ends a reply");
         assert!(!vocab.ends_generation(start));
+
+        // Offsets are byte ranges of the text, in order: a token's own bytes where it holds
+        // whole characters (a character split over tokens, like the emoji, gives each piece
+        // the whole character's range).
+        let (same, offsets) = vocab.encode_with_offsets(text).unwrap();
+        assert_eq!(same, ids);
+        for (&id, &(from, to)) in ids.iter().zip(&offsets) {
+            let bytes = vocab.bytes(id);
+            if !vocab.is_control(id) && std::str::from_utf8(bytes).is_ok() {
+                assert_eq!(text.as_bytes()[from..to], *bytes, "token {id}");
+            }
+            assert!(from <= to && to <= text.len());
+        }
+        assert!(offsets.windows(2).all(|w| w[0].0 <= w[1].0));
     }
 }
