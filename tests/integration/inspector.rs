@@ -350,6 +350,20 @@ async fn the_inspector_creates_chats_edits_and_shows_a_flush() {
         .wait_for("document.getElementById('status').textContent.startsWith('Connected')")
         .await;
 
+    // The form suggests every built-in policy, and only policies that exist.
+    let suggested: Vec<String> = serde_json::from_value(
+        browser
+            .eval("[...document.querySelectorAll('#policies option')].map(o => o.value)")
+            .await,
+    )
+    .unwrap();
+    for name in ["paper", "lru", "attention", "salience"] {
+        assert!(suggested.iter().any(|s| s == name), "{suggested:?}");
+    }
+    for name in &suggested {
+        assert!(memgpt::queue::policy_by_name(name).is_ok(), "{name}");
+    }
+
     // Create an agent through the form: a small window, so a few long messages flush.
     browser
         .eval("document.getElementById('new-agent').open = true")
