@@ -207,7 +207,8 @@ struct SeedResults {
 
 /// The two upper bounds: (label, short label, whether the flush-retention constraint applies).
 /// The second holds only for policies that free at least half the queue per flush (`paper`,
-/// `lru`, `attention`, the clairvoyant plan), the first for any policy that flushes at the window.
+/// `lru`, the clairvoyant plan; not `attention`, whose observation window is never evicted, nor
+/// `salience`), the first for any policy that flushes at the window.
 const BOUNDS: [(&str, &str, bool); 2] = [
     (
         "upper bound: any policy (Lagrangian relaxation, capacity only)",

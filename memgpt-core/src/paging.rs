@@ -246,7 +246,7 @@ impl<'a> Pager<'a> {
                 evicted_messages: evicted.len() as u64,
                 evicted_tokens: plan.tokens as u64,
                 evicted_from: first,
-                evicted_until: last + chrono::TimeDelta::nanoseconds(1),
+                evicted_until: just_after(last),
                 forced,
                 summary_updated,
                 text: summary.text.clone(),
@@ -310,5 +310,28 @@ impl<'a> Pager<'a> {
             }
             Err(e) => warn!(error = %e, "embedding for relevance failed; relevance not measured"),
         }
+    }
+}
+
+/// The first instant every store orders after `t`: stores keep microseconds (SQLite's integer
+/// micros, PostgreSQL's timestamptz), so `t` rounded down to its microsecond plus one. A range
+/// ending there holds a message created at `t` on every store.
+fn just_after(t: DateTime<Utc>) -> DateTime<Utc> {
+    let sub_micro = i64::from(t.timestamp_subsec_nanos() % 1_000);
+    t - chrono::TimeDelta::nanoseconds(sub_micro) + chrono::TimeDelta::microseconds(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn just_after_is_the_next_microsecond() {
+        let t = DateTime::<Utc>::from_timestamp(1_700_000_000, 123_456_789).unwrap();
+        let after = just_after(t);
+        assert_eq!(after.timestamp_subsec_nanos(), 123_457_000);
+        assert!(after > t);
+        let whole = DateTime::<Utc>::from_timestamp(1_700_000_000, 5_000).unwrap();
+        assert_eq!(just_after(whole).timestamp_subsec_nanos(), 6_000);
     }
 }

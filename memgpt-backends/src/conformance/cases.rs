@@ -354,6 +354,37 @@ pub async fn recall_date_ranges_and_kinds(backend: &StoreUnderTest) {
     };
     let page = s.recall.search(a.id, &ranged_text).await.unwrap();
     assert_eq!(page.total, 1, "{}: day 5 only", backend.name());
+
+    // Stores keep microseconds: a message stamped with nanoseconds is inside a range that starts
+    // at its time and ends at the next microsecond (what a flush's history records).
+    let at = t0() + Duration::days(20) + Duration::nanoseconds(123_456_789);
+    let precise = user(a.id, "stamped to the nanosecond", at);
+    s.agents
+        .commit(&a.next_commit(vec![precise.clone()], vec![]))
+        .await
+        .unwrap();
+    let micro = at - Duration::nanoseconds(789);
+    let listed = |end| RecallQuery {
+        kinds: vec![],
+        ..RecallQuery::range(
+            TimeRange {
+                start: Some(at),
+                end: Some(end),
+            },
+            Page::first(10),
+        )
+    };
+    let page = s
+        .recall
+        .list_messages(a.id, &listed(micro + Duration::microseconds(1)))
+        .await
+        .unwrap();
+    assert_eq!(
+        page.hits.iter().map(|h| h.item.id).collect::<Vec<_>>(),
+        vec![precise.id],
+        "{}: the next microsecond ends a range holding it",
+        backend.name()
+    );
 }
 
 /// Texts in any script round-trip byte for byte and are found by their exact words

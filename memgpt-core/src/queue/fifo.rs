@@ -7,7 +7,7 @@ use crate::llm::ChatMessage;
 use crate::message::{Message, MessageKind};
 use crate::tokens::TokenCounter;
 
-use super::salience::salience;
+use super::salience::message_salience;
 
 /// One message in the FIFO queue, rendered and counted once.
 #[derive(Clone, Debug)]
@@ -71,7 +71,7 @@ impl QueueEntry {
         self.relevance
     }
 
-    /// How much it states ([`salience`]), counted when it was queued.
+    /// How much it states ([`salience`](super::salience)), counted when it was queued.
     pub fn salience(&self) -> f32 {
         self.salience
     }
@@ -106,17 +106,7 @@ impl FifoQueue {
     pub fn push(&mut self, message: Arc<Message>, counter: &dyn TokenCounter) {
         let chat = message.to_chat();
         let tokens = counter.count_message(&chat);
-        let salience = if message.tool_calls.is_empty() {
-            salience(&message.text)
-        } else {
-            // What an assistant says is in its calls' arguments (send_message's message).
-            let mut text = message.text.clone();
-            for call in &message.tool_calls {
-                text.push('\n');
-                text.push_str(&call.arguments);
-            }
-            salience(&text)
-        };
+        let salience = message_salience(&message);
         self.clock += 1;
         self.tokens += tokens;
         self.entries.push_back(QueueEntry {

@@ -12,7 +12,10 @@
 //! policy lab (BENCHMARKS.md): more evidence stays in context than under the paper's policy, at
 //! the price of more, smaller flushes (each one a summarizer call).
 
+use std::ops::Range;
+
 use super::policy::{ContextUsage, EvictionPolicy, Pressure, QueueView, threshold_pressure};
+use crate::message::{Message, MessageKind};
 use crate::retrieval::query_terms;
 
 /// How much `text` states: distinct content terms of its statements, plus names and numbers.
@@ -38,7 +41,7 @@ pub fn salience(text: &str) -> f32 {
         if clean.chars().any(|c| c.is_ascii_digit()) {
             numbers += 1;
         } else if !sentence_start
-            && clean != "I"
+            && clean.split(['\'', '\u{2019}']).next() != Some("I")
             && clean.chars().next().is_some_and(char::is_uppercase)
         {
             names += 1;
@@ -48,11 +51,45 @@ pub fn salience(text: &str) -> f32 {
     (terms + names + numbers) as f32
 }
 
+/// A queued message's salience: its text, plus for an assistant turn the string values of its
+/// calls' arguments (what `send_message` says is there; the JSON keys are not).
+pub(super) fn message_salience(message: &Message) -> f32 {
+    if message.tool_calls.is_empty() {
+        return salience(&message.text);
+    }
+    fn strings(value: &serde_json::Value, out: &mut String) {
+        match value {
+            serde_json::Value::String(s) => {
+                out.push('\n');
+                out.push_str(s);
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| strings(v, out)),
+            serde_json::Value::Object(map) => map.values().for_each(|v| strings(v, out)),
+            _ => {}
+        }
+    }
+    let mut text = message.text.clone();
+    for call in &message.tool_calls {
+        match serde_json::from_str::<serde_json::Value>(&call.arguments) {
+            Ok(arguments) => strings(&arguments, &mut text),
+            Err(_) => {
+                text.push('\n');
+                text.push_str(&call.arguments);
+            }
+        }
+    }
+    salience(&text)
+}
+
 /// Evicts the least salient messages first (ties: oldest first), only as many as it takes to
 /// bring the prompt back under [`evict_to`](Self::evict_to) of the window.
 ///
-/// The warning line sits at the same fraction by default, so after each flush the model is
-/// warned once more before the next one.
+/// It ranks what the manager evicts: an assistant turn together with the function results that
+/// follow it, worth its most salient message (so a terse result like "Sent." never takes a
+/// telling reply with it), counted with all its tokens. A flush the provider forces while the
+/// count is under the flush line (its tokenizer saw more than ours) frees half the queue, as
+/// the paper's policy would. The warning line sits at [`evict_to`](Self::evict_to) by default,
+/// so after each flush the model is warned once more before the next one.
 ///
 /// ```
 /// use memgpt_core::queue::{EvictionPolicy, SaliencePolicy};
@@ -91,20 +128,51 @@ impl EvictionPolicy for SaliencePolicy {
     }
 
     fn select(&self, view: &QueueView<'_>) -> Vec<usize> {
-        let usage = view.usage;
-        let target = (self.evict_to * usage.window as f64).floor() as usize;
-        let excess = usage.total_tokens().saturating_sub(target);
-        if excess == 0 || usage.queue_tokens == 0 {
+        let (usage, entries) = (view.usage, view.entries);
+        let target = if usage.fraction() < self.flush_at {
+            // Asked under the flush line: a forced flush (the provider overflowed).
+            usage.queue_tokens.div_ceil(2)
+        } else {
+            let line = (self.evict_to * usage.window as f64).floor() as usize;
+            usage.total_tokens().saturating_sub(line)
+        };
+        if target == 0 {
             return Vec::new();
         }
-        let mut order: Vec<usize> = (0..view.entries.len()).collect();
-        order.sort_by(|&a, &b| {
-            view.entries[a]
-                .salience
-                .total_cmp(&view.entries[b].salience)
-                .then(a.cmp(&b))
-        });
-        view.take_until_freed(order, excess as f64 / usage.queue_tokens as f64)
+        let mut units: Vec<(f32, Range<usize>)> = Vec::new();
+        let mut start = 0;
+        while start < entries.len() {
+            let mut end = start + 1;
+            if entries[start].kind == MessageKind::Assistant {
+                while end < entries.len()
+                    && matches!(
+                        entries[end].kind,
+                        MessageKind::FunctionReturn | MessageKind::FunctionError
+                    )
+                {
+                    end += 1;
+                }
+            }
+            if (start..end).all(|i| !entries[i].pinned) {
+                let worth = (start..end)
+                    .map(|i| entries[i].salience)
+                    .fold(0.0, f32::max);
+                units.push((worth, start..end));
+            }
+            start = end;
+        }
+        // Stable: equal worth keeps queue order (oldest first).
+        units.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut freed = 0;
+        let mut chosen = Vec::new();
+        for (_, unit) in units {
+            if freed >= target {
+                break;
+            }
+            freed += unit.clone().map(|i| entries[i].tokens).sum::<usize>();
+            chosen.extend(unit);
+        }
+        chosen
     }
 }
 
@@ -120,9 +188,13 @@ mod tests {
     use crate::queue::EntryView;
 
     fn entry(tokens: usize, salience: f32) -> EntryView {
+        kind_entry(MessageKind::User, tokens, salience)
+    }
+
+    fn kind_entry(kind: MessageKind, tokens: usize, salience: f32) -> EntryView {
         EntryView {
             id: MessageId::new(),
-            kind: MessageKind::User,
+            kind,
             tokens,
             created_at: Utc::now(),
             last_used: 0,
@@ -138,6 +210,77 @@ mod tests {
     fn questions_state_nothing() {
         assert_eq!(salience("Where did you go on holiday last summer?"), 0.0);
         assert!(salience("Where did you go? We went to Lisbon in June.") > 0.0);
+        // "I'm" is no name; "Lisbon" is.
+        assert_eq!(salience("Well, I'm here."), salience("Well, you're here."));
+        assert!(salience("Well, Lisbon is here.") > salience("Well, lisbon is here."));
+    }
+
+    #[test]
+    fn a_reply_is_scored_by_what_it_says_not_its_json() {
+        let mut turn = Message::new(
+            crate::ids::AgentId::new(),
+            MessageKind::Assistant,
+            "",
+            Utc::now(),
+        );
+        turn.tool_calls.push(crate::llm::ToolCall {
+            id: "c1".into(),
+            name: "send_message".into(),
+            arguments: r#"{"message": "Rex is my dog.", "request_heartbeat": true}"#.into(),
+        });
+        assert_eq!(message_salience(&turn), salience("Rex is my dog."));
+    }
+
+    #[test]
+    fn a_call_and_its_results_go_together_worth_their_best() {
+        // A telling reply whose result is terse, then a dull message: the dull one goes first,
+        // and when more must go the reply leaves with its result, counted in full.
+        let entries = [
+            kind_entry(MessageKind::Assistant, 100, 9.0),
+            kind_entry(MessageKind::FunctionReturn, 300, 1.0),
+            entry(100, 2.0),
+        ];
+        let usage = ContextUsage {
+            window: 500,
+            fixed_tokens: 50,
+            queue_tokens: 500,
+            queue_messages: 3,
+        };
+        let view = QueueView {
+            entries: &entries,
+            usage,
+        };
+        // 550 tokens, the line at 450: 100 must go.
+        assert_eq!(SaliencePolicy::default().select(&view), vec![2]);
+        let more = QueueView {
+            usage: ContextUsage {
+                fixed_tokens: 200,
+                ..usage
+            },
+            ..view
+        };
+        // 700 tokens: 250 must go; the whole unit (400 tokens) covers it.
+        assert_eq!(SaliencePolicy::default().select(&more), vec![2, 0, 1]);
+    }
+
+    #[test]
+    fn a_forced_flush_under_the_line_frees_half() {
+        let entries = [
+            entry(100, 1.0),
+            entry(100, 5.0),
+            entry(100, 3.0),
+            entry(100, 2.0),
+        ];
+        let view = QueueView {
+            entries: &entries,
+            usage: ContextUsage {
+                window: 1000,
+                fixed_tokens: 100,
+                queue_tokens: 400,
+                queue_messages: 4,
+            },
+        };
+        assert_eq!(SaliencePolicy::default().select(&view), vec![0, 3]);
     }
 
     #[test]

@@ -364,8 +364,8 @@ pub struct SummaryRevision {
     pub evicted_tokens: u64,
     /// Creation time of the oldest evicted message.
     pub evicted_from: DateTime<Utc>,
-    /// Just after the creation time of the newest evicted message (one nanosecond later: the
-    /// end of a [`TimeRange`] is exclusive).
+    /// Just after the creation time of the newest evicted message (the next microsecond, the
+    /// precision stores keep: the end of a [`TimeRange`] is exclusive).
     pub evicted_until: DateTime<Utc>,
     /// Whether a provider's context-overflow error forced it.
     pub forced: bool,
