@@ -59,7 +59,7 @@ use serde_json::json;
 
 use crate::bound::{BoundInput, upper_bound};
 use crate::plot::Series;
-use crate::replay::{Clairvoyant, Hooks, Outcome, Replay, prepare, run_one};
+use crate::replay::{Clairvoyant, Outcome, Replay, prepare, run_one};
 use crate::stats::Interval;
 
 /// The clairvoyant policy's name on the command line.
@@ -141,7 +141,7 @@ fn parse_args() -> Result<Args> {
     Ok(args)
 }
 
-/// A policy by name: a registered one, or one of the lab's own with its hooks.
+/// A policy by name: a registered one, or the lab's clairvoyant one (told the future).
 struct LabPolicy {
     policy: Arc<dyn EvictionPolicy>,
     clairvoyant: Option<Arc<Clairvoyant>>,
@@ -171,13 +171,10 @@ impl LabPolicy {
         counter: &TiktokenCounter,
         embedder: &HashingEmbedder,
     ) -> Outcome {
-        let hooks = Hooks {
-            clairvoyant: self.clairvoyant.as_deref(),
-        };
         run_one(
             replay,
             self.policy.clone(),
-            hooks,
+            self.clairvoyant.as_deref(),
             window,
             counter,
             embedder,
@@ -237,11 +234,8 @@ fn main() -> Result<()> {
     let counter = TiktokenCounter::cl100k();
     let embedder = HashingEmbedder::new(256);
     let seeds: Vec<u64> = (0..args.seeds).map(|i| args.seed + i).collect();
-    // Turn sizes do not depend on where the questions go.
-    let tokens: Vec<Vec<usize>> = conversations
-        .iter()
-        .map(|c| prepare(c, 0).turn_tokens(&counter))
-        .collect();
+    // Turn sizes do not depend on where the questions go: counted on the first seed's replays.
+    let mut tokens: Option<Vec<Vec<usize>>> = None;
 
     // (window, seed index) -> results
     let mut results: BTreeMap<(usize, usize), SeedResults> = BTreeMap::new();
@@ -253,6 +247,8 @@ fn main() -> Result<()> {
             .map(|(i, c)| prepare(c, conversation_seed(seed, i)))
             .collect();
         questions = replays.iter().map(|r| r.questions.len()).sum();
+        let tokens =
+            tokens.get_or_insert_with(|| replays.iter().map(|r| r.turn_tokens(&counter)).collect());
         for &window in &args.windows {
             let mut seed_results = SeedResults::default();
             let mut clairvoyant_hits = vec![0usize; replays.len()];

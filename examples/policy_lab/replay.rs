@@ -383,19 +383,12 @@ impl ExtractiveSummary {
     }
 }
 
-/// What the lab's own policies are told that a registered policy reads from the queue.
-#[derive(Clone, Copy, Default)]
-pub struct Hooks<'a> {
-    /// Told the future before each flush.
-    pub clairvoyant: Option<&'a Clairvoyant>,
-}
-
-/// Replays `replay` into a `window`-token main context under `policy` (the lab's own policies
-/// get their `hooks`).
+/// Replays `replay` into a `window`-token main context under `policy` (`clairvoyant`, when
+/// given, is that policy and is told the future before each flush).
 pub fn run_one(
     replay: &Replay,
     policy: Arc<dyn EvictionPolicy>,
-    hooks: Hooks<'_>,
+    clairvoyant: Option<&Clairvoyant>,
     window: usize,
     counter: &TiktokenCounter,
     embedder: &HashingEmbedder,
@@ -489,7 +482,7 @@ pub fn run_one(
         if manager.pressure(&queue, window, fixed) != Pressure::Flush {
             continue;
         }
-        if let Some(clairvoyant) = hooks.clairvoyant {
+        if let Some(clairvoyant) = clairvoyant {
             clairvoyant.set_now(pos);
             let future = queue
                 .entries()

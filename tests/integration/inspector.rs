@@ -24,8 +24,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::fake_openai::{FakeOpenAi, Reply};
 use crate::provider;
-
-const ADMIN: &str = "admin-secret-for-the-inspector";
+use crate::server::{ADMIN, Running, start_with};
 
 fn chromium() -> Option<PathBuf> {
     let path = std::env::var_os("MEMGPT_TEST_CHROMIUM")
@@ -244,6 +243,48 @@ impl Browser {
             .await;
     }
 
+    /// Chromium at `binary` on the inspector of `base` (1280x800), connected with `key`.
+    async fn open_inspector(binary: &Path, base: &str, key: &str) -> Browser {
+        let mut browser = Browser::launch(binary).await;
+        browser.viewport(1280, 800, false).await;
+        browser.goto(base).await;
+        browser.type_into("#api-key", key).await;
+        browser
+            .eval("document.getElementById('key-form').requestSubmit()")
+            .await;
+        browser
+            .wait_for("document.getElementById('status').textContent.startsWith('Connected')")
+            .await;
+        browser
+    }
+
+    /// Creates an agent through the form (with `context_window` tokens, when given) and waits
+    /// until the page has it open and selected.
+    async fn create_agent(&mut self, name: &str, human: &str, context_window: Option<usize>) {
+        self.eval("document.getElementById('new-agent').open = true")
+            .await;
+        self.type_into("#create-form [name=name]", name).await;
+        self.type_into("#create-form [name=human]", human).await;
+        if let Some(window) = context_window {
+            self.type_into("#create-form [name=context_window]", &window.to_string())
+                .await;
+        }
+        self.eval("document.getElementById('create-form').requestSubmit()")
+            .await;
+        self.wait_for(&format!(
+            "document.getElementById('agent-name').textContent === {name:?}"
+        ))
+        .await;
+        self.wait_for(&format!(
+            "document.getElementById('status').textContent === 'Agent {name}'"
+        ))
+        .await;
+        self.wait_for(&format!(
+            "document.querySelector('#agent-list button[aria-current=true]')?.textContent === {name:?}"
+        ))
+        .await;
+    }
+
     async fn screenshot(&mut self, name: &str) -> PathBuf {
         let shot = self
             .command("Page.captureScreenshot", json!({"format": "png"}))
@@ -267,8 +308,8 @@ impl Drop for Browser {
     }
 }
 
-/// The server on an ephemeral port with the fake OpenAI server as its model; a tenant's key.
-async fn serve(llm: Arc<dyn LlmProvider>) -> (String, String, oneshot::Sender<()>) {
+/// The server on an ephemeral port with `llm` as its model, and a tenant's key.
+async fn serve(llm: Arc<dyn LlmProvider>) -> (Running<()>, String) {
     let server = Server::with_parts(
         Storage::in_memory(),
         ServerTables::in_memory(),
@@ -279,42 +320,9 @@ async fn serve(llm: Arc<dyn LlmProvider>) -> (String, String, oneshot::Sender<()
             ..ServerConfig::default()
         },
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(async move {
-        server
-            .serve(listener, async move {
-                let _ = stopped.await;
-            })
-            .await
-            .unwrap();
-    });
-    let http = reqwest::Client::new();
-    let tenant: Value = http
-        .post(format!("{base}/v1/admin/tenants"))
-        .bearer_auth(ADMIN)
-        .json(&json!({"name": "inspector"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let key: Value = http
-        .post(format!(
-            "{base}/v1/admin/tenants/{}/keys",
-            tenant["id"].as_str().unwrap()
-        ))
-        .bearer_auth(ADMIN)
-        .json(&json!({"name": "browser"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    (base, key["key"].as_str().unwrap().to_owned(), stop)
+    let running = start_with(server, ()).await;
+    let key = running.tenant("inspector").await;
+    (running, key)
 }
 
 /// Create an agent, chat with a streamed reply, refuse a block edit over its limit, watch a
@@ -336,19 +344,10 @@ async fn the_inspector_creates_chats_edits_and_shows_a_flush() {
     for i in 0..20 {
         llm.push_summary(&format!("Summary {i}: the user listed facts about foxes."));
     }
-    let (base, key, stop) = serve(provider(&llm)).await;
-    let mut browser = Browser::launch(&binary).await;
-    browser.viewport(1280, 800, false).await;
-    browser.goto(&base).await;
-
+    let (server, key) = serve(provider(&llm)).await;
+    let base = &server.base;
     // The key, once.
-    browser.type_into("#api-key", &key).await;
-    browser
-        .eval("document.getElementById('key-form').requestSubmit()")
-        .await;
-    browser
-        .wait_for("document.getElementById('status').textContent.startsWith('Connected')")
-        .await;
+    let mut browser = Browser::open_inspector(&binary, base, &key).await;
 
     // The form suggests every built-in policy, and only policies that exist.
     let suggested: Vec<String> = serde_json::from_value(
@@ -365,28 +364,7 @@ async fn the_inspector_creates_chats_edits_and_shows_a_flush() {
     }
 
     // Create an agent through the form: a small window, so a few long messages flush.
-    browser
-        .eval("document.getElementById('new-agent').open = true")
-        .await;
-    browser.type_into("#create-form [name=name]", "ada").await;
-    browser
-        .type_into("#create-form [name=human]", "Name: Ada.")
-        .await;
-    browser
-        .type_into("#create-form [name=context_window]", "4000")
-        .await;
-    browser
-        .eval("document.getElementById('create-form').requestSubmit()")
-        .await;
-    browser
-        .wait_for("document.getElementById('agent-name').textContent === 'ada'")
-        .await;
-    browser
-        .wait_for("document.getElementById('status').textContent === 'Agent ada'")
-        .await;
-    browser
-        .wait_for("document.querySelector('#agent-list button[aria-current=true]')?.textContent === 'ada'")
-        .await;
+    browser.create_agent("ada", "Name: Ada.", Some(4000)).await;
 
     // A message: the reply streams into a live element, then the final message replaces it.
     browser.type_into("#message", "Hello there!").await;
@@ -598,7 +576,6 @@ async fn the_inspector_creates_chats_edits_and_shows_a_flush() {
         ))
         .await;
     assert_eq!(foreign, json!([]), "external requests: {foreign}");
-    let _ = stop.send(());
 }
 
 /// The same page against a real model: the local SmolLM2 under the function-call grammar
@@ -619,30 +596,9 @@ async fn the_inspector_chats_with_a_real_local_model() {
             .with_max_tokens(128),
     )
     .expect("the model loads");
-    let (base, key, stop) = serve(Arc::new(model)).await;
-    let mut browser = Browser::launch(&binary).await;
-    browser.viewport(1280, 800, false).await;
-    browser.goto(&base).await;
-    browser.type_into("#api-key", &key).await;
-    browser
-        .eval("document.getElementById('key-form').requestSubmit()")
-        .await;
-    browser
-        .wait_for("document.getElementById('status').textContent.startsWith('Connected')")
-        .await;
-    browser
-        .eval("document.getElementById('new-agent').open = true")
-        .await;
-    browser.type_into("#create-form [name=name]", "sam").await;
-    browser
-        .type_into("#create-form [name=human]", "Name: Chad.")
-        .await;
-    browser
-        .eval("document.getElementById('create-form').requestSubmit()")
-        .await;
-    browser
-        .wait_for("document.getElementById('status').textContent === 'Agent sam'")
-        .await;
+    let (server, key) = serve(Arc::new(model)).await;
+    let mut browser = Browser::open_inspector(&binary, &server.base, &key).await;
+    browser.create_agent("sam", "Name: Chad.", None).await;
 
     browser
         .type_into("#message", "Hi! I just adopted a cat called Miso.")
@@ -675,5 +631,4 @@ async fn the_inspector_chats_with_a_real_local_model() {
         .wait_for("document.querySelectorAll('#prompt-rows tr').length >= 3")
         .await;
     browser.screenshot("local-model-context").await;
-    let _ = stop.send(());
 }

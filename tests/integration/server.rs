@@ -10,18 +10,19 @@ use memgpt::testing::ScriptedProvider;
 use reqwest::{Client, Method, StatusCode};
 use serde_json::{Value, json};
 
-const ADMIN: &str = "admin-secret-for-tests";
+pub(crate) const ADMIN: &str = "admin-secret-for-tests";
 
-/// A server on an ephemeral port, its address and its model.
-struct Running {
-    base: String,
-    llm: Arc<ScriptedProvider>,
+/// A server on an ephemeral port, its address and its model (`M`: whatever handle the test
+/// keeps on it; the other suites' real or fake models need none).
+pub(crate) struct Running<M = Arc<ScriptedProvider>> {
+    pub(crate) base: String,
+    llm: M,
     http: Client,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     served: tokio::task::JoinHandle<()>,
 }
 
-async fn start_with(server: Server, llm: Arc<ScriptedProvider>) -> Running {
+pub(crate) async fn start_with<M>(server: Server, llm: M) -> Running<M> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -64,7 +65,7 @@ async fn start() -> Running {
     start_with(server, llm).await
 }
 
-impl Running {
+impl<M> Running<M> {
     /// Sends `method path` with `key` and an optional JSON body: status and JSON (or text as a
     /// JSON string).
     async fn call(
@@ -97,7 +98,7 @@ impl Running {
     }
 
     /// A new tenant and one API key for it.
-    async fn tenant(&self, name: &str) -> String {
+    pub(crate) async fn tenant(&self, name: &str) -> String {
         let (status, tenant) = self
             .post("/v1/admin/tenants", ADMIN, json!({"name": name}))
             .await;
@@ -1014,14 +1015,14 @@ async fn the_stream_shows_memory_pressure_and_flushes() {
         context["summary"]["evicted_messages"].as_u64().unwrap()
     );
     for revision in history {
-        let range = format!(
-            "start={}&end={}",
-            urlencode(revision["evicted_from"].as_str().unwrap()),
-            urlencode(revision["evicted_until"].as_str().unwrap())
-        );
-        let (status, listed) = s
-            .get(&format!("/v1/agents/{id}/messages?size=1000&{range}"), &key)
-            .await;
+        // Timestamps hold `:` and may hold `+`: the URL encodes them.
+        let mut url = reqwest::Url::parse(&format!("{}/v1/agents/{id}/messages", s.base)).unwrap();
+        url.query_pairs_mut()
+            .append_pair("size", "1000")
+            .append_pair("start", revision["evicted_from"].as_str().unwrap())
+            .append_pair("end", revision["evicted_until"].as_str().unwrap());
+        let path = &url.as_str()[s.base.len()..];
+        let (status, listed) = s.get(path, &key).await;
         assert_eq!(status, StatusCode::OK, "{listed}");
         assert_eq!(listed["total"], revision["evicted_messages"], "{revision}");
     }
@@ -1973,17 +1974,4 @@ async fn a_call_waits_for_approval_over_http() {
         StatusCode::CONFLICT,
         "the agent takes messages again"
     );
-}
-
-/// Percent-encodes a query-string value (timestamps hold `:` and may hold `+`).
-fn urlencode(value: &str) -> String {
-    value
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }

@@ -1506,19 +1506,25 @@ impl crate::llm::AttentionProvider for Attentive {
     }
 }
 
-/// Runs steps until the first flush under `policy`; returns the giraffe message if it is
-/// still queued, with the agent.
-async fn giraffe_after_a_flush(policy: &str) -> (Agent, Option<crate::queue::QueueEntry>) {
-    let scripted = llm();
-    let mut agent = Agent::builder()
-        .provider(Arc::new(Attentive(scripted.clone())))
-        .embedder(Arc::new(HashingEmbedder::new(64)))
+/// An agent under `policy` (a 900-token window, only `send_message`) whose queue flushes within
+/// a few dozen steps; the caller adds the provider.
+fn flushing_agent(policy: &str) -> AgentBuilder {
+    Agent::builder()
         .policy_named(policy)
         .system_prompt("You are a test agent.")
         .persona("I am T.")
         .block_limit(200)
         .functions(["send_message"])
         .context_window(900)
+}
+
+/// Runs steps until the first flush under `policy`; returns the giraffe message if it is
+/// still queued, with the agent.
+async fn giraffe_after_a_flush(policy: &str) -> (Agent, Option<crate::queue::QueueEntry>) {
+    let scripted = llm();
+    let mut agent = flushing_agent(policy)
+        .provider(Arc::new(Attentive(scripted.clone())))
+        .embedder(Arc::new(HashingEmbedder::new(64)))
         .build()
         .await
         .unwrap();
@@ -1563,14 +1569,8 @@ async fn attention_eviction_keeps_the_old_message_the_model_attends_to() {
 /// fact is still queued after it.
 async fn fact_survives_the_first_flush(policy: &str) -> bool {
     let scripted = llm();
-    let mut agent = Agent::builder()
+    let mut agent = flushing_agent(policy)
         .provider(scripted.clone())
-        .policy_named(policy)
-        .system_prompt("You are a test agent.")
-        .persona("I am T.")
-        .block_limit(200)
-        .functions(["send_message"])
-        .context_window(900)
         .build()
         .await
         .unwrap();

@@ -7,6 +7,7 @@ use crate::llm::ChatMessage;
 use crate::message::{Message, MessageKind};
 use crate::tokens::TokenCounter;
 
+use super::policy::eviction_units;
 use super::salience::message_salience;
 
 /// One message in the FIFO queue, rendered and counted once.
@@ -203,19 +204,11 @@ impl FifoQueue {
     /// with the function results that follow it; every other message alone. Evicting whole
     /// units never separates a call from its result.
     pub fn units(&self) -> Vec<Range<usize>> {
-        let mut units = Vec::new();
-        let mut start = 0;
-        while start < self.entries.len() {
-            let mut end = start + 1;
-            if self.entries[start].calls_functions() {
-                while end < self.entries.len() && self.entries[end].is_function_result() {
-                    end += 1;
-                }
-            }
-            units.push(start..end);
-            start = end;
-        }
-        units
+        eviction_units(
+            self.entries.len(),
+            |i| self.entries[i].calls_functions(),
+            |i| self.entries[i].is_function_result(),
+        )
     }
 
     /// Removes the entries at `indices` (any order, duplicates ignored) and returns them oldest

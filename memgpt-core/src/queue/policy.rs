@@ -1,4 +1,5 @@
 use std::fmt;
+use std::ops::Range;
 
 use chrono::{DateTime, Utc};
 
@@ -80,7 +81,46 @@ pub struct QueueView<'a> {
     pub usage: ContextUsage,
 }
 
+/// Splits `len` queued messages into eviction units: a message that calls functions (`calls`)
+/// with the function results (`result`) that follow it; every other message alone.
+pub(super) fn eviction_units(
+    len: usize,
+    calls: impl Fn(usize) -> bool,
+    result: impl Fn(usize) -> bool,
+) -> Vec<Range<usize>> {
+    let mut units = Vec::new();
+    let mut start = 0;
+    while start < len {
+        let mut end = start + 1;
+        if calls(start) {
+            while end < len && result(end) {
+                end += 1;
+            }
+        }
+        units.push(start..end);
+        start = end;
+    }
+    units
+}
+
 impl QueueView<'_> {
+    /// The eviction units the manager evicts whole, as index ranges into
+    /// [`QueueView::entries`]: an assistant turn with the function results that follow it;
+    /// every other message alone. (Function results only ever follow the turn that called.)
+    pub fn units(&self) -> Vec<Range<usize>> {
+        let kind = |i: usize| self.entries[i].kind;
+        eviction_units(
+            self.entries.len(),
+            |i| kind(i) == MessageKind::Assistant,
+            |i| {
+                matches!(
+                    kind(i),
+                    MessageKind::FunctionReturn | MessageKind::FunctionError
+                )
+            },
+        )
+    }
+
     /// Takes entries in `order` (indices into [`QueueView::entries`], most evictable first),
     /// skipping pinned ones, until `fraction` of the queue's tokens is freed: what a policy's
     /// [`select`](EvictionPolicy::select) returns once it has ranked the entries.

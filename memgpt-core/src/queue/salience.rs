@@ -15,7 +15,7 @@
 use std::ops::Range;
 
 use super::policy::{ContextUsage, EvictionPolicy, Pressure, QueueView, threshold_pressure};
-use crate::message::{Message, MessageKind};
+use crate::message::Message;
 use crate::retrieval::query_terms;
 
 /// How much `text` states: distinct content terms of its statements, plus names and numbers.
@@ -139,28 +139,19 @@ impl EvictionPolicy for SaliencePolicy {
         if target == 0 {
             return Vec::new();
         }
-        let mut units: Vec<(f32, Range<usize>)> = Vec::new();
-        let mut start = 0;
-        while start < entries.len() {
-            let mut end = start + 1;
-            if entries[start].kind == MessageKind::Assistant {
-                while end < entries.len()
-                    && matches!(
-                        entries[end].kind,
-                        MessageKind::FunctionReturn | MessageKind::FunctionError
-                    )
-                {
-                    end += 1;
-                }
-            }
-            if (start..end).all(|i| !entries[i].pinned) {
-                let worth = (start..end)
+        // Units the manager would evict whole, each worth its most salient message.
+        let mut units: Vec<(f32, Range<usize>)> = view
+            .units()
+            .into_iter()
+            .filter(|unit| unit.clone().all(|i| !entries[i].pinned))
+            .map(|unit| {
+                let worth = unit
+                    .clone()
                     .map(|i| entries[i].salience)
                     .fold(0.0, f32::max);
-                units.push((worth, start..end));
-            }
-            start = end;
-        }
+                (worth, unit)
+            })
+            .collect();
         // Stable: equal worth keeps queue order (oldest first).
         units.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut freed = 0;

@@ -191,10 +191,7 @@ impl Vocab {
     /// Tokens of `text`, control tokens written as text (`<|im_start|>`) included.
     #[cfg(test)]
     pub(crate) fn encode(&self, text: &str) -> Result<Vec<u32>, String> {
-        self.tokenizer
-            .encode(text, false)
-            .map(|e| e.get_ids().to_vec())
-            .map_err(|e| format!("tokenizing the prompt: {e}"))
+        self.encode_with_offsets(text).map(|(ids, _)| ids)
     }
 
     /// Tokens of `text` as [`Vocab::encode`] makes them, with each token's byte range in
