@@ -121,9 +121,13 @@ impl QueueView<'_> {
         )
     }
 
-    /// Takes entries in `order` (indices into [`QueueView::entries`], most evictable first),
-    /// skipping pinned ones, until `fraction` of the queue's tokens is freed: what a policy's
+    /// Takes entries in `order` (indices into [`QueueView::entries`], most evictable first)
+    /// until `fraction` of the queue's tokens is freed: what a policy's
     /// [`select`](EvictionPolicy::select) returns once it has ranked the entries.
+    ///
+    /// It counts what the manager will evict: an entry's whole [unit](QueueView::units) (a call
+    /// taken frees its results too), once per unit, and skips entries whose unit holds a pinned
+    /// one (the manager keeps those units whole).
     ///
     /// # Panics
     ///
@@ -134,17 +138,27 @@ impl QueueView<'_> {
         fraction: f64,
     ) -> Vec<usize> {
         let target = (self.usage.queue_tokens as f64 * fraction).ceil() as usize;
+        let units = self.units();
+        let mut unit_of = vec![0; self.entries.len()];
+        for (u, unit) in units.iter().enumerate() {
+            unit_of[unit.clone()].fill(u);
+        }
+        let mut taken = vec![false; units.len()];
         let mut freed = 0;
         let mut chosen = Vec::new();
         for i in order {
             if freed >= target {
                 break;
             }
-            let entry = &self.entries[i];
-            if entry.pinned {
+            let u = unit_of[i];
+            let unit = units[u].clone();
+            if unit.clone().any(|k| self.entries[k].pinned) {
                 continue;
             }
-            freed += entry.tokens;
+            if !taken[u] {
+                taken[u] = true;
+                freed += unit.map(|k| self.entries[k].tokens).sum::<usize>();
+            }
             chosen.push(i);
         }
         chosen
@@ -445,6 +459,29 @@ mod tests {
         // The paper's policy takes the oldest instead.
         assert_eq!(PaperPolicy::default().select(&view), vec![0, 1, 2]);
         assert_eq!(policy.pressure(&usage), Pressure::Flush);
+    }
+
+    #[test]
+    fn a_call_taken_frees_its_results_too() {
+        // A call (10 tokens) with a 30-token result, then four messages of 10: 80 queued.
+        let mut e = entries(&[10, 30, 10, 10, 10, 10]);
+        e[0].kind = MessageKind::Assistant;
+        e[1].kind = MessageKind::FunctionReturn;
+        e[0].last_used = 50;
+        e[1].last_used = 0; // the result is the least recently used
+        let usage = ContextUsage {
+            window: 100,
+            fixed_tokens: 40,
+            queue_tokens: 80,
+            queue_messages: 6,
+        };
+        let view = QueueView { entries: &e, usage };
+        // Half of 80: taking the result takes its call, 40 tokens, enough on its own.
+        assert_eq!(LruPolicy::default().select(&view), vec![1]);
+        // A pinned call keeps its result: the unit is skipped.
+        e[0].pinned = true;
+        let view = QueueView { entries: &e, usage };
+        assert_eq!(LruPolicy::default().select(&view), vec![2, 3, 4, 5]);
     }
 
     #[test]
