@@ -3,7 +3,9 @@
 //!
 //! ```text
 //! cargo run --release --example policy_lab [-- --data PATH --window 1024,2048,4096,8192
-//!     --seed 1 --seeds 10 --policy paper,lru,attention,clairvoyant --out DIR]
+//!     --seed 1 --seeds 10 --policy paper,lru,attention,salience,clairvoyant --out DIR]
+//! cargo run --release --features local --example policy_lab -- --policy attention,attention-model
+//!     --attention target/attention-smollm2.json --model models/smollm2-135m-instruct/model.gguf
 //! ```
 //!
 //! Each LoCoMo conversation is replayed turn by turn into a main context of `--window` tokens
@@ -23,7 +25,11 @@
 //! own, reload tokens) and may push other messages out (flushes). The summary is made by a
 //! deterministic **extractive summariser, for the lab only**: the first sentence of each evicted
 //! message (at most 25 words), the oldest lines dropped beyond an eighth of the window.
-//! Relevance for the attention policy uses the hashing embedder (deterministic, no model).
+//! Relevance for the attention policy uses the hashing embedder (deterministic, no model), and
+//! its attention term is zero: the lab runs no model. `attention-model` is the same policy fed
+//! the attention a real model paid the turns (`attend.rs`): measured once with the local model
+//! (`--model`, a build with the `local` feature) through a sliding window over each
+//! conversation, saved to `--attention` and read from there on later runs.
 //!
 //! Policies: any registered one by name (`paper`, `lru`, `attention`, `salience`, ...), and
 //! `clairvoyant`: Belady's furthest-next-use rule reading the future, for the lab only. With
@@ -41,6 +47,7 @@
 #[path = "../eval/data.rs"]
 mod data;
 
+mod attend;
 mod bound;
 mod plot;
 mod replay;
@@ -57,6 +64,7 @@ use memgpt::queue::{EvictionPolicy, policy_by_name, policy_names};
 use memgpt::tokens::TiktokenCounter;
 use serde_json::json;
 
+use crate::attend::Measured;
 use crate::bound::{BoundInput, upper_bound};
 use crate::plot::Series;
 use crate::replay::{Clairvoyant, Outcome, Replay, prepare, run_one};
@@ -64,6 +72,10 @@ use crate::stats::Interval;
 
 /// The clairvoyant policy's name on the command line.
 const CLAIRVOYANT: &str = "clairvoyant";
+/// The `attention` policy fed a model's measured attention ([`attend`]), on the command line.
+const ATTENTION_MODEL: &str = "attention-model";
+/// The sliding window through which the model reads each conversation, in tokens.
+const ATTENTION_WINDOW: usize = 2048;
 
 struct Args {
     data: PathBuf,
@@ -72,10 +84,14 @@ struct Args {
     seeds: u64,
     policies: Vec<String>,
     out: PathBuf,
+    /// Measured attention for `attention-model`: read, or measured with `model` and written.
+    attention: Option<PathBuf>,
+    model: Option<PathBuf>,
 }
 
 const USAGE: &str = "usage: policy_lab [--data PATH] [--window 1024,2048,...] [--seed FIRST] \
-                     [--seeds COUNT] [--policy paper,lru,attention,clairvoyant] [--out DIR]";
+                     [--seeds COUNT] [--policy paper,lru,attention,salience,clairvoyant,\
+                     attention-model] [--out DIR] [--attention FILE.json [--model FILE.gguf]]";
 
 fn parse_args() -> Result<Args> {
     let mut args = Args {
@@ -88,6 +104,8 @@ fn parse_args() -> Result<Args> {
             .map(String::from)
             .to_vec(),
         out: PathBuf::from("target/policy-lab"),
+        attention: None,
+        model: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -110,6 +128,8 @@ fn parse_args() -> Result<Args> {
                     .collect()
             }
             "--out" => args.out = value()?.into(),
+            "--attention" => args.attention = Some(value()?.into()),
+            "--model" => args.model = Some(value()?.into()),
             "--help" | "-h" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -121,7 +141,18 @@ fn parse_args() -> Result<Args> {
         bail!("--seeds, --window and --policy need at least one value\n{USAGE}");
     }
     for name in &args.policies {
-        if name != CLAIRVOYANT {
+        if name == ATTENTION_MODEL {
+            let Some(file) = &args.attention else {
+                bail!("--policy {ATTENTION_MODEL} needs --attention FILE.json\n{USAGE}");
+            };
+            if !file.exists() && args.model.is_none() {
+                bail!(
+                    "{} does not exist: pass --model FILE.gguf to measure it (a build with the \
+                     `local` feature)",
+                    file.display()
+                );
+            }
+        } else if name != CLAIRVOYANT {
             policy_by_name(name).with_context(|| {
                 format!(
                     "--policy {name}: the registered policies are {} (and the lab's \
@@ -141,10 +172,12 @@ fn parse_args() -> Result<Args> {
     Ok(args)
 }
 
-/// A policy by name: a registered one, or the lab's clairvoyant one (told the future).
+/// A policy by name: a registered one, the lab's clairvoyant one (told the future), or
+/// `attention` fed a model's measured attention.
 struct LabPolicy {
     policy: Arc<dyn EvictionPolicy>,
     clairvoyant: Option<Arc<Clairvoyant>>,
+    measured_attention: bool,
 }
 
 impl LabPolicy {
@@ -155,18 +188,28 @@ impl LabPolicy {
                 Self {
                     policy: c.clone(),
                     clairvoyant: Some(c),
+                    measured_attention: false,
                 }
             }
+            ATTENTION_MODEL => Self {
+                policy: policy_by_name("attention")?,
+                clairvoyant: None,
+                measured_attention: true,
+            },
             registered => Self {
                 policy: policy_by_name(registered)?,
                 clairvoyant: None,
+                measured_attention: false,
             },
         })
     }
 
+    /// Replays one conversation; `attention` is what the model paid its turns, used only by
+    /// the policy that is fed it.
     fn run(
         &self,
         replay: &Replay,
+        attention: Option<&[Vec<(usize, f32)>]>,
         window: usize,
         counter: &TiktokenCounter,
         embedder: &HashingEmbedder,
@@ -175,11 +218,81 @@ impl LabPolicy {
             replay,
             self.policy.clone(),
             self.clairvoyant.as_deref(),
+            attention.filter(|_| self.measured_attention),
             window,
             counter,
             embedder,
         )
     }
+}
+
+/// The measured attention `args` asks for: read from `--attention`, or measured with `--model`
+/// and written there first.
+fn measured_attention(
+    args: &Args,
+    conversations: &[data::Conversation],
+) -> Result<Option<Measured>> {
+    if !args.policies.iter().any(|p| p == ATTENTION_MODEL) {
+        return Ok(None);
+    }
+    let Some(file) = &args.attention else {
+        bail!("--policy {ATTENTION_MODEL} needs --attention FILE.json");
+    };
+    if !file.exists() {
+        let Some(model) = &args.model else {
+            bail!(
+                "{} does not exist: pass --model FILE.gguf to measure it",
+                file.display()
+            );
+        };
+        measure_attention(model, conversations)?.save(file)?;
+    }
+    let measured = Measured::load(file)?;
+    if measured.window != ATTENTION_WINDOW {
+        bail!(
+            "{} was read through a {}-token window, the lab's is {ATTENTION_WINDOW}: measure it \
+             again",
+            file.display(),
+            measured.window
+        );
+    }
+    for c in conversations {
+        let turns: usize = c.sessions.iter().map(|s| s.turns.len()).sum();
+        let got = measured.conversations.get(&c.sample_id).map(Vec::len);
+        if got != Some(turns) {
+            bail!(
+                "{} holds no attention for {} ({turns} turns): measure it again for this data",
+                file.display(),
+                c.sample_id
+            );
+        }
+    }
+    Ok(Some(measured))
+}
+
+#[cfg(feature = "local")]
+fn measure_attention(
+    model: &std::path::Path,
+    conversations: &[data::Conversation],
+) -> Result<Measured> {
+    let turns = conversations
+        .iter()
+        .map(|c| {
+            let texts = c
+                .sessions
+                .iter()
+                .flat_map(|s| &s.turns)
+                .map(crate::replay::turn_text)
+                .collect();
+            (c.sample_id.clone(), texts)
+        })
+        .collect();
+    attend::measure(model, &turns, ATTENTION_WINDOW, &TiktokenCounter::cl100k())
+}
+
+#[cfg(not(feature = "local"))]
+fn measure_attention(_: &std::path::Path, _: &[data::Conversation]) -> Result<Measured> {
+    bail!("measuring attention needs the local model: build with `--features local`")
 }
 
 /// The seed of conversation `index` under run seed `seed`: distinct for every pair, so
@@ -220,10 +333,13 @@ const BOUNDS: [(&str, &str, bool); 2] = [
 ];
 
 fn label(name: &str) -> String {
-    if name == CLAIRVOYANT {
-        "clairvoyant (Belady-style; a lower bound on the optimum)".into()
-    } else {
-        name.into()
+    match name {
+        CLAIRVOYANT => "clairvoyant (Belady-style; a lower bound on the optimum)".into(),
+        ATTENTION_MODEL => format!(
+            "attention, fed the model's attention (read through a {ATTENTION_WINDOW}-token \
+             sliding window)"
+        ),
+        _ => name.into(),
     }
 }
 
@@ -231,6 +347,7 @@ fn main() -> Result<()> {
     let args = parse_args()?;
     let started = Instant::now();
     let conversations = data::locomo(&args.data)?;
+    let attention = measured_attention(&args, &conversations)?;
     let counter = TiktokenCounter::cl100k();
     let embedder = HashingEmbedder::new(256);
     let seeds: Vec<u64> = (0..args.seeds).map(|i| args.seed + i).collect();
@@ -255,7 +372,13 @@ fn main() -> Result<()> {
             for name in &args.policies {
                 let mut total = Outcome::default();
                 for (c, replay) in replays.iter().enumerate() {
-                    let outcome = LabPolicy::new(name)?.run(replay, window, &counter, &embedder);
+                    let paid = attention.as_ref().and_then(|a| {
+                        a.conversations
+                            .get(&conversations[c].sample_id)
+                            .map(Vec::as_slice)
+                    });
+                    let outcome =
+                        LabPolicy::new(name)?.run(replay, paid, window, &counter, &embedder);
                     if name == CLAIRVOYANT {
                         clairvoyant_hits[c] = outcome.hits;
                     }
@@ -327,6 +450,9 @@ struct Report {
     rows: BTreeMap<(usize, usize), Row>,
     /// (window, bound) -> the upper bound's hit rate, or why there is none.
     bounds: BTreeMap<(usize, usize), Result<Interval, String>>,
+    /// window -> `attention-model`'s hit rate minus `attention`'s, paired per seed (when both
+    /// ran): what the model's attention changes.
+    fed_versus_blind: BTreeMap<usize, Interval>,
 }
 
 struct Row {
@@ -342,8 +468,11 @@ struct Row {
 impl Report {
     fn new(args: &Args, seeds: &[u64], results: &BTreeMap<(usize, usize), SeedResults>) -> Self {
         let paper = args.policies.iter().position(|p| p == "paper");
+        let position = |name: &str| args.policies.iter().position(|p| p == name);
+        let twins = position(ATTENTION_MODEL).zip(position("attention"));
         let mut rows = BTreeMap::new();
         let mut bounds = BTreeMap::new();
+        let mut fed_versus_blind = BTreeMap::new();
         for &window in &args.windows {
             let per_seed: Vec<&SeedResults> = (0..seeds.len())
                 .filter_map(|s| results.get(&(window, s)))
@@ -396,12 +525,20 @@ impl Report {
                 };
                 bounds.insert((window, b), bound);
             }
+            if let Some((fed, blind)) = twins {
+                let differences: Vec<f64> = per_seed
+                    .iter()
+                    .map(|r| r.outcomes[fed].hit_rate() - r.outcomes[blind].hit_rate())
+                    .collect();
+                fed_versus_blind.insert(window, Interval::of(&differences));
+            }
         }
         Self {
             windows: args.windows.clone(),
             policies: args.policies.clone(),
             rows,
             bounds,
+            fed_versus_blind,
         }
     }
 
@@ -438,6 +575,16 @@ impl Report {
                     Err(why) => why.clone(),
                 };
                 out.push_str(&format!("| {window} | {name} | {shown} | | | | | | | |\n"));
+            }
+        }
+        if !self.fed_versus_blind.is_empty() {
+            out.push_str(
+                "\n`attention-model` against `attention` (the same policy without the model's \
+                 attention), paired per seed:\n\n| window | difference in hit rate (95% CI) | \
+                 verdict |\n|---|---|---|\n",
+            );
+            for (window, d) in &self.fed_versus_blind {
+                out.push_str(&format!("| {window} | {} | {} |\n", d.show(3), d.verdict()));
             }
         }
         out

@@ -19,7 +19,7 @@ const COLORS: [&str; 8] = [
 
 /// The whole SVG document.
 pub fn svg(series: &[Series]) -> String {
-    let (w, h, left, bottom, top, right) = (680.0, 400.0, 60.0, 50.0, 30.0, 170.0);
+    let (w, h, left, bottom, top, right) = (720.0, 400.0, 60.0, 50.0, 30.0, 210.0);
     let plot_w = w - left - right;
     let plot_h = h - top - bottom;
     let mut windows: Vec<usize> = series

@@ -56,6 +56,11 @@ pub struct Replay {
     pub trace: Vec<Event>,
 }
 
+/// A turn as the lab's context holds it: `speaker: words`.
+pub fn turn_text(turn: &crate::data::Turn) -> String {
+    format!("{}: {}", turn.speaker, turn.content())
+}
+
 /// Builds the trace: each question is posed at the end of a session drawn (with `seed`)
 /// between the session of its last evidence turn and the last session.
 pub fn prepare(conversation: &Conversation, seed: u64) -> Replay {
@@ -65,7 +70,7 @@ pub fn prepare(conversation: &Conversation, seed: u64) -> Replay {
     let mut session_end = Vec::new(); // index of each session's last turn + 1
     for (s, session) in conversation.sessions.iter().enumerate() {
         for t in &session.turns {
-            turns.push((format!("{}: {}", t.speaker, t.content()), session.date));
+            turns.push((turn_text(t), session.date));
             ids.push(t.dia_id.clone());
             session_of.push(s);
         }
@@ -384,11 +389,14 @@ impl ExtractiveSummary {
 }
 
 /// Replays `replay` into a `window`-token main context under `policy` (`clairvoyant`, when
-/// given, is that policy and is told the future before each flush).
+/// given, is that policy and is told the future before each flush). With `attention` (per turn
+/// `j`, the shares `(i, w)` a model gave earlier turns `i` while reading `j`; see
+/// [`crate::attend`]), saying turn `j` adds them to the queued copies of those turns.
 pub fn run_one(
     replay: &Replay,
     policy: Arc<dyn EvictionPolicy>,
     clairvoyant: Option<&Clairvoyant>,
+    attention: Option<&[Vec<(usize, f32)>]>,
     window: usize,
     counter: &TiktokenCounter,
     embedder: &HashingEmbedder,
@@ -419,6 +427,20 @@ pub fn run_one(
         let mut arrived = Vec::new();
         match *event {
             Event::Turn(i) => {
+                if let Some(shares) = attention.and_then(|a| a.get(i)) {
+                    let share: HashMap<usize, f32> = shares.iter().copied().collect();
+                    let weights: Vec<f32> = queue
+                        .entries()
+                        .map(|e| {
+                            turn_of
+                                .get(&e.message().id)
+                                .and_then(|t| share.get(t))
+                                .copied()
+                                .unwrap_or(0.0)
+                        })
+                        .collect();
+                    queue.add_attention(&weights);
+                }
                 let (text, date) = &replay.turns[i];
                 let m = turn_message(agent, text, *date);
                 turn_of.insert(m.id, i);

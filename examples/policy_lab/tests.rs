@@ -141,7 +141,7 @@ fn the_upper_bound_is_above_every_policy_and_misses_cost_reloads() {
     for name in ["paper", "lru", "attention", "salience", CLAIRVOYANT] {
         let outcome = LabPolicy::new(name)
             .unwrap()
-            .run(&replay, window, &counter, &embedder);
+            .run(&replay, None, window, &counter, &embedder);
         assert_eq!(outcome.overfull_events, 0, "{name}: {outcome:?}");
         assert_eq!(
             outcome.hits + outcome.in_summary + outcome.faults,
@@ -158,7 +158,7 @@ fn the_upper_bound_is_above_every_policy_and_misses_cost_reloads() {
         // Deterministic per seed.
         let again = LabPolicy::new(name)
             .unwrap()
-            .run(&replay, window, &counter, &embedder);
+            .run(&replay, None, window, &counter, &embedder);
         assert_eq!(format!("{again:?}"), format!("{outcome:?}"), "{name}");
         best = best.max(outcome.hits);
     }
@@ -175,4 +175,46 @@ fn the_upper_bound_is_above_every_policy_and_misses_cost_reloads() {
         bound.hits < references,
         "the bound binds: {bound:?} of {references}"
     );
+}
+
+#[test]
+fn attention_paid_to_the_evidence_keeps_it() {
+    let Some(conversations) = dev_data() else {
+        return;
+    };
+    let counter = TiktokenCounter::cl100k();
+    let embedder = HashingEmbedder::new(256);
+    let replay = prepare(&conversations[0], conversation_seed(3, 0));
+    // An oracle's attention: every turn, once said, looks at each evidence turn said before it.
+    let evidence: HashSet<usize> = replay
+        .questions
+        .iter()
+        .flat_map(|q| q.evidence.iter().copied())
+        .collect();
+    let attention: Vec<Vec<(usize, f32)>> = (0..replay.turns.len())
+        .map(|j| {
+            (0..j)
+                .filter(|i| evidence.contains(i))
+                .map(|i| (i, 1.0))
+                .collect()
+        })
+        .collect();
+    let policy = LabPolicy::new(ATTENTION_MODEL).unwrap();
+    let blind = policy.run(&replay, None, 4096, &counter, &embedder);
+    let fed = policy.run(&replay, Some(&attention), 4096, &counter, &embedder);
+    assert!(
+        fed.hits > blind.hits + blind.hits / 4,
+        "{} hits fed vs {} blind",
+        fed.hits,
+        blind.hits
+    );
+    // Only the policy that is fed it sees it.
+    let plain = LabPolicy::new("attention").unwrap().run(
+        &replay,
+        Some(&attention),
+        4096,
+        &counter,
+        &embedder,
+    );
+    assert_eq!(plain.hits, blind.hits);
 }
