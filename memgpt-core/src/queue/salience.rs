@@ -7,8 +7,10 @@
 //! ("Wow, that's great!") and questions score low; "I ran a charity race on 20 May with
 //! Caroline" scores high.
 //!
-//! [`SaliencePolicy`] evicts the least salient messages first (ties: oldest first), and evicts
-//! little at a time: just enough to bring the prompt back under the warning line. Measured in the
+//! [`SaliencePolicy`] evicts the least salient messages first, weighing salience by recency (a
+//! message at the head of the queue counts its salience once, the newest twice: a question is
+//! likelier about what was said lately), and evicts little at a time: just enough to bring the
+//! prompt back under the warning line. Measured in the
 //! policy lab (BENCHMARKS.md): more evidence stays in context than under the paper's policy, at
 //! the price of more, smaller flushes (each one a summarizer call).
 
@@ -81,8 +83,12 @@ pub(super) fn message_salience(message: &Message) -> f32 {
     salience(&text)
 }
 
-/// Evicts the least salient messages first (ties: oldest first), only as many as it takes to
-/// bring the prompt back under [`evict_to`](Self::evict_to) of the window.
+/// Evicts the least salient messages first, only as many as it takes to bring the prompt back
+/// under [`evict_to`](Self::evict_to) of the window.
+///
+/// A message's worth is its salience times its recency, `1 + position / queued`: from 1 at the
+/// head of the queue to almost 2 at its tail, so an old message must state about twice as much
+/// as a new one to outstay it (ties: oldest first).
 ///
 /// It ranks what the manager evicts: an assistant turn together with the function results that
 /// follow it, worth its most salient message (so a terse result like "Sent." never takes a
@@ -139,17 +145,20 @@ impl EvictionPolicy for SaliencePolicy {
         if target == 0 {
             return Vec::new();
         }
-        // Units the manager would evict whole, each worth its most salient message.
+        // Units the manager would evict whole, each worth its most salient message, weighed
+        // by recency: from 1x at the oldest to 2x at the newest.
+        let queued = entries.len().max(1) as f32;
         let mut units: Vec<(f32, Range<usize>)> = view
             .units()
             .into_iter()
             .filter(|unit| unit.clone().all(|i| !entries[i].pinned))
             .map(|unit| {
-                let worth = unit
+                let salience = unit
                     .clone()
                     .map(|i| entries[i].salience)
                     .fold(0.0, f32::max);
-                (worth, unit)
+                let recency = 1.0 + unit.start as f32 / queued;
+                (salience * recency, unit)
             })
             .collect();
         // Stable: equal worth keeps queue order (oldest first).
@@ -254,53 +263,42 @@ mod tests {
         assert_eq!(SaliencePolicy::default().select(&more), vec![2, 0, 1]);
     }
 
-    #[test]
-    fn a_forced_flush_under_the_line_frees_half() {
-        let entries = [
-            entry(100, 1.0),
-            entry(100, 5.0),
-            entry(100, 3.0),
-            entry(100, 2.0),
-        ];
+    /// What the policy evicts from `entries` in a 1000-token window with `fixed` other tokens.
+    fn evicted(entries: &[EntryView], fixed: usize) -> Vec<usize> {
         let view = QueueView {
-            entries: &entries,
+            entries,
             usage: ContextUsage {
                 window: 1000,
-                fixed_tokens: 100,
-                queue_tokens: 400,
-                queue_messages: 4,
+                fixed_tokens: fixed,
+                queue_tokens: entries.iter().map(|e| e.tokens).sum(),
+                queue_messages: entries.len(),
             },
         };
-        assert_eq!(SaliencePolicy::default().select(&view), vec![0, 3]);
+        SaliencePolicy::default().select(&view)
+    }
+
+    #[test]
+    fn recency_weighs_salience() {
+        // Four messages of 250 tokens, 1100 in the prompt: 200 must go, one message. An old
+        // message stating a little more goes before a new one stating a little less
+        // (3 x 1 < 2 x 1.75), but not before one stating far less (3 x 1 > 1 x 1.75).
+        let saliences = |s: [f32; 4]| s.map(|s| entry(250, s));
+        assert_eq!(evicted(&saliences([3.0, 9.0, 9.0, 2.0]), 100), vec![0]);
+        assert_eq!(evicted(&saliences([3.0, 9.0, 9.0, 1.0]), 100), vec![3]);
+    }
+
+    #[test]
+    fn a_forced_flush_under_the_line_frees_half() {
+        let entries = [1.0, 5.0, 3.0, 2.0].map(|s| entry(100, s));
+        assert_eq!(evicted(&entries, 100), vec![0, 3]);
     }
 
     #[test]
     fn a_flush_takes_the_least_salient_until_under_the_line() {
         // 1000-token window, 100 fixed, 1000 queued: 100 over the flush line, 200 over 90%.
-        let entries = [
-            entry(250, 9.0),
-            entry(250, 1.0),
-            entry(250, 5.0),
-            entry(250, 1.0),
-        ];
-        let view = QueueView {
-            entries: &entries,
-            usage: ContextUsage {
-                window: 1000,
-                fixed_tokens: 100,
-                queue_tokens: 1000,
-                queue_messages: 4,
-            },
-        };
+        let entries = [9.0, 1.0, 5.0, 1.0].map(|s| entry(250, s));
         // 200 tokens must go: the least salient first, ties oldest first, and no more.
-        assert_eq!(SaliencePolicy::default().select(&view), vec![1]);
-        let more = QueueView {
-            usage: ContextUsage {
-                fixed_tokens: 400,
-                ..view.usage
-            },
-            ..view
-        };
-        assert_eq!(SaliencePolicy::default().select(&more), vec![1, 3]);
+        assert_eq!(evicted(&entries, 100), vec![1]);
+        assert_eq!(evicted(&entries, 400), vec![1, 3]);
     }
 }
