@@ -5,7 +5,7 @@
 //! cargo run --release --example policy_lab [-- --data PATH --window 1024,2048,4096,8192
 //!     --seed 1 --seeds 10 --policy paper,lru,attention,salience,clairvoyant --out DIR]
 //! cargo run --release --features local --example policy_lab -- --policy attention,attention-model
-//!     --attention target/attention-smollm2.json --model models/smollm2-135m-instruct/model.gguf
+//!     --attention target/attention-smollm2.json [--model FILE.gguf]
 //! ```
 //!
 //! Each LoCoMo conversation is replayed turn by turn into a main context of `--window` tokens
@@ -28,8 +28,9 @@
 //! Relevance for the attention policy uses the hashing embedder (deterministic, no model), and
 //! its attention term is zero: the lab runs no model. `attention-model` is the same policy fed
 //! the attention a real model paid the turns (`attend.rs`): measured once with the local model
-//! (`--model`, a build with the `local` feature) through a sliding window over each
-//! conversation, saved to `--attention` and read from there on later runs.
+//! (`--model`, by default SmolLM2 from `$MEMGPT_TEST_MODELS` or the model cache; a build with
+//! the `local` feature) through a sliding window over each conversation, saved to `--attention`
+//! and read from there on later runs.
 //!
 //! Policies: any registered one by name (`paper`, `lru`, `attention`, `salience`, ...), and
 //! `clairvoyant`: Belady's furthest-next-use rule reading the future, for the lab only. With
@@ -142,15 +143,8 @@ fn parse_args() -> Result<Args> {
     }
     for name in &args.policies {
         if name == ATTENTION_MODEL {
-            let Some(file) = &args.attention else {
+            if args.attention.is_none() {
                 bail!("--policy {ATTENTION_MODEL} needs --attention FILE.json\n{USAGE}");
-            };
-            if !file.exists() && args.model.is_none() {
-                bail!(
-                    "{} does not exist: pass --model FILE.gguf to measure it (a build with the \
-                     `local` feature)",
-                    file.display()
-                );
             }
         } else if name != CLAIRVOYANT {
             policy_by_name(name).with_context(|| {
@@ -239,13 +233,15 @@ fn measured_attention(
         bail!("--policy {ATTENTION_MODEL} needs --attention FILE.json");
     };
     if !file.exists() {
-        let Some(model) = &args.model else {
+        let Some(model) = args.model.clone().or_else(default_model) else {
             bail!(
-                "{} does not exist: pass --model FILE.gguf to measure it",
+                "{} does not exist, and there is no model to measure it with: pass --model \
+                 FILE.gguf, or fetch SmolLM2 into the model cache (`cargo run --example models \
+                 --features models -- pull smollm2-135m-instruct`)",
                 file.display()
             );
         };
-        measure_attention(model, conversations)?.save(file)?;
+        measure_attention(&model, conversations)?.save(file)?;
     }
     let measured = Measured::load(file)?;
     if measured.window != ATTENTION_WINDOW {
@@ -268,6 +264,27 @@ fn measured_attention(
         }
     }
     Ok(Some(measured))
+}
+
+/// SmolLM2-135M-Instruct's weights: under `$MEMGPT_TEST_MODELS` (what CI fetches) or in the
+/// model cache (`$MEMGPT_HOME/models`).
+fn default_model() -> Option<PathBuf> {
+    use memgpt_providers::models::{ModelCache, SMOLLM2_135M_INSTRUCT};
+    let file = "model.gguf";
+    std::env::var_os("MEMGPT_TEST_MODELS")
+        .map(|root| {
+            PathBuf::from(root)
+                .join(SMOLLM2_135M_INSTRUCT.name)
+                .join(file)
+        })
+        .filter(|path| path.exists())
+        .or_else(|| {
+            Some(
+                ModelCache::from_env()
+                    .find(&SMOLLM2_135M_INSTRUCT)?
+                    .join(file),
+            )
+        })
 }
 
 #[cfg(feature = "local")]

@@ -218,3 +218,67 @@ fn attention_paid_to_the_evidence_keeps_it() {
     );
     assert_eq!(plain.hits, blind.hits);
 }
+
+/// SmolLM2 reads a short conversation through a window small enough to slide, and reports
+/// attention on earlier turns in the window only.
+#[cfg(feature = "local")]
+#[test]
+fn the_local_model_reports_what_each_turn_attended_to() {
+    use memgpt::tokens::TokenCounter;
+
+    let Some(model) = default_model() else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but SmolLM2 is missing: set MEMGPT_TEST_MODELS (.ci/models.sh fills it)"
+        );
+        eprintln!("SKIPPED: SmolLM2 is not in MEMGPT_TEST_MODELS or the model cache");
+        return;
+    };
+    let turns: Vec<String> = [
+        "Ann: I adopted a puppy last week. His name is Rex.",
+        "Bob: That's wonderful! What breed is he?",
+        "Ann: A border collie. He already knows how to sit.",
+        "Bob: I went hiking in the Alps with my sister in June.",
+        "Ann: Rex would love the mountains.",
+        "Bob: Maybe we can all go together next summer.",
+    ]
+    .map(String::from)
+    .to_vec();
+    let counter = TiktokenCounter::cl100k();
+    // Sized as `measure` sizes them; the fourth turn makes the window slide.
+    let agent = memgpt::ids::AgentId::new();
+    let sizes: Vec<usize> = turns
+        .iter()
+        .map(|t| {
+            let m = memgpt::message::Message::new(agent, MessageKind::User, t, Utc::now());
+            counter.count_message(&m.to_chat())
+        })
+        .collect();
+    let window = sizes[..3].iter().sum::<usize>() + 2;
+    let conversations = BTreeMap::from([("c".to_owned(), turns.clone())]);
+    let measured = attend::measure(&model, &conversations, window, &counter).unwrap();
+    assert_eq!(measured.window, window);
+    assert_eq!(measured.model, "smollm2-135m-instruct/model.gguf");
+    let received = &measured.conversations["c"];
+    assert_eq!(received.len(), turns.len());
+    assert!(
+        received[0].is_empty(),
+        "the first turn has nothing before it"
+    );
+    let (mut slid, mut attending) = (false, 0);
+    for (j, shares) in received.iter().enumerate().skip(1) {
+        if shares.is_empty() {
+            continue; // the window restarted at this turn
+        }
+        attending += 1;
+        assert!(
+            shares.iter().all(|&(i, w)| i < j && w > 0.0 && w < 1.0),
+            "{shares:?}"
+        );
+        let total: f32 = shares.iter().map(|(_, w)| w).sum();
+        assert!(total < 1.0, "turn {j}: {total}");
+        slid |= shares.iter().all(|&(i, _)| i > 0);
+    }
+    assert!(slid, "the window never slid: {received:?}");
+    assert!(attending >= 3, "{received:?}");
+}
