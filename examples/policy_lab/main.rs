@@ -73,7 +73,8 @@ use crate::stats::Interval;
 
 /// The clairvoyant policy's name on the command line.
 const CLAIRVOYANT: &str = "clairvoyant";
-/// The `attention` policy fed a model's measured attention ([`attend`]), on the command line.
+/// The `attention` policy fed a model's measured attention ([`attend`]), on the command line
+/// (added to the policies whenever `--attention` is given).
 const ATTENTION_MODEL: &str = "attention-model";
 /// The sliding window through which the model reads each conversation, in tokens.
 const ATTENTION_WINDOW: usize = 2048;
@@ -140,6 +141,10 @@ fn parse_args() -> Result<Args> {
     }
     if args.seeds == 0 || args.windows.is_empty() || args.policies.is_empty() {
         bail!("--seeds, --window and --policy need at least one value\n{USAGE}");
+    }
+    // Measured attention is there to be used.
+    if args.attention.is_some() && !args.policies.iter().any(|p| p == ATTENTION_MODEL) {
+        args.policies.push(ATTENTION_MODEL.into());
     }
     for name in &args.policies {
         if name == ATTENTION_MODEL {
