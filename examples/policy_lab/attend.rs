@@ -165,8 +165,8 @@ mod tests {
             state = slide(&sizes, state.0, state.1, j, 100);
             starts.push(state);
         }
-        // 40+30+20 fit in 100; +50 overflows: drop 40, 30 (70 > 50 still, then 20+50 = 70 >
-        // 50: drop 20 too) down to 50; +10 fits.
+        // 40+30+20 fit in 100; +50 makes 140: drop 40 (100), 30 (70) and 20 (50), down to
+        // half; +10 fits.
         assert_eq!(starts, [(0, 40), (0, 70), (0, 90), (3, 50), (3, 60)]);
         // A single turn larger than the window stays alone.
         assert_eq!(slide(&[10, 300], 0, 10, 1, 100), (1, 300));

@@ -247,6 +247,12 @@ fn measured_attention(
             );
         };
         measure_attention(&model, conversations)?.save(file)?;
+    } else if let Some(model) = &args.model {
+        eprintln!(
+            "warning: {} exists, so --model {} is not used: delete the file to measure again",
+            file.display(),
+            model.display()
+        );
     }
     let measured = Measured::load(file)?;
     if measured.window != ATTENTION_WINDOW {

@@ -391,7 +391,8 @@ impl ExtractiveSummary {
 /// Replays `replay` into a `window`-token main context under `policy` (`clairvoyant`, when
 /// given, is that policy and is told the future before each flush). With `attention` (per turn
 /// `j`, the shares `(i, w)` a model gave earlier turns `i` while reading `j`; see
-/// [`crate::attend`]), saying turn `j` adds them to the queued copies of those turns.
+/// [`crate::attend`]), once turn `j` is said and any flush it caused is done, its shares are
+/// added to the queued copies of those turns.
 pub fn run_one(
     replay: &Replay,
     policy: Arc<dyn EvictionPolicy>,
@@ -419,7 +420,24 @@ pub fn run_one(
         }
     }
 
+    // The turn the model last read: its attention arrives after the flush that made room for
+    // it, as an agent's provider reports it with the reply to the step that flushed.
+    let mut read: Option<usize> = None;
     for (pos, event) in replay.trace.iter().enumerate() {
+        if let Some(shares) = read.take().and_then(|j| attention?.get(j)) {
+            let share: HashMap<usize, f32> = shares.iter().copied().collect();
+            let weights: Vec<f32> = queue
+                .entries()
+                .map(|e| {
+                    turn_of
+                        .get(&e.message().id)
+                        .and_then(|t| share.get(t))
+                        .copied()
+                        .unwrap_or(0.0)
+                })
+                .collect();
+            queue.add_attention(&weights);
+        }
         // Every event ends below the flush line, so the queue holds less than the capacity.
         if queue.tokens() >= capacity {
             out.overfull_events += 1;
@@ -427,20 +445,7 @@ pub fn run_one(
         let mut arrived = Vec::new();
         match *event {
             Event::Turn(i) => {
-                if let Some(shares) = attention.and_then(|a| a.get(i)) {
-                    let share: HashMap<usize, f32> = shares.iter().copied().collect();
-                    let weights: Vec<f32> = queue
-                        .entries()
-                        .map(|e| {
-                            turn_of
-                                .get(&e.message().id)
-                                .and_then(|t| share.get(t))
-                                .copied()
-                                .unwrap_or(0.0)
-                        })
-                        .collect();
-                    queue.add_attention(&weights);
-                }
+                read = Some(i);
                 let (text, date) = &replay.turns[i];
                 let m = turn_message(agent, text, *date);
                 turn_of.insert(m.id, i);

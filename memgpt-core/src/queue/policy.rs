@@ -482,6 +482,18 @@ mod tests {
         e[0].pinned = true;
         let view = QueueView { entries: &e, usage };
         assert_eq!(LruPolicy::default().select(&view), vec![2, 3, 4, 5]);
+        // A unit is counted once: the call and then its result free 40, not 80, so one more
+        // message goes to reach half of 100.
+        let mut e = entries(&[10, 30, 10, 10, 10, 10, 10, 10]);
+        e[0].kind = MessageKind::Assistant;
+        e[1].kind = MessageKind::FunctionReturn;
+        let usage = ContextUsage {
+            queue_tokens: 100,
+            queue_messages: 8,
+            ..usage
+        };
+        let view = QueueView { entries: &e, usage };
+        assert_eq!(LruPolicy::default().select(&view), vec![0, 1, 2]);
     }
 
     #[test]

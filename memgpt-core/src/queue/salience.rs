@@ -8,8 +8,8 @@
 //! Caroline" scores high.
 //!
 //! [`SaliencePolicy`] evicts the least salient messages first, weighing salience by recency (a
-//! message at the head of the queue counts its salience once, the newest twice: a question is
-//! likelier about what was said lately), and evicts little at a time: just enough to bring the
+//! message at the head of the queue counts its salience once, the newest almost twice: a
+//! question is likelier about what was said lately), and evicts little at a time: just enough to bring the
 //! prompt back under the warning line. Measured in the
 //! policy lab (BENCHMARKS.md): more evidence stays in context than under the paper's policy, at
 //! the price of more, smaller flushes (each one a summarizer call).
@@ -285,6 +285,8 @@ mod tests {
         let saliences = |s: [f32; 4]| s.map(|s| entry(250, s));
         assert_eq!(evicted(&saliences([3.0, 9.0, 9.0, 2.0]), 100), vec![0]);
         assert_eq!(evicted(&saliences([3.0, 9.0, 9.0, 1.0]), 100), vec![3]);
+        // Equal worth (nothing stated): the oldest goes first.
+        assert_eq!(evicted(&saliences([9.0, 0.0, 9.0, 0.0]), 100), vec![1]);
     }
 
     #[test]
@@ -297,7 +299,7 @@ mod tests {
     fn a_flush_takes_the_least_salient_until_under_the_line() {
         // 1000-token window, 100 fixed, 1000 queued: 100 over the flush line, 200 over 90%.
         let entries = [9.0, 1.0, 5.0, 1.0].map(|s| entry(250, s));
-        // 200 tokens must go: the least salient first, ties oldest first, and no more.
+        // 200 tokens must go: the least worth first (1 x 1.25 before 1 x 1.75), and no more.
         assert_eq!(evicted(&entries, 100), vec![1]);
         assert_eq!(evicted(&entries, 400), vec![1, 3]);
     }
