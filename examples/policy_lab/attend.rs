@@ -22,6 +22,10 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+/// What turn `j` paid earlier turns: `(i, share)` for each turn `i` in the window when `j` was
+/// the newest.
+pub type Shares = Vec<(usize, f32)>;
+
 /// The attention measured on a set of conversations.
 #[derive(Debug, Deserialize, Serialize)]
 pub struct Measured {
@@ -29,9 +33,8 @@ pub struct Measured {
     pub model: String,
     /// The sliding window's size, in tokens as the lab counts them.
     pub window: usize,
-    /// Per conversation (LoCoMo sample id), per turn `j`: `(i, share)` for each earlier turn `i`
-    /// in the window when `j` was the newest.
-    pub conversations: BTreeMap<String, Vec<Vec<(usize, f32)>>>,
+    /// Per conversation (LoCoMo sample id), per turn: its [`Shares`].
+    pub conversations: BTreeMap<String, Vec<Shares>>,
 }
 
 impl Measured {

@@ -65,7 +65,7 @@ use memgpt::queue::{EvictionPolicy, policy_by_name, policy_names};
 use memgpt::tokens::TiktokenCounter;
 use serde_json::json;
 
-use crate::attend::Measured;
+use crate::attend::{Measured, Shares};
 use crate::bound::{BoundInput, upper_bound};
 use crate::plot::Series;
 use crate::replay::{Clairvoyant, Outcome, Replay, prepare, run_one};
@@ -208,7 +208,7 @@ impl LabPolicy {
     fn run(
         &self,
         replay: &Replay,
-        attention: Option<&[Vec<(usize, f32)>]>,
+        attention: Option<&[Shares]>,
         window: usize,
         counter: &TiktokenCounter,
         embedder: &HashingEmbedder,
@@ -225,17 +225,15 @@ impl LabPolicy {
     }
 }
 
-/// The measured attention `args` asks for: read from `--attention`, or measured with `--model`
-/// and written there first.
+/// The measured attention `args` asks for (`--attention`, which [`parse_args`] requires for
+/// `attention-model` and adds that row for): read from the file, or measured with `--model` and
+/// written there first.
 fn measured_attention(
     args: &Args,
     conversations: &[data::Conversation],
 ) -> Result<Option<Measured>> {
-    if !args.policies.iter().any(|p| p == ATTENTION_MODEL) {
-        return Ok(None);
-    }
     let Some(file) = &args.attention else {
-        bail!("--policy {ATTENTION_MODEL} needs --attention FILE.json");
+        return Ok(None);
     };
     if !file.exists() {
         let Some(model) = args.model.clone().or_else(default_model) else {
@@ -376,6 +374,14 @@ fn main() -> Result<()> {
     let started = Instant::now();
     let conversations = data::locomo(&args.data)?;
     let attention = measured_attention(&args, &conversations)?;
+    // What the model paid each conversation's turns (the same for every seed and window).
+    let paid: Vec<Option<&[Shares]>> = conversations
+        .iter()
+        .map(|c| {
+            let measured = attention.as_ref()?;
+            measured.conversations.get(&c.sample_id).map(Vec::as_slice)
+        })
+        .collect();
     let counter = TiktokenCounter::cl100k();
     let embedder = HashingEmbedder::new(256);
     let seeds: Vec<u64> = (0..args.seeds).map(|i| args.seed + i).collect();
@@ -400,13 +406,8 @@ fn main() -> Result<()> {
             for name in &args.policies {
                 let mut total = Outcome::default();
                 for (c, replay) in replays.iter().enumerate() {
-                    let paid = attention.as_ref().and_then(|a| {
-                        a.conversations
-                            .get(&conversations[c].sample_id)
-                            .map(Vec::as_slice)
-                    });
                     let outcome =
-                        LabPolicy::new(name)?.run(replay, paid, window, &counter, &embedder);
+                        LabPolicy::new(name)?.run(replay, paid[c], window, &counter, &embedder);
                     if name == CLAIRVOYANT {
                         clairvoyant_hits[c] = outcome.hits;
                     }

@@ -15,6 +15,7 @@ use memgpt::retrieval::Bm25Index;
 use memgpt::tokens::{TiktokenCounter, TokenCounter};
 use serde::Serialize;
 
+use crate::attend::Shares;
 use crate::bound::{BoundInput, TurnEvents};
 use crate::data::Conversation;
 
@@ -397,7 +398,7 @@ pub fn run_one(
     replay: &Replay,
     policy: Arc<dyn EvictionPolicy>,
     clairvoyant: Option<&Clairvoyant>,
-    attention: Option<&[Vec<(usize, f32)>]>,
+    attention: Option<&[Shares]>,
     window: usize,
     counter: &TiktokenCounter,
     embedder: &HashingEmbedder,

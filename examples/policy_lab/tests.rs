@@ -191,7 +191,7 @@ fn attention_paid_to_the_evidence_keeps_it() {
         .iter()
         .flat_map(|q| q.evidence.iter().copied())
         .collect();
-    let attention: Vec<Vec<(usize, f32)>> = (0..replay.turns.len())
+    let attention: Vec<Shares> = (0..replay.turns.len())
         .map(|j| {
             (0..j)
                 .filter(|i| evidence.contains(i))

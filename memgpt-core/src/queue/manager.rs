@@ -1,5 +1,6 @@
 use std::sync::Arc;
 
+use super::policy::unit_of_each;
 use super::{ContextUsage, EntryView, EvictionPolicy, FifoQueue, PaperPolicy, Pressure, QueueView};
 use crate::ids::MessageId;
 
@@ -158,12 +159,7 @@ impl QueueManager {
                 entries[i].pinned = true;
             }
         }
-        let mut unit_of = vec![0; entries.len()];
-        for (u, unit) in units.iter().enumerate() {
-            for i in unit.clone() {
-                unit_of[i] = u;
-            }
-        }
+        let unit_of = unit_of_each(&units, entries.len());
         let evictable: Vec<bool> = units
             .iter()
             .map(|unit| unit.clone().all(|i| !entries[i].pinned))

@@ -103,6 +103,16 @@ pub(super) fn eviction_units(
     units
 }
 
+/// For each of the `len` queued messages, the index of its unit in `units` (which cover
+/// `0..len` in order, as [`eviction_units`] makes them).
+pub(super) fn unit_of_each(units: &[Range<usize>], len: usize) -> Vec<usize> {
+    let mut unit_of = vec![0; len];
+    for (u, unit) in units.iter().enumerate() {
+        unit_of[unit.clone()].fill(u);
+    }
+    unit_of
+}
+
 impl QueueView<'_> {
     /// The eviction units the manager evicts whole, as index ranges into
     /// [`QueueView::entries`]: an assistant turn with the function results that follow it;
@@ -139,10 +149,7 @@ impl QueueView<'_> {
     ) -> Vec<usize> {
         let target = (self.usage.queue_tokens as f64 * fraction).ceil() as usize;
         let units = self.units();
-        let mut unit_of = vec![0; self.entries.len()];
-        for (u, unit) in units.iter().enumerate() {
-            unit_of[unit.clone()].fill(u);
-        }
+        let unit_of = unit_of_each(&units, self.entries.len());
         let mut taken = vec![false; units.len()];
         let mut freed = 0;
         let mut chosen = Vec::new();
@@ -463,10 +470,15 @@ mod tests {
 
     #[test]
     fn a_call_taken_frees_its_results_too() {
-        // A call (10 tokens) with a 30-token result, then four messages of 10: 80 queued.
-        let mut e = entries(&[10, 30, 10, 10, 10, 10]);
-        e[0].kind = MessageKind::Assistant;
-        e[1].kind = MessageKind::FunctionReturn;
+        // A call (10 tokens) with a 30-token result, then messages of 10 tokens.
+        let call_then = |tokens: &[usize]| {
+            let mut e = entries(tokens);
+            e[0].kind = MessageKind::Assistant;
+            e[1].kind = MessageKind::FunctionReturn;
+            e
+        };
+        // 80 queued.
+        let mut e = call_then(&[10, 30, 10, 10, 10, 10]);
         e[0].last_used = 50;
         e[1].last_used = 0; // the result is the least recently used
         let usage = ContextUsage {
@@ -484,9 +496,7 @@ mod tests {
         assert_eq!(LruPolicy::default().select(&view), vec![2, 3, 4, 5]);
         // A unit is counted once: the call and then its result free 40, not 80, so one more
         // message goes to reach half of 100.
-        let mut e = entries(&[10, 30, 10, 10, 10, 10, 10, 10]);
-        e[0].kind = MessageKind::Assistant;
-        e[1].kind = MessageKind::FunctionReturn;
+        let e = call_then(&[10, 30, 10, 10, 10, 10, 10, 10]);
         let usage = ContextUsage {
             queue_tokens: 100,
             queue_messages: 8,
