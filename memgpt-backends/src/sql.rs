@@ -188,6 +188,25 @@ pub(crate) async fn list_passages<S: SqlDialect>(
     .await
 }
 
+/// Up to `limit` of an agent's passages without an embedding, oldest first.
+pub(crate) async fn unembedded_passages<S: SqlDialect>(
+    store: &S,
+    agent: AgentId,
+    limit: usize,
+) -> Result<Vec<Passage>, StoreError> {
+    let mut sql = QueryBuilder::new(format!(
+        "SELECT {} FROM passages p WHERE p.agent_id = ",
+        S::PASSAGE_COLUMNS
+    ));
+    S::push_agent(&mut sql, agent);
+    sql.push(" AND p.embedding IS NULL ORDER BY p.seq LIMIT ");
+    S::push_int(&mut sql, sql_int(limit));
+    let rows = store.rows(sql, "listing unembedded passages").await?;
+    rows.iter()
+        .map(|row| S::passage_from_row(row, None))
+        .collect()
+}
+
 /// `n` as an SQL integer (saturating: a huge page number from an LLM never wraps).
 pub(crate) fn sql_int(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)

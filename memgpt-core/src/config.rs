@@ -51,7 +51,9 @@ pub struct AgentConfig {
     /// how many ran and to send the rest in later responses: a response of 100,000 calls cannot
     /// bury the context window under 100,000 results in one turn.
     pub max_calls_per_response: usize,
-    /// How `conversation_search` ranks (see [`RecallRanking`]).
+    /// How `conversation_search` ranks (see [`RecallRanking`]). A configuration stored with
+    /// an earlier version's defaults loads with today's.
+    #[serde(deserialize_with = "RecallRanking::deserialize_stored")]
     pub recall_ranking: RecallRanking,
     /// Commit a step's messages without embedding them (default `false`: with an embedder,
     /// the step's conversation messages are embedded in one batch before its commit). When

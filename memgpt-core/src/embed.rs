@@ -59,7 +59,37 @@ pub trait Embedder: Send + Sync + fmt::Debug {
     fn dimension(&self) -> usize;
 
     /// Embeds a batch of texts: one vector of [`Embedder::dimension`] floats per text, in order.
+    /// A text longer than the model reads is embedded by what the model reads of it (its first
+    /// window); see [`Embedder::embed_windows`].
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
+
+    /// The most tokens, in the model's own tokens, one window of text holds (special tokens
+    /// excluded), when the embedder knows: what archival chunking keeps passages under, so that
+    /// every word of a passage is embedded. `None` (the default) when unknown.
+    fn window_tokens(&self) -> Option<usize> {
+        None
+    }
+
+    /// How many of the model's tokens `text` is, when the embedder knows ([`None`] by default;
+    /// then callers count with their own tokenizer).
+    fn count_tokens(&self, text: &str) -> Option<usize> {
+        let _ = text;
+        None
+    }
+
+    /// Embeds texts of any length: one or more vectors per text, in order, one per consecutive
+    /// window of the text the model can read (a text within one window gets one). Recall search
+    /// scores a message by its best window.
+    ///
+    /// The default embeds each text once with [`Embedder::embed`].
+    async fn embed_windows(&self, texts: &[String]) -> Result<Vec<Vec<Vec<f32>>>, EmbedError> {
+        Ok(self
+            .embed(texts)
+            .await?
+            .into_iter()
+            .map(|v| vec![v])
+            .collect())
+    }
 
     /// Embeds one text into an [`Embedding`].
     async fn embed_one(&self, text: &str) -> Result<Embedding, EmbedError> {

@@ -13,7 +13,7 @@ use crate::embed::{EmbedError, Embedder, Embedding};
 use crate::ids::AgentId;
 use crate::message::Message;
 use crate::retrieval::{document_text, is_conversation};
-use crate::store::{MessageEmbedding, Storage, StoreError};
+use crate::store::{MAX_MESSAGE_WINDOWS, MessageEmbedding, Storage, StoreError};
 
 /// Messages embedded per embedder call.
 pub(crate) const EMBED_BATCH: usize = 64;
@@ -27,8 +27,8 @@ pub(crate) enum IndexingError {
     Store(#[from] StoreError),
 }
 
-/// The embeddings of the conversation messages among `messages` (one embedder call per
-/// [`EMBED_BATCH`] messages).
+/// The embeddings of the conversation messages among `messages`, one per window of each
+/// ([`Embedder::embed_windows`]; one embedder call per [`EMBED_BATCH`] messages).
 pub(crate) async fn embed_messages(
     embedder: &dyn Embedder,
     messages: &[Message],
@@ -40,29 +40,38 @@ pub(crate) async fn embed_messages(
     let mut out = Vec::with_capacity(conversation.len());
     for batch in conversation.chunks(EMBED_BATCH) {
         let texts: Vec<String> = batch.iter().map(|m| document_text(m)).collect();
-        let vectors = embedder.embed(&texts).await?;
-        if vectors.len() != texts.len() {
+        let windows = embedder.embed_windows(&texts).await?;
+        if windows.len() != texts.len() {
             return Err(EmbedError::InvalidResponse {
-                message: format!("{} vectors for {} texts", vectors.len(), texts.len()),
+                message: format!("vectors for {} of {} texts", windows.len(), texts.len()),
             });
         }
-        for (message, vector) in batch.iter().zip(vectors) {
-            if vector.len() != embedder.dimension() {
+        for (message, vectors) in batch.iter().zip(windows) {
+            if vectors.is_empty() {
                 return Err(EmbedError::InvalidResponse {
-                    message: format!(
-                        "a {}-d vector from an embedder of dimension {}",
-                        vector.len(),
-                        embedder.dimension()
-                    ),
+                    message: "no vector for a text".to_owned(),
                 });
             }
-            out.push(MessageEmbedding {
-                message: message.id,
-                embedding: Embedding {
-                    model: embedder.model().to_owned(),
-                    vector,
-                },
-            });
+            let windows = vectors.into_iter().take(MAX_MESSAGE_WINDOWS as usize);
+            for (window, vector) in windows.enumerate() {
+                if vector.len() != embedder.dimension() {
+                    return Err(EmbedError::InvalidResponse {
+                        message: format!(
+                            "a {}-d vector from an embedder of dimension {}",
+                            vector.len(),
+                            embedder.dimension()
+                        ),
+                    });
+                }
+                out.push(MessageEmbedding {
+                    message: message.id,
+                    window: u32::try_from(window).unwrap_or(u32::MAX),
+                    embedding: Embedding {
+                        model: embedder.model().to_owned(),
+                        vector,
+                    },
+                });
+            }
         }
     }
     Ok(out)
@@ -93,7 +102,7 @@ pub(crate) async fn embed_pending(
             .agents
             .store_message_embeddings(agent, &embeddings)
             .await?;
-        done += embeddings.len();
+        done += embeddings.iter().filter(|e| e.window == 0).count();
         debug!(%agent, done, "embedded pending messages");
         if pending.len() < want {
             return Ok((done, false));

@@ -727,6 +727,7 @@ async fn recall(messages: usize, queries: usize) {
                 m.name = Some(name.into());
                 embeddings.push(MessageEmbedding {
                     message: m.id,
+                    window: 0,
                     embedding: Embedding {
                         model: MODEL.into(),
                         vector: data.base[i].clone(),

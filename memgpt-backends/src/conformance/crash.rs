@@ -461,7 +461,7 @@ fn expected_calls(version: u64) -> [Vec<(&'static str, Value)>; 3] {
         ],
         vec![(
             "conversation_search",
-            json!({"query": before, "request_heartbeat": true}),
+            json!({"query": format!("step token {before}"), "request_heartbeat": true}),
         )],
         vec![("send_message", json!({"message": format!("stored {this}")}))],
     ]

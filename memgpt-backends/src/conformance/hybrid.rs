@@ -14,8 +14,8 @@ use memgpt_core::embed::{Embedder, Embedding, HashingEmbedder};
 use memgpt_core::ids::AgentId;
 use memgpt_core::message::{Message, MessageKind};
 use memgpt_core::store::{
-    ArchivalQuery, InMemoryStore, MessageEmbedding, Page, Passage, RecallQuery, SearchMode,
-    Storage, StoreError, TAGS_KEY, TimeRange,
+    ArchivalQuery, InMemoryStore, MAX_MESSAGE_WINDOWS, MessageEmbedding, Page, Passage,
+    PassageEmbedding, RecallQuery, SearchMode, Storage, StoreError, TAGS_KEY, TimeRange,
 };
 use memgpt_core::testing::ScriptedProvider;
 use serde_json::json;
@@ -65,6 +65,7 @@ fn conversation(agent: AgentId) -> (Vec<Message>, Vec<MessageEmbedding>) {
                 // Some messages stay unembedded: they are found by words only.
                 embeddings.push(MessageEmbedding {
                     message: m.id,
+                    window: 0,
                     embedding: Embedding {
                         model: e.model().to_owned(),
                         vector: e.vector(&format!("{who}: {text}")),
@@ -261,6 +262,7 @@ pub async fn message_embeddings_are_checked_and_backfilled(backend: &StoreUnderT
     let mut c = a.clone().next_commit(vec![m.clone()], vec![]);
     c.message_embeddings = vec![MessageEmbedding {
         message: m.id,
+        window: 0,
         embedding: Embedding {
             model: "memgpt-hashing-v1-64".into(),
             vector: vec![0.1; 32],
@@ -283,6 +285,310 @@ pub async fn message_embeddings_are_checked_and_backfilled(backend: &StoreUnderT
     });
     assert!(matches!(
         s.recall.search(a.id, &q).await,
+        Err(StoreError::EmbeddingMismatch { .. })
+    ));
+}
+
+/// A long message embedded as several windows is one candidate with every window's vector, in
+/// window order, and vector search finds it by any window (scored by its best), with and
+/// without filters, ranked as the in-memory reference ranks it; its windows are stored once
+/// however often they are offered; windows past [`MAX_MESSAGE_WINDOWS`] are ignored; a later
+/// message's single window still works beside it.
+pub async fn long_messages_are_found_by_every_window(backend: &StoreUnderTest) {
+    let s = backend.open().await;
+    let reference = Storage::from_store(Arc::new(InMemoryStore::new()));
+    let mut a = state(AgentId::new(), "a");
+    let mut r = a.clone();
+    s.agents.create_agent(&a).await.unwrap();
+    reference.agents.create_agent(&r).await.unwrap();
+    let e = embedder();
+    let windows = [
+        "the deployment runbook: build the image and tag it",
+        "then migrate the database schema before switching traffic",
+        "finally rotate the redis credentials and purge the cdn cache",
+    ];
+    let long_text = windows.join(" ");
+    let mut messages = vec![user(a.id, "short question about lunch plans", t0())];
+    messages.push({
+        let mut m = Message::new(
+            a.id,
+            MessageKind::Assistant,
+            long_text.as_str(),
+            t0() + Duration::minutes(1),
+        );
+        m.name = Some("Bob".into());
+        m
+    });
+    messages.push(user(
+        a.id,
+        "what about the weather tomorrow",
+        t0() + Duration::minutes(2),
+    ));
+    let vector = |text: &str| Embedding {
+        model: e.model().to_owned(),
+        vector: e.vector(text),
+    };
+    let mut embeddings = vec![
+        MessageEmbedding {
+            message: messages[0].id,
+            window: 0,
+            embedding: vector("short question about lunch plans"),
+        },
+        MessageEmbedding {
+            message: messages[2].id,
+            window: 0,
+            embedding: vector("what about the weather tomorrow"),
+        },
+    ];
+    for (w, text) in windows.iter().enumerate() {
+        embeddings.push(MessageEmbedding {
+            message: messages[1].id,
+            window: w as u32,
+            embedding: vector(text),
+        });
+    }
+    // A window past the limit is ignored, not stored.
+    embeddings.push(MessageEmbedding {
+        message: messages[1].id,
+        window: MAX_MESSAGE_WINDOWS,
+        embedding: vector("lunch plans"),
+    });
+    for (storage, state) in [(&s, &mut a), (&reference, &mut r)] {
+        storage
+            .agents
+            .commit(&state.next_commit(messages.clone(), vec![]))
+            .await
+            .unwrap();
+        storage
+            .agents
+            .store_message_embeddings(state.id, &embeddings)
+            .await
+            .unwrap();
+        // Offered again: stored once.
+        storage
+            .agents
+            .store_message_embeddings(state.id, &embeddings)
+            .await
+            .unwrap();
+    }
+    assert!(
+        s.recall
+            .unembedded_messages(a.id, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "{}: every message is embedded",
+        backend.name()
+    );
+    // The long message's candidate holds its three windows, in order.
+    let seek = RecallQuery::text("zzz", Page::first(3)).with_embedding(vector(windows[2]));
+    let keys = s
+        .recall
+        .vector_candidates(a.id, seek.embedding.as_ref().unwrap(), &seek, 3)
+        .await
+        .unwrap();
+    assert_eq!(
+        keys.len(),
+        3,
+        "{}: distinct messages: {keys:?}",
+        backend.name()
+    );
+    let candidates = s.recall.candidates(a.id, &keys).await.unwrap();
+    let long = candidates
+        .iter()
+        .find(|c| c.message.id == messages[1].id)
+        .expect("the long message is a candidate");
+    assert_eq!(
+        long.embeddings,
+        windows.iter().map(|t| e.vector(t)).collect::<Vec<_>>(),
+        "{}: every window, in order",
+        backend.name()
+    );
+    for c in candidates.iter().filter(|c| c.message.id != messages[1].id) {
+        assert_eq!(c.embeddings.len(), 1, "{}", backend.name());
+    }
+    // Each window finds the message first, through the store's vector index, filtered by
+    // role or not, as the reference ranks it.
+    for (w, text) in windows.iter().enumerate() {
+        let plain = RecallQuery::text("zzz", Page::first(3)).with_embedding(vector(text));
+        let mut filtered = plain.clone();
+        filtered.kinds = vec![MessageKind::Assistant];
+        for query in [plain, filtered] {
+            let ours = s.recall.search(a.id, &query).await.unwrap();
+            let theirs = reference.recall.search(r.id, &query).await.unwrap();
+            assert_eq!(
+                ours.hits.first().map(|h| h.item.id),
+                Some(messages[1].id),
+                "{}: window {w} ({:?})",
+                backend.name(),
+                query.kinds
+            );
+            assert_eq!(ids(&ours), ids(&theirs), "{}: window {w}", backend.name());
+        }
+    }
+    // A message's other windows do not crowd out other messages: a query near the short
+    // message still lists all three.
+    let lunch = RecallQuery::text("zzz", Page::first(5)).with_embedding(vector("lunch plans"));
+    let ours = s.recall.search(a.id, &lunch).await.unwrap();
+    assert_eq!(ours.hits.len(), 3, "{}", backend.name());
+    assert_eq!(ours.hits[0].item.id, messages[0].id, "{}", backend.name());
+}
+
+/// Switching embedding models: clearing forgets every vector and the space in one go (what the
+/// agents remember stays, found by words), every message and passage is listed as unembedded
+/// again, and vectors of another model and dimension then fix the new space and are searched;
+/// the old model's queries are refused.
+pub async fn embeddings_can_be_cleared_and_rebuilt(backend: &StoreUnderTest) {
+    let s = backend.open().await;
+    let mut a = new_agent(&s, "a").await;
+    let (messages, embeddings) = conversation(a.id);
+    let mut passages: Vec<Passage> = ["Rex is a golden retriever", "The ridge trail is steep"]
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let mut p = passage(a.id, t, t0() + Duration::minutes(i as i64));
+            p.embedding = Some(embed(t));
+            p
+        })
+        .collect();
+    let mut plain = passage(a.id, "no vector here", t0() + Duration::minutes(9));
+    plain.embedding = None;
+    passages.push(plain);
+    let mut c = a.next_commit(messages.clone(), passages.clone());
+    c.message_embeddings = embeddings.clone();
+    s.agents.commit(&c).await.unwrap();
+    assert!(s.agents.embedding_space().await.unwrap().is_some());
+
+    s.agents.clear_embeddings().await.unwrap();
+    assert_eq!(
+        s.agents.embedding_space().await.unwrap(),
+        None,
+        "{}",
+        backend.name()
+    );
+    assert_eq!(
+        s.recall.unembedded_messages(a.id, 100).await.unwrap().len(),
+        messages.len(),
+        "{}: every turn is unembedded",
+        backend.name()
+    );
+    let pending = s.archival.unembedded_passages(a.id, 100).await.unwrap();
+    assert_eq!(
+        pending.iter().map(|p| p.id).collect::<Vec<_>>(),
+        passages.iter().map(|p| p.id).collect::<Vec<_>>(),
+        "{}: every passage, oldest first",
+        backend.name()
+    );
+    assert_eq!(
+        s.archival.unembedded_passages(a.id, 2).await.unwrap().len(),
+        2
+    );
+    // Nothing is lost: words still find messages and passages.
+    let found = s
+        .recall
+        .search(a.id, &RecallQuery::text("puppy Rex", Page::first(5)))
+        .await
+        .unwrap();
+    assert!(!found.hits.is_empty(), "{}", backend.name());
+    let texts = s
+        .archival
+        .search(
+            a.id,
+            &ArchivalQuery::new("retriever", SearchMode::Text, Page::first(5)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(texts.hits.len(), 1, "{}", backend.name());
+
+    // Another model (other dimension) now fixes the space.
+    let other = memgpt_core::embed::HashingEmbedder::new(32);
+    let vector = |t: &str| Embedding {
+        model: other.model().to_owned(),
+        vector: other.vector(t),
+    };
+    let rebuilt: Vec<MessageEmbedding> = embeddings
+        .iter()
+        .map(|e| MessageEmbedding {
+            message: e.message,
+            window: 0,
+            embedding: vector(
+                &messages
+                    .iter()
+                    .find(|m| m.id == e.message)
+                    .map(|m| m.text.clone())
+                    .unwrap_or_default(),
+            ),
+        })
+        .collect();
+    s.agents
+        .store_message_embeddings(a.id, &rebuilt)
+        .await
+        .unwrap();
+    let passage_vectors: Vec<PassageEmbedding> = passages
+        .iter()
+        .map(|p| PassageEmbedding {
+            passage: p.id,
+            embedding: vector(&p.text),
+        })
+        .collect();
+    s.agents
+        .store_passage_embeddings(a.id, &passage_vectors)
+        .await
+        .unwrap();
+    // Idempotent.
+    s.agents
+        .store_passage_embeddings(a.id, &passage_vectors)
+        .await
+        .unwrap();
+    let space = s.agents.embedding_space().await.unwrap().unwrap();
+    assert_eq!(space.dimension, 32, "{}", backend.name());
+    assert!(
+        s.archival
+            .unembedded_passages(a.id, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let by_vector = s
+        .archival
+        .search(
+            a.id,
+            &ArchivalQuery::new("", SearchMode::Vector, Page::first(5))
+                .with_embedding(vector("The ridge trail is steep")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        by_vector.hits.first().map(|h| h.item.text.as_str()),
+        Some("The ridge trail is steep"),
+        "{}",
+        backend.name()
+    );
+    assert_eq!(
+        by_vector.hits.len(),
+        3,
+        "{}: every passage has a vector",
+        backend.name()
+    );
+    let recalled = s
+        .recall
+        .search(
+            a.id,
+            &RecallQuery::text("zzz", Page::first(3))
+                .with_embedding(vector("I started painting sunsets in oil.")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        recalled.hits.first().map(|h| h.item.text.as_str()),
+        Some("I started painting sunsets in oil."),
+        "{}",
+        backend.name()
+    );
+    // The old model's vectors are refused now.
+    let old = RecallQuery::text("race", Page::first(5)).with_embedding(embed("race"));
+    assert!(matches!(
+        s.recall.search(a.id, &old).await,
         Err(StoreError::EmbeddingMismatch { .. })
     ));
 }

@@ -210,6 +210,8 @@ macro_rules! store_conformance_tests {
             agrees_with_the_reference,
             hybrid_recall_agrees_with_the_reference,
             message_embeddings_are_checked_and_backfilled,
+            long_messages_are_found_by_every_window,
+            embeddings_can_be_cleared_and_rebuilt,
             extreme_pages_are_safe,
             archival_filters_by_tag_and_date,
             imports_are_all_or_nothing,

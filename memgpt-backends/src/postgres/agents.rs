@@ -7,8 +7,8 @@ use memgpt_core::ids::AgentId;
 use memgpt_core::message::Message;
 use memgpt_core::retrieval::DocumentBuilder;
 use memgpt_core::store::{
-    AgentLease, AgentState, AgentStore, Commit, EmbeddingSpace, MessageEmbedding, Passage,
-    StoreError,
+    AgentLease, AgentState, AgentStore, Commit, EmbeddingSpace, MAX_MESSAGE_WINDOWS,
+    MessageEmbedding, Passage, PassageEmbedding, StoreError,
 };
 use sqlx::pool::PoolConnection;
 use sqlx::types::Json;
@@ -124,6 +124,115 @@ impl AgentStore for PgStore {
 
     async fn embedding_space(&self) -> Result<Option<EmbeddingSpace>, StoreError> {
         self.space().await
+    }
+
+    async fn store_passage_embeddings(
+        &self,
+        agent: AgentId,
+        embeddings: &[PassageEmbedding],
+    ) -> Result<(), StoreError> {
+        let Some(first) = embeddings.first() else {
+            return Ok(());
+        };
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(|e| db("starting to store passage embeddings", e))?;
+        let vectors: Vec<&Embedding> = embeddings.iter().map(|e| &e.embedding).collect();
+        let space = self.check_embeddings(&mut tx, &vectors).await?;
+        let dimension = first.embedding.dimension() as i32;
+        let ids: Vec<uuid::Uuid> = embeddings.iter().map(|e| *e.passage.as_uuid()).collect();
+        let mut flat: Vec<f32> = Vec::with_capacity(embeddings.len() * dimension as usize);
+        for e in embeddings {
+            flat.extend_from_slice(&e.embedding.vector);
+        }
+        let updated = sqlx::query(
+            "UPDATE passages p SET embedding = (($3::real[])[(u.ord - 1) * $4 + 1 : u.ord * $4])::vector \
+             FROM UNNEST($2::uuid[]) WITH ORDINALITY AS u(id, ord) \
+             WHERE p.id = u.id AND p.agent_id = $1 AND p.embedding IS NULL",
+        )
+        .bind(agent.as_uuid())
+        .bind(ids)
+        .bind(flat)
+        .bind(dimension)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db("storing passage embeddings", e))?
+        .rows_affected();
+        if updated > 0 {
+            sqlx::query(
+                "INSERT INTO agent_embedded_counts (agent_id, embedded) VALUES ($1, $2) \
+                 ON CONFLICT (agent_id) DO UPDATE SET embedded = agent_embedded_counts.embedded + EXCLUDED.embedded",
+            )
+            .bind(agent.as_uuid())
+            .bind(updated as i64)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db("counting embedded passages", e))?;
+        }
+        tx.commit()
+            .await
+            .map_err(|e| db("committing passage embeddings", e))?;
+        if let Some(space) = space {
+            self.remember_space(space);
+        }
+        Ok(())
+    }
+
+    async fn clear_embeddings(&self) -> Result<(), StoreError> {
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(|e| db("starting to clear embeddings", e))?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(SPACE_LOCK)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db("waiting for the embedding space lock", e))?;
+        for (sql, what) in [
+            (
+                "DELETE FROM message_embeddings",
+                "clearing message embeddings",
+            ),
+            (
+                "UPDATE messages SET embedded = false WHERE embedded",
+                "clearing message embeddings",
+            ),
+            (
+                "UPDATE passages SET embedding = NULL WHERE embedding IS NOT NULL",
+                "clearing passage embeddings",
+            ),
+            (
+                "DELETE FROM agent_embedded_counts",
+                "clearing embedded counts",
+            ),
+            // The HNSW indexes are over vectors of the old dimension; the next space makes new
+            // ones.
+            (
+                "DROP INDEX IF EXISTS passages_embedding_hnsw",
+                "dropping an HNSW index",
+            ),
+            (
+                "DROP INDEX IF EXISTS message_embeddings_hnsw",
+                "dropping an HNSW index",
+            ),
+            (
+                "DELETE FROM memgpt_meta WHERE key IN ('embedding_model', 'embedding_dimension')",
+                "forgetting the embedding model",
+            ),
+        ] {
+            sqlx::query(sql)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| db(what, e))?;
+        }
+        tx.commit()
+            .await
+            .map_err(|e| db("committing cleared embeddings", e))?;
+        self.forget_space();
+        Ok(())
     }
 
     async fn lock_agent(&self, id: AgentId) -> Result<Box<dyn AgentLease>, StoreError> {
@@ -446,33 +555,47 @@ async fn insert_messages(
     Ok(total_terms)
 }
 
-/// Stores embeddings of the agent's conversation messages (others and repeats are ignored).
+/// Stores embeddings of the agent's conversation messages, all windows of a message with the
+/// mark that it is embedded (others and repeats are ignored).
 async fn insert_message_embeddings(
     tx: &mut PgConnection,
     agent: AgentId,
     embeddings: &[MessageEmbedding],
 ) -> Result<(), StoreError> {
-    if embeddings.is_empty() {
+    let embeddings: Vec<&MessageEmbedding> = embeddings
+        .iter()
+        .filter(|e| e.window < MAX_MESSAGE_WINDOWS)
+        .collect();
+    let Some(first) = embeddings.first() else {
         return Ok(());
-    }
-    let dimension = embeddings[0].embedding.dimension() as i32;
+    };
+    let dimension = first.embedding.dimension() as i32;
     let ids: Vec<uuid::Uuid> = embeddings.iter().map(|e| *e.message.as_uuid()).collect();
+    let windows: Vec<i32> = embeddings
+        .iter()
+        .map(|e| i32::try_from(e.window).unwrap_or(i32::MAX))
+        .collect();
     let mut vectors: Vec<f32> = Vec::with_capacity(embeddings.len() * dimension as usize);
-    for e in embeddings {
+    for e in &embeddings {
         vectors.extend_from_slice(&e.embedding.vector);
     }
     sqlx::query(
-        "WITH marked AS ( \
-             UPDATE messages m SET embedded = true FROM UNNEST($2::uuid[]) WITH ORDINALITY AS u(id, ord) \
-             WHERE m.id = u.id AND m.agent_id = $1 AND m.turn IS NOT NULL AND NOT m.embedded \
-             RETURNING m.seq, u.ord) \
-         INSERT INTO message_embeddings (message_seq, agent_id, embedding) \
-         SELECT seq, $1, (($3::real[])[(ord - 1) * $4 + 1 : ord * $4])::vector FROM marked ORDER BY ord",
+        "WITH input AS (SELECT * FROM UNNEST($2::uuid[], $5::integer[]) WITH ORDINALITY AS u(id, win, ord)), \
+         marked AS ( \
+             UPDATE messages m SET embedded = true \
+             WHERE m.agent_id = $1 AND m.turn IS NOT NULL AND NOT m.embedded \
+               AND m.id IN (SELECT id FROM input) \
+             RETURNING m.seq, m.id) \
+         INSERT INTO message_embeddings (message_seq, window_index, agent_id, embedding) \
+         SELECT marked.seq, input.win, $1, (($3::real[])[(input.ord - 1) * $4 + 1 : input.ord * $4])::vector \
+         FROM marked JOIN input ON input.id = marked.id ORDER BY input.ord \
+         ON CONFLICT DO NOTHING",
     )
     .bind(agent.as_uuid())
     .bind(ids)
     .bind(vectors)
     .bind(dimension)
+    .bind(windows)
     .execute(&mut *tx)
     .await
     .map_err(|e| db("storing message embeddings", e))?;

@@ -446,4 +446,12 @@ impl ArchivalStore for PgStore {
     async fn count_passages(&self, agent: AgentId) -> Result<u64, StoreError> {
         Ok(sql::count_passages(self, agent).await? as u64)
     }
+
+    async fn unembedded_passages(
+        &self,
+        agent: AgentId,
+        limit: usize,
+    ) -> Result<Vec<Passage>, StoreError> {
+        sql::unembedded_passages(self, agent, limit).await
+    }
 }

@@ -28,7 +28,6 @@ mod recall;
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::OnceLock;
 
 use memgpt_core::store::{EmbeddingSpace, StoreError};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
@@ -219,8 +218,11 @@ pub struct PgStore {
     /// Connections holding agent locks (session-level advisory locks), one per lease.
     locks: PgPool,
     schema: String,
-    /// Known once the first embedded passage is committed; never changes after.
-    space: OnceLock<EmbeddingSpace>,
+    /// Known once the first embedding is committed; changes only when
+    /// [`AgentStore::clear_embeddings`](memgpt_core::store::AgentStore::clear_embeddings) forgets
+    /// it (processes sharing the store must be stopped for that: their handles keep the space
+    /// they know).
+    space: std::sync::RwLock<Option<EmbeddingSpace>>,
     /// [`PgOptions::ef_search`].
     ef_search: usize,
 }
@@ -241,6 +243,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         3,
         "message_search",
         include_str!("../../migrations/postgres/0003_message_search.sql"),
+    ),
+    (
+        4,
+        "message_windows",
+        include_str!("../../migrations/postgres/0004_message_windows.sql"),
     ),
 ];
 
@@ -288,7 +295,7 @@ impl PgStore {
             pool,
             locks,
             schema,
-            space: OnceLock::new(),
+            space: std::sync::RwLock::new(None),
             ef_search: options.ef_search.clamp(1, MAX_EF_SEARCH),
         };
         store.space().await?;
@@ -331,7 +338,7 @@ impl PgStore {
 
     /// The store's embedding space if this handle already knows it.
     pub(crate) fn known_space(&self) -> Option<EmbeddingSpace> {
-        self.space.get().cloned()
+        self.space.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// The store's embedding space, once fixed.
@@ -346,14 +353,19 @@ impl PgStore {
             .map_err(|e| db("reading store metadata", e))?;
         let space = read_space(&mut conn).await?;
         if let Some(space) = &space {
-            let _ = self.space.set(space.clone());
+            self.remember_space(space.clone());
         }
         Ok(space)
     }
 
     /// Remembers the embedding space a committed transaction fixed or confirmed.
     pub(crate) fn remember_space(&self, space: EmbeddingSpace) {
-        let _ = self.space.set(space);
+        *self.space.write().unwrap_or_else(|p| p.into_inner()) = Some(space);
+    }
+
+    /// Forgets the embedding space (after clearing every embedding).
+    pub(crate) fn forget_space(&self) {
+        *self.space.write().unwrap_or_else(|p| p.into_inner()) = None;
     }
 }
 

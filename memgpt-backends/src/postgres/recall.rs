@@ -77,31 +77,46 @@ impl RecallStore for PgStore {
             return Ok(Vec::new());
         }
         let d = space.dimension;
-        let mut tx = self
-            .pool
-            .begin()
-            .await
-            .map_err(|e| db("starting a vector search", e))?;
-        super::archival::set_search_depth(&mut tx, limit, self.ef_search).await?;
-        let mut sql = QueryBuilder::<Postgres>::new(
-            "SELECT e.message_seq FROM message_embeddings e JOIN messages m ON m.seq = e.message_seq \
-             WHERE e.agent_id = ",
-        );
-        sql.push_bind(*agent.as_uuid());
-        push_filters(&mut sql, query);
-        sql.push(format!(" ORDER BY e.embedding::vector({d}) <=> "))
-            .push_bind(embedding.vector.clone())
-            .push(format!("::real[]::vector({d}) LIMIT "))
-            .push_bind(sql_int(limit));
-        let keys = sql
-            .build_query_scalar()
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(|e| db("searching message embeddings", e))?;
-        tx.commit()
-            .await
-            .map_err(|e| db("finishing a vector search", e))?;
-        Ok(keys)
+        // Nearest windows first, folded into messages at their best window, until `limit`
+        // distinct messages are found (a message has one or a few windows).
+        let mut fetch = limit.saturating_mul(2).max(limit + 16);
+        loop {
+            let mut tx = self
+                .pool
+                .begin()
+                .await
+                .map_err(|e| db("starting a vector search", e))?;
+            super::archival::set_search_depth(&mut tx, fetch, self.ef_search).await?;
+            let mut sql = QueryBuilder::<Postgres>::new(
+                "SELECT e.message_seq FROM message_embeddings e JOIN messages m ON m.seq = e.message_seq \
+                 WHERE e.agent_id = ",
+            );
+            sql.push_bind(*agent.as_uuid());
+            push_filters(&mut sql, query);
+            sql.push(format!(" ORDER BY e.embedding::vector({d}) <=> "))
+                .push_bind(embedding.vector.clone())
+                .push(format!("::real[]::vector({d}) LIMIT "))
+                .push_bind(sql_int(fetch));
+            let rows: Vec<i64> = sql
+                .build_query_scalar()
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(|e| db("searching message embeddings", e))?;
+            tx.commit()
+                .await
+                .map_err(|e| db("finishing a vector search", e))?;
+            let mut seen = std::collections::HashSet::new();
+            let keys: Vec<CandidateKey> = rows
+                .iter()
+                .copied()
+                .filter(|seq| seen.insert(*seq))
+                .take(limit)
+                .collect();
+            if keys.len() >= limit || rows.len() < fetch {
+                return Ok(keys);
+            }
+            fetch = fetch.saturating_mul(4);
+        }
     }
 
     async fn candidates(
@@ -114,24 +129,32 @@ impl RecallStore for PgStore {
         }
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT m.seq, {MESSAGE_COLUMNS}, m.search_text, e.embedding::real[] AS embedding FROM messages m \
-             LEFT JOIN message_embeddings e ON e.message_seq = m.seq WHERE m.agent_id = $1 AND m.seq = ANY($2)"
+             LEFT JOIN message_embeddings e ON e.message_seq = m.seq WHERE m.agent_id = $1 AND m.seq = ANY($2) \
+             ORDER BY m.seq, e.window_index"
         )))
         .bind(agent.as_uuid())
         .bind(keys)
         .fetch_all(&self.pool)
         .await
         .map_err(|e| db("reading search candidates", e))?;
-        rows.iter()
-            .map(|row| {
-                let get = |e| db("reading search candidates", e);
-                Ok(RecallCandidate {
-                    key: row.try_get("seq").map_err(get)?,
-                    message: message_from_row(row)?,
-                    document: row.try_get("search_text").map_err(get)?,
-                    embedding: row.try_get("embedding").map_err(get)?,
-                })
-            })
-            .collect()
+        // One row per window, folded into one candidate per message.
+        let mut out: Vec<RecallCandidate> = Vec::with_capacity(keys.len());
+        for row in &rows {
+            let get = |e| db("reading search candidates", e);
+            let key: i64 = row.try_get("seq").map_err(get)?;
+            let vector: Option<Vec<f32>> = row.try_get("embedding").map_err(get)?;
+            if let Some(last) = out.last_mut().filter(|c| c.key == key) {
+                last.embeddings.extend(vector);
+                continue;
+            }
+            out.push(RecallCandidate {
+                key,
+                message: message_from_row(row)?,
+                document: row.try_get("search_text").map_err(get)?,
+                embeddings: vector.into_iter().collect(),
+            });
+        }
+        Ok(out)
     }
 
     async fn unembedded_messages(

@@ -6,7 +6,8 @@ use memgpt_core::ids::AgentId;
 use memgpt_core::message::Message;
 use memgpt_core::retrieval::DocumentBuilder;
 use memgpt_core::store::{
-    AgentState, AgentStore, Commit, EmbeddingSpace, MessageEmbedding, Passage, StoreError,
+    AgentState, AgentStore, Commit, EmbeddingSpace, MAX_MESSAGE_WINDOWS, MessageEmbedding, Passage,
+    PassageEmbedding, StoreError,
 };
 use sqlx::{Row, SqliteConnection};
 
@@ -145,7 +146,7 @@ impl AgentStore for SqliteStore {
             .await
             .map_err(|e| db("starting to store embeddings", e))?;
         let vectors: Vec<&Embedding> = embeddings.iter().map(|e| &e.embedding).collect();
-        let space = fix_space(&mut tx, &vectors, self.space.get()).await?;
+        let space = fix_space(&mut tx, &vectors, self.space.get().as_ref()).await?;
         let mut batch = Batch::new("storing message embeddings");
         insert_message_embeddings(&mut tx, &mut batch, agent, embeddings).await?;
         batch.send(&mut tx).await?;
@@ -154,7 +155,7 @@ impl AgentStore for SqliteStore {
             .map_err(|e| db("committing message embeddings", e))?;
         drop(writer);
         if let Some(space) = space {
-            let _ = self.space.set(space);
+            self.space.set(space);
         }
         self.after_commit(agent, embeddings.len()).await;
         Ok(())
@@ -162,6 +163,93 @@ impl AgentStore for SqliteStore {
 
     async fn embedding_space(&self) -> Result<Option<EmbeddingSpace>, StoreError> {
         self.space().await
+    }
+
+    async fn store_passage_embeddings(
+        &self,
+        agent: AgentId,
+        embeddings: &[PassageEmbedding],
+    ) -> Result<(), StoreError> {
+        if embeddings.is_empty() {
+            return Ok(());
+        }
+        let writer = self.writer.lock().await;
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| db("starting to store passage embeddings", e))?;
+        let vectors: Vec<&Embedding> = embeddings.iter().map(|e| &e.embedding).collect();
+        let space = fix_space(&mut tx, &vectors, self.space.get().as_ref()).await?;
+        let mut batch = Batch::new("storing passage embeddings");
+        for e in embeddings {
+            batch
+                .statement("UPDATE passages SET embedding = ")
+                .bind(vector_to_blob(&e.embedding.vector))
+                .sql(" WHERE id = ")
+                .bind(e.passage.as_uuid())
+                .sql(" AND agent_id = ")
+                .bind(agent.as_uuid())
+                .sql(" AND embedding IS NULL");
+            batch.send_if_full(&mut tx).await?;
+        }
+        batch.send(&mut tx).await?;
+        tx.commit()
+            .await
+            .map_err(|e| db("committing passage embeddings", e))?;
+        drop(writer);
+        if let Some(space) = space {
+            self.space.set(space);
+        }
+        // The usearch index replays rows newer than its watermark; passages embedded after the
+        // fact may be older, so the agent's index is rebuilt on its next search.
+        #[cfg(feature = "usearch")]
+        if let Some(indexes) = &self.usearch {
+            indexes.forget_agent(agent)?;
+        }
+        Ok(())
+    }
+
+    async fn clear_embeddings(&self) -> Result<(), StoreError> {
+        let writer = self.writer.lock().await;
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| db("starting to clear embeddings", e))?;
+        for (sql, what) in [
+            (
+                "DELETE FROM message_embeddings",
+                "clearing message embeddings",
+            ),
+            (
+                "UPDATE messages SET embedded = 0 WHERE embedded = 1",
+                "clearing message embeddings",
+            ),
+            (
+                "UPDATE passages SET embedding = NULL WHERE embedding IS NOT NULL",
+                "clearing passage embeddings",
+            ),
+            (
+                "DELETE FROM memgpt_meta WHERE key IN ('embedding_model', 'embedding_dimension')",
+                "forgetting the embedding model",
+            ),
+        ] {
+            sqlx::query(sql)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| db(what, e))?;
+        }
+        tx.commit()
+            .await
+            .map_err(|e| db("committing cleared embeddings", e))?;
+        self.space.clear();
+        drop(writer);
+        #[cfg(feature = "usearch")]
+        for indexes in [&self.usearch, &self.recall_vectors].into_iter().flatten() {
+            indexes.forget_all()?;
+        }
+        Ok(())
     }
 }
 
@@ -238,26 +326,37 @@ fn insert_message(
     Ok(length)
 }
 
-/// Stores embeddings of the agent's conversation messages (others and repeats are ignored).
+/// Stores embeddings of the agent's conversation messages, every window of a message before the
+/// message is marked embedded (others and repeats are ignored).
 async fn insert_message_embeddings(
     tx: &mut SqliteConnection,
     batch: &mut Batch,
     agent: AgentId,
     embeddings: &[MessageEmbedding],
 ) -> Result<(), StoreError> {
-    for e in embeddings {
-        // The embedding row first (while the message is still unembedded), then the mark.
+    // The embedding rows first (while their messages are still unembedded), then the marks.
+    let embeddings: Vec<&MessageEmbedding> = embeddings
+        .iter()
+        .filter(|e| e.window < MAX_MESSAGE_WINDOWS)
+        .collect();
+    for e in &embeddings {
         batch
             .statement(
-                "INSERT INTO message_embeddings (message_seq, agent_id, embedding) \
-                 SELECT seq, agent_id, ",
+                "INSERT OR IGNORE INTO message_embeddings (message_seq, window_index, agent_id, embedding) \
+                 SELECT seq, ",
             )
+            .bind(i64::from(e.window))
+            .sql(", agent_id, ")
             .bind(vector_to_blob(&e.embedding.vector))
             .sql(" FROM messages WHERE id = ")
             .bind(e.message.as_uuid())
             .sql(" AND agent_id = ")
             .bind(agent.as_uuid())
             .sql(" AND turn IS NOT NULL AND embedded = 0");
+        batch.send_if_full(tx).await?;
+    }
+    let mut marked = std::collections::HashSet::new();
+    for e in embeddings.iter().filter(|e| marked.insert(e.message)) {
         batch
             .statement("UPDATE messages SET embedded = 1 WHERE id = ")
             .bind(e.message.as_uuid())
@@ -416,7 +515,7 @@ impl SqliteStore {
             self.builders.keep(id, commit.state.version, builder);
         }
         if let Some(space) = space {
-            let _ = self.space.set(space);
+            self.space.set(space);
         }
         let rows = commit.messages.len()
             + commit.message_embeddings.len()
@@ -446,7 +545,7 @@ impl SqliteStore {
             &mut tx,
             &mut batch,
             commit,
-            self.space.get(),
+            self.space.get().as_ref(),
             Some(cached.builder),
         )
         .await;
@@ -479,7 +578,8 @@ impl SqliteStore {
             commit.check_version(version)?;
             Batch::new("writing a step")
         };
-        let written = write_commit(&mut tx, &mut batch, commit, self.space.get(), None).await?;
+        let written =
+            write_commit(&mut tx, &mut batch, commit, self.space.get().as_ref(), None).await?;
         finish_commit(tx).await?;
         Ok(written)
     }

@@ -128,8 +128,10 @@ pub struct SqliteStore {
     /// HNSW indexes of the message embeddings (with `vectors=usearch`).
     #[cfg(feature = "usearch")]
     recall_vectors: Option<usearch_index::UsearchIndexes>,
-    /// The store's embedding space, once fixed (it never changes afterwards).
-    space: std::sync::OnceLock<EmbeddingSpace>,
+    /// The store's embedding space as this process last read or fixed it (it changes only when
+    /// [`AgentStore::clear_embeddings`](memgpt_core::store::AgentStore::clear_embeddings) forgets
+    /// it, in this process: one process opens a data directory at a time).
+    space: SpaceCache,
     /// Rows committed since the derived indexes last caught up.
     #[cfg_attr(not(any(feature = "tantivy", feature = "usearch")), allow(dead_code))]
     unindexed: std::sync::atomic::AtomicUsize,
@@ -138,6 +140,24 @@ pub struct SqliteStore {
     /// Held by this process's write transactions, so its writers queue here in order instead
     /// of polling SQLite's lock (its busy handler sleeps up to 100 ms between tries).
     writer: tokio::sync::Mutex<()>,
+}
+
+/// The embedding space a process knows, shared by its tasks.
+#[derive(Debug, Default)]
+pub(crate) struct SpaceCache(std::sync::RwLock<Option<EmbeddingSpace>>);
+
+impl SpaceCache {
+    pub(crate) fn get(&self) -> Option<EmbeddingSpace> {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub(crate) fn set(&self, space: EmbeddingSpace) {
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = Some(space);
+    }
+
+    pub(crate) fn clear(&self) {
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = None;
+    }
 }
 
 /// The schema, in order. Each is applied once, in its own transaction.
@@ -156,6 +176,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         3,
         "message_search",
         include_str!("../../migrations/sqlite/0003_message_search.sql"),
+    ),
+    (
+        4,
+        "message_windows",
+        include_str!("../../migrations/sqlite/0004_message_windows.sql"),
     ),
 ];
 
@@ -226,7 +251,7 @@ impl SqliteStore {
             unindexed: std::sync::atomic::AtomicUsize::new(0),
             builders: documents::BuilderCache::default(),
             writer: tokio::sync::Mutex::new(()),
-            space: std::sync::OnceLock::new(),
+            space: SpaceCache::default(),
         };
         Ok(store)
     }
@@ -239,7 +264,7 @@ impl SqliteStore {
     /// The store's embedding space, once fixed; cached after the first read.
     pub(crate) async fn space(&self) -> Result<Option<EmbeddingSpace>, StoreError> {
         if let Some(space) = self.space.get() {
-            return Ok(Some(space.clone()));
+            return Ok(Some(space));
         }
         let mut conn = self
             .pool
@@ -248,7 +273,7 @@ impl SqliteStore {
             .map_err(|e| db("reading store metadata", e))?;
         let space = embedding_space(&mut conn).await?;
         if let Some(space) = &space {
-            let _ = self.space.set(space.clone());
+            self.space.set(space.clone());
         }
         Ok(space)
     }

@@ -60,6 +60,7 @@ impl SqliteStore {
     ) -> Result<Vec<CandidateKey>, StoreError> {
         let query_vector = normalized(query_vector);
         let mut top = TopK::new(limit);
+        let mut pending: Option<(i64, f32)> = None;
         let mut after = 0i64;
         let mut vector = Vec::with_capacity(query_vector.len());
         let get = |e| db("scanning message embeddings", e);
@@ -91,8 +92,21 @@ impl SqliteStore {
                 let seq: i64 = row.try_get("message_seq").map_err(get)?;
                 let blob: &[u8] = row.try_get("embedding").map_err(get)?;
                 blob_to_vector_into(blob, &mut vector)?;
-                top.push(cosine_to_unit(&query_vector, &vector), seq);
+                let score = cosine_to_unit(&query_vector, &vector);
+                // A message's windows are stored together, so its rows are adjacent: it
+                // enters the ranking once, with its best window.
+                match &mut pending {
+                    Some((current, best)) if *current == seq => *best = best.max(score),
+                    _ => {
+                        if let Some((done, best)) = pending.replace((seq, score)) {
+                            top.push(best, done);
+                        }
+                    }
+                }
             }
+        }
+        if let Some((done, best)) = pending {
+            top.push(best, done);
         }
         Ok(top.into_sorted().into_iter().map(|(_, seq)| seq).collect())
     }
@@ -165,13 +179,14 @@ impl RecallStore for SqliteStore {
                 "SELECT {MESSAGE_COLUMNS}, m.document, e.embedding FROM messages m \
                  LEFT JOIN message_embeddings e ON e.message_seq = m.seq WHERE +m.agent_id = "
             ));
+            // One row per window (ordered), folded into one candidate per message below.
             // `+agent_id`: look rows up by their keys, not by walking the agent's index.
             sql.push_bind(*agent.as_uuid()).push(" AND m.seq IN (");
             let mut list = sql.separated(", ");
             for key in chunk {
                 list.push_bind(*key);
             }
-            sql.push(")");
+            sql.push(") ORDER BY m.seq, e.window_index");
             let rows = sql
                 .build()
                 .fetch_all(&self.pool)
@@ -179,12 +194,21 @@ impl RecallStore for SqliteStore {
                 .map_err(|e| db("reading search candidates", e))?;
             for row in &rows {
                 let get = |e| db("reading search candidates", e);
+                let key: i64 = row.try_get("seq").map_err(get)?;
                 let blob: Option<&[u8]> = row.try_get("embedding").map_err(get)?;
+                let vector = blob.map(blob_to_vector).transpose()?;
+                if let Some(last) = out
+                    .last_mut()
+                    .filter(|c: &&mut RecallCandidate| c.key == key)
+                {
+                    last.embeddings.extend(vector);
+                    continue;
+                }
                 out.push(RecallCandidate {
-                    key: row.try_get("seq").map_err(get)?,
+                    key,
                     message: message_from_row(row)?,
                     document: row.try_get("document").map_err(get)?,
-                    embedding: blob.map(blob_to_vector).transpose()?,
+                    embeddings: vector.into_iter().collect(),
                 });
             }
         }

@@ -129,9 +129,45 @@ impl Default for UsearchOptions {
 pub(crate) enum VectorSource {
     /// Archival passages, keyed by passage seq; deletions replayed from `passage_deletions`.
     Passages,
-    /// Conversation message embeddings, keyed by message seq; the watermark is the embedding
-    /// row's seq (a message may be embedded long after it was committed).
+    /// Conversation message embeddings, keyed by message seq and window
+    /// ([`window_key`]); the watermark is the embedding row's seq (a message may be embedded
+    /// long after it was committed).
     Messages,
+}
+
+/// Bits of a message's index key that hold its window: a message has at most
+/// [`MAX_MESSAGE_WINDOWS`](memgpt_core::store::MAX_MESSAGE_WINDOWS) windows.
+const WINDOW_BITS: u32 = 5;
+const _: () = assert!(memgpt_core::store::MAX_MESSAGE_WINDOWS <= 1 << WINDOW_BITS);
+
+/// The index key of window `window` of message `seq` (what the rows' SQL computes).
+#[cfg(test)]
+fn window_key(seq: i64, window: i64) -> u64 {
+    ((seq as u64) << WINDOW_BITS) | window as u64
+}
+
+/// The message seq of an index key of [`VectorSource::Messages`].
+fn message_of(key: i64) -> i64 {
+    ((key as u64) >> WINDOW_BITS) as i64
+}
+
+/// Ranked window keys as distinct messages, each at its best window's rank; at most `k`.
+fn distinct_messages(ranked: &[(f32, i64)], k: usize) -> Vec<i64> {
+    let mut seen = std::collections::HashSet::new();
+    ranked
+        .iter()
+        .map(|&(_, key)| message_of(key))
+        .filter(|seq| seen.insert(*seq))
+        .take(k)
+        .collect()
+}
+
+/// The sidecar's name for how an index keys its vectors.
+fn key_layout(source: VectorSource) -> &'static str {
+    match source {
+        VectorSource::Passages => "passage",
+        VectorSource::Messages => "message-window",
+    }
 }
 
 impl VectorSource {
@@ -157,8 +193,9 @@ impl VectorSource {
                  AND embedding IS NOT NULL ORDER BY seq LIMIT ?"
             }
             VectorSource::Messages => {
-                "SELECT message_seq AS key, seq, embedding FROM message_embeddings \
-                 WHERE agent_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+                "SELECT (message_seq << 5) | window_index AS key, seq, embedding \
+                 FROM message_embeddings WHERE agent_id = ? AND seq > ? AND window_index < 32 \
+                 ORDER BY seq LIMIT ?"
             }
         }
     }
@@ -328,8 +365,11 @@ impl UsearchIndexes {
             .ok()
             .and_then(|json| {
                 let v: serde_json::Value = serde_json::from_str(&json).ok()?;
+                // Indexes saved before keys held windows have no `keys`: rebuilt.
+                let keys = v["keys"].as_str().unwrap_or("passage");
                 let usable = v["dimension"].as_u64()? as usize == dimension
-                    && v["quantization"].as_str()? == self.options.quantization.name();
+                    && v["quantization"].as_str()? == self.options.quantization.name()
+                    && keys == key_layout(self.source);
                 usable.then_some(Watermark {
                     passage_seq: v["passage_seq"].as_i64()?,
                     deletion_seq: v["deletion_seq"].as_i64()?,
@@ -593,27 +633,48 @@ impl UsearchIndexes {
         let conversation = memgpt_core::message::MessageKind::CONVERSATION;
         let unfiltered = filter.range.is_unbounded()
             && (filter.kinds.is_empty() || conversation.iter().all(|c| filter.kinds.contains(c)));
-        if unfiltered {
-            let ranked = self.search(pool, agent, dimension, query, k).await?;
-            return Ok(ranked.into_iter().map(|(_, seq)| seq).collect());
+        // Window keys ranked, until `k` distinct messages are among them (a message has one or
+        // a few windows, so this rarely takes a second round).
+        let admitted = if unfiltered {
+            None
+        } else {
+            let mut sql = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+                "SELECT (e.message_seq << 5) | e.window_index FROM message_embeddings e \
+                 JOIN messages m ON m.seq = e.message_seq WHERE m.agent_id = ",
+            );
+            sql.push_bind(*agent.as_uuid())
+                .push(" AND e.window_index < 32");
+            super::push_recall_filters(&mut sql, filter);
+            let keys: std::collections::HashSet<u64> = sql
+                .build_query_scalar::<i64>()
+                .fetch_all(pool)
+                .await
+                .map_err(|e| db("reading the admitted messages", e))?
+                .into_iter()
+                .map(|key| key as u64)
+                .collect();
+            Some(keys)
+        };
+        let mut fetch = k.saturating_mul(2).max(k + TIE_MARGIN);
+        loop {
+            let (ranked, available) = match &admitted {
+                None => {
+                    let ranked = self.search(pool, agent, dimension, query, fetch).await?;
+                    let size = self.caught_up(pool, agent, dimension).await?.read().size();
+                    (ranked, size)
+                }
+                Some(keys) => (
+                    self.search_admitted(pool, agent, dimension, query, keys, fetch)
+                        .await?,
+                    keys.len(),
+                ),
+            };
+            let messages = distinct_messages(&ranked, k);
+            if messages.len() >= k || fetch >= available {
+                return Ok(messages);
+            }
+            fetch = fetch.saturating_mul(4);
         }
-        let mut sql = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-            "SELECT m.seq FROM messages m WHERE m.agent_id = ",
-        );
-        sql.push_bind(*agent.as_uuid()).push(" AND m.embedded = 1");
-        super::push_recall_filters(&mut sql, filter);
-        let admitted: std::collections::HashSet<u64> = sql
-            .build_query_scalar::<i64>()
-            .fetch_all(pool)
-            .await
-            .map_err(|e| db("reading the admitted messages", e))?
-            .into_iter()
-            .map(|seq| seq as u64)
-            .collect();
-        let ranked = self
-            .search_admitted(pool, agent, dimension, query, &admitted, k)
-            .await?;
-        Ok(ranked.into_iter().map(|(_, seq)| seq).collect())
     }
 
     /// How many passages of `agent` the (caught-up) index holds: its embedded passages.
@@ -645,6 +706,7 @@ impl UsearchIndexes {
             "deletion_seq": watermark.deletion_seq,
             "dimension": index.dimension,
             "quantization": self.options.quantization.name(),
+            "keys": key_layout(self.source),
         });
         let tmp_sidecar = sidecar_path.with_extension("json.tmp");
         std::fs::write(&tmp_sidecar, sidecar.to_string())
@@ -661,6 +723,25 @@ impl UsearchIndexes {
         for (agent, index) in loaded {
             if index.state().1 > 0 {
                 self.save(agent, &index)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops every agent's index and their files (the store's vectors were cleared).
+    pub(crate) fn forget_all(&self) -> Result<(), StoreError> {
+        self.agents().clear();
+        self.dirty.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        let entries = std::fs::read_dir(&self.dir).map_err(|e| db("listing vector indexes", e))?;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let ours = path
+                .extension()
+                .is_some_and(|e| e == "usearch" || e == "json" || e == "tmp");
+            if ours && let Err(e) = std::fs::remove_file(&path) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    return Err(db("removing a vector index", e));
+                }
             }
         }
         Ok(())
@@ -723,6 +804,22 @@ fn add_batch(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn window_keys_fold_into_distinct_messages() {
+        use super::{distinct_messages, message_of, window_key};
+        assert_eq!(message_of(window_key(77, 0) as i64), 77);
+        assert_eq!(message_of(window_key(77, 31) as i64), 77);
+        assert_ne!(window_key(77, 31), window_key(78, 0));
+        let ranked = [
+            (0.9, window_key(5, 2) as i64),
+            (0.8, window_key(9, 0) as i64),
+            (0.7, window_key(5, 0) as i64),
+            (0.6, window_key(3, 1) as i64),
+        ];
+        assert_eq!(distinct_messages(&ranked, 10), [5, 9, 3]);
+        assert_eq!(distinct_messages(&ranked, 2), [5, 9]);
+    }
+
     use super::*;
 
     #[test]

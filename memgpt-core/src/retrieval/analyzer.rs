@@ -10,7 +10,7 @@ use rust_stemmers::{Algorithm, Stemmer};
 
 /// Names this analyzer and the document layout of [`super::DocumentBuilder`]. Stores record it
 /// next to their text indexes and rebuild them when it changes.
-pub const ANALYZER_VERSION: &str = "memgpt-en-1";
+pub const ANALYZER_VERSION: &str = "memgpt-en-2";
 
 /// Words longer than this many bytes are left out (no backend indexes them the same way, and
 /// nobody searches for them).

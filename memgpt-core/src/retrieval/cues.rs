@@ -23,6 +23,10 @@ const MONTHS: [&str; 12] = [
 ///
 /// * **Speaker**: a query naming exactly one participant of the conversation ("What did
 ///   Caroline research?") is about what that participant said; their messages get a small boost.
+/// * **The user**: a query in the first person singular ("What deadline did I set?", "my Redis
+///   setup") is the user asking about themselves, as when the agent passes on the user's own
+///   question; the user's messages get a boost. A request form alone ("tell me", "remind me")
+///   is not a cue: only *I*, *my*, *mine* and *myself* are.
 /// * **Date**: a query naming months and/or years ("camping in June", "on 8 May, 2023") is about
 ///   that time; messages written then, or in the month after (when events get told), get a
 ///   boost. "May" counts as a month only next to a number or after "in"/"of".
@@ -77,6 +81,21 @@ impl QueryCues {
             months,
             years,
         }
+    }
+
+    /// Whether the query speaks in the first person singular (*I*, *my*, *mine*, *myself*).
+    ///
+    /// ```
+    /// use memgpt_core::retrieval::QueryCues;
+    ///
+    /// assert!(QueryCues::parse("What deadline did I set?").speaks_as_user());
+    /// assert!(QueryCues::parse("how is my Redis set up").speaks_as_user());
+    /// assert!(!QueryCues::parse("Can you remind me what Caroline said?").speaks_as_user());
+    /// ```
+    pub fn speaks_as_user(&self) -> bool {
+        self.words
+            .iter()
+            .any(|w| matches!(w.as_str(), "i" | "my" | "mine" | "myself"))
     }
 
     /// The months (1-12) the query names.

@@ -1,10 +1,13 @@
-//! What recall storage indexes for each message: its terms with those of the turns before it.
+//! What recall storage indexes for each message: its terms with the end of the turns before it.
 //!
 //! A reply rarely repeats what it answers ("Yes, last Saturday!" answers "Did you go to the
 //! race?"), so a conversation message (user or assistant) is indexed together with the
 //! [`WINDOW_NEIGHBOURS`] conversation messages before it in the same session, its own words
-//! counted twice. Sessions end at a pause longer than [`SESSION_GAP`]. Only earlier messages are
-//! used, so a document never changes once written: every store indexes append-only.
+//! counted twice. Of each neighbour only the last [`NEIGHBOUR_TERMS`] terms count: what a reply
+//! answers is the end of the turn before it, and a long neighbour (an assistant's answer with
+//! code, a pasted log) would otherwise drown a short message's own words. Sessions end at a pause
+//! longer than [`SESSION_GAP`]. Only earlier messages are used, so a document never changes once
+//! written: every store indexes append-only.
 //!
 //! Other messages (function results, alerts, events) are indexed on their own words (counted
 //! twice, so lengths compare with conversation documents) and are nobody's neighbours.
@@ -18,6 +21,9 @@ use crate::message::{Message, MessageKind};
 
 /// Conversation messages before a message that its document includes.
 pub const WINDOW_NEIGHBOURS: usize = 2;
+
+/// The most terms of each neighbour a document includes: the neighbour's last ones.
+pub const NEIGHBOUR_TERMS: usize = 40;
 
 /// A pause after which the conversation counts as a new session (its messages are not
 /// neighbours of the earlier ones).
@@ -115,11 +121,14 @@ impl DocumentBuilder {
         builder
     }
 
-    fn remember(&mut self, at: DateTime<Utc>, terms: Vec<String>) {
+    fn remember(&mut self, at: DateTime<Utc>, mut terms: Vec<String>) {
         if let Some((last, _)) = self.recent.back()
             && (at - *last).abs() > SESSION_GAP
         {
             self.recent.clear();
+        }
+        if terms.len() > NEIGHBOUR_TERMS {
+            terms.drain(..terms.len() - NEIGHBOUR_TERMS);
         }
         self.recent.push_back((at, terms));
         while self.recent.len() > WINDOW_NEIGHBOURS {
@@ -195,6 +204,25 @@ mod tests {
         let d5 = b.add(&m(MessageKind::User, "fox", 200));
         assert_eq!(d5.text(), "fox fox");
         assert_eq!(b.next_turn(), 12);
+    }
+
+    #[test]
+    fn only_the_end_of_a_long_neighbour_counts() {
+        let agent = AgentId::new();
+        let long: Vec<String> = (0..100).map(|i| format!("w{i}")).collect();
+        let mut b = DocumentBuilder::new([], 0);
+        b.add(&Message::new(
+            agent,
+            MessageKind::Assistant,
+            long.join(" "),
+            at(0),
+        ));
+        let reply = b.add(&Message::new(agent, MessageKind::User, "yes", at(1)));
+        let terms = reply.terms();
+        assert_eq!(terms.len(), NEIGHBOUR_TERMS + 2);
+        assert_eq!(terms[0], "w60");
+        assert_eq!(terms[NEIGHBOUR_TERMS - 1], "w99");
+        assert_eq!(&terms[NEIGHBOUR_TERMS..], ["yes", "yes"]);
     }
 
     #[test]

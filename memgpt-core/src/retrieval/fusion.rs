@@ -1,5 +1,6 @@
-//! Reciprocal-rank fusion: the one way rankings are combined (recall hybrid search, archival
-//! hybrid search in every store, and a step's pending passages merged with committed ones).
+//! Reciprocal-rank fusion: how archival rankings are combined (archival hybrid search in every
+//! store, and a step's pending passages merged with committed ones). Recall search fuses scaled
+//! scores instead (see [`rank_candidates`](super::rank_candidates)).
 
 use std::collections::HashMap;
 use std::hash::Hash;

@@ -4,11 +4,12 @@
 //!
 //! * [`analyzer`](tokenize): words, Snowball stemming and stop words ([`document_terms`],
 //!   [`query_terms`]); stores index and look up only these terms.
-//! * [`DocumentBuilder`]: what recall storage indexes for a message (the message with the two
-//!   conversation turns before it, its own words counted twice).
+//! * [`DocumentBuilder`]: what recall storage indexes for a message (the message with the ends
+//!   of the two conversation turns before it, its own words counted twice).
 //! * [`Bm25`] and [`TermStatistics`]: lexical relevance; [`Bm25Index`] for documents in memory.
 //! * [`QueryCues`]: the participant and the months/years a query names.
-//! * [`reciprocal_rank_fusion`]: the one way rankings are combined.
+//! * [`reciprocal_rank_fusion`]: how archival rankings are combined (recall search fuses scaled
+//!   scores instead, see [`rank_candidates`]).
 //! * [`rank_candidates`] and [`RecallRanking`]: hybrid recall ranking of the candidates a
 //!   [`RecallStore`](crate::store::RecallStore) finds by text and by vector (the search itself
 //!   is [`store::search_recall`](crate::store::search_recall)).
@@ -31,8 +32,8 @@ pub use analyzer::{
 pub use bm25::{Bm25, Bm25Index, TermStatistics};
 pub use cues::QueryCues;
 pub use document::{
-    DocumentBuilder, MessageDocument, SESSION_GAP, WINDOW_NEIGHBOURS, document_text,
-    is_conversation,
+    DocumentBuilder, MessageDocument, NEIGHBOUR_TERMS, SESSION_GAP, WINDOW_NEIGHBOURS,
+    document_text, is_conversation,
 };
 pub use fusion::{RRF_K, reciprocal_rank_fusion};
 pub use mode::SearchMode;

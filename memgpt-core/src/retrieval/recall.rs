@@ -7,30 +7,40 @@
 //! [`search_recall`](crate::store::search_recall) then ranks the union with
 //! [`rank_candidates`], the same way for every store:
 //!
-//! 1. **BM25** of each candidate's document (the message with the turns before it, see
-//!    [`DocumentBuilder`](super::DocumentBuilder)) for the query's stemmed terms;
-//! 2. **cosine similarity** of each candidate's embedding to the query's;
-//! 3. **cues**: a participant the query names ([`QueryCues::named_participant`]) multiplies
+//! 1. **BM25** of each candidate's document (the message with the ends of the turns before it,
+//!    see [`DocumentBuilder`](super::DocumentBuilder)) for the query's stemmed terms;
+//! 2. **cosine similarity** of the query's embedding to the candidate's best window (a long
+//!    message has one embedding per window of the embedder), windows after the first
+//!    discounted by [`RecallRanking::later_window_discount`]: a window cut from the middle of a
+//!    message has lost the opening that says what it is about;
+//! 3. **cues**: a participant the query names ([`QueryCues::named_participant`]), or the user
+//!    when the query speaks in the first person ([`QueryCues::speaks_as_user`]), multiplies
 //!    their messages' BM25 and raises their similarity; so does a month or year it names;
-//! 4. **weighted reciprocal-rank fusion** of the BM25 ranking and the similarity ranking, the
-//!    similarity's vote weighing [`RecallRanking::vector_weight`] of BM25's (ties: newest
-//!    first).
+//! 4. **fusion**: each signal is scaled to 0..1 over the candidates (min-max), and the fused
+//!    score is their weighted sum, BM25 weighing [`RecallRanking::bm25_weight`] (ties: newest
+//!    first). A candidate missing from one signal scores 0 on it.
 //!
 //! Without a query embedding (no embedder) the ranking is BM25 with the cues alone.
 //!
 //! Stores only choose the candidates (their own full-text ranking and vector index may pick
 //! them), so two stores rank identically whenever both pools hold every match; with more
 //! matches than [`RecallRanking::candidates`], only the tail of the list may differ.
+//!
+//! Why scores and not ranks (reciprocal-rank fusion, used before): how much each signal knows
+//! differs by conversation. Short chit-chat turns share rare words with the questions about
+//! them, so BM25 separates the right turn by a wide margin; long technical messages share many
+//! words with everything, and BM25's margins shrink while the embedding's do not. Scaled scores
+//! let the signal with the clearer margin lead; ranks hide the margins. Measured on both
+//! development families in BENCHMARKS.md ("conversation search").
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use super::analyzer::count_terms;
 use super::bm25::{Bm25, TermStatistics};
 use super::cues::QueryCues;
 use super::document::is_conversation;
-use super::fusion::{RRF_K, reciprocal_rank_fusion};
 use crate::embed::cosine;
-use crate::message::Message;
+use crate::message::{Message, MessageKind};
 
 /// A store's handle on one message during a search (its row number, index position...).
 pub type CandidateKey = i64;
@@ -58,8 +68,8 @@ pub struct RecallCandidate {
     pub message: Message,
     /// Its search document as stored ([`MessageDocument::text`](super::MessageDocument::text)).
     pub document: String,
-    /// Its embedding, if it has one.
-    pub embedding: Option<Vec<f32>>,
+    /// Its embeddings, one per window of its text, in order (empty when it has none).
+    pub embeddings: Vec<Vec<f32>>,
 }
 
 /// How much a cue lifts a message: its BM25 score is multiplied by `bm25_factor` and
@@ -82,22 +92,30 @@ impl CueBoost {
 
 /// The query-time parameters of hybrid recall search, with their defaults.
 ///
-/// The defaults were chosen on LoCoMo conversations (see BENCHMARKS.md) as the simplest
-/// settings that hold up on each conversation alone, not tuned per conversation.
+/// The defaults were chosen on two families of conversations (LoCoMo's chit-chat between two
+/// people, BEAM's user/assistant technical chats; see BENCHMARKS.md) as the simplest settings
+/// that hold on both, not tuned per conversation or per family.
+///
+/// Agents store their ranking with their configuration; an agent saved with the defaults of an
+/// earlier version ([`RecallRanking::is_legacy_default`]) gets the current defaults when
+/// loaded, while one configured otherwise keeps its settings.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RecallRanking {
-    /// The similarity ranking's vote in the fusion, relative to BM25's 1.0 (default 0.3:
-    /// conversation turns are short and colloquial, and a small embedding model ranks them far
-    /// worse than BM25 does, so its vote mostly breaks ties).
-    pub vector_weight: f32,
-    /// The fusion constant `k` (default 60).
-    pub rrf_k: f32,
+    /// BM25's share of the fused score, 0 to 1; the similarity has the rest (default 0.5).
+    pub bm25_weight: f32,
+    /// Subtracted from the similarity of a long message's windows after its first (default
+    /// 0.08), so that its later windows find it when they match clearly better than its opening,
+    /// and length alone (more windows, more chances) does not lift it.
+    pub later_window_discount: f32,
     /// Candidates taken from each list (default 50; raised to the requested page's depth, at
     /// most [`MAX_CANDIDATES`]).
     pub candidates: usize,
     /// The boost of the participant a query names (default ×1.15, +0.03).
     pub speaker_boost: CueBoost,
+    /// The boost of the user's messages when the query speaks in the first person ("what did
+    /// I decide...", "my deadline": the user asking about themselves; default ×1.5, +0.05).
+    pub user_boost: CueBoost,
     /// The boost of messages from the months/years a query names (default ×1.5, +0.05).
     pub date_boost: CueBoost,
     /// BM25 parameters.
@@ -107,12 +125,16 @@ pub struct RecallRanking {
 impl Default for RecallRanking {
     fn default() -> Self {
         Self {
-            vector_weight: 0.3,
-            rrf_k: RRF_K,
+            bm25_weight: 0.5,
+            later_window_discount: 0.08,
             candidates: 50,
             speaker_boost: CueBoost {
                 bm25_factor: 1.15,
                 cosine_bonus: 0.03,
+            },
+            user_boost: CueBoost {
+                bm25_factor: 1.5,
+                cosine_bonus: 0.05,
             },
             date_boost: CueBoost {
                 bm25_factor: 1.5,
@@ -127,6 +149,65 @@ impl RecallRanking {
     /// How many candidates to take from each list for a page ending at `depth`.
     pub fn pool(&self, depth: usize) -> usize {
         self.candidates.max(depth).clamp(1, MAX_CANDIDATES)
+    }
+
+    /// Whether `stored` is a ranking as agents stored it with the defaults of the first
+    /// version (reciprocal-rank fusion with the similarity's vote at 0.3 of BM25's, `k` 60, no
+    /// user boost), which loads as today's defaults.
+    pub fn is_legacy_default(stored: &serde_json::Value) -> bool {
+        let legacy = serde_json::json!({
+            "vector_weight": 0.3,
+            "rrf_k": 60.0,
+            "candidates": 50,
+            "speaker_boost": {"bm25_factor": 1.15, "cosine_bonus": 0.03},
+            "date_boost": {"bm25_factor": 1.5, "cosine_bonus": 0.05},
+            "bm25": Bm25::default(),
+        });
+        let close = |a: &serde_json::Value, b: &serde_json::Value| match (a.as_f64(), b.as_f64()) {
+            (Some(x), Some(y)) => (x - y).abs() < 1e-6,
+            _ => a == b,
+        };
+        fn same(
+            a: &serde_json::Value,
+            b: &serde_json::Value,
+            close: &dyn Fn(&serde_json::Value, &serde_json::Value) -> bool,
+        ) -> bool {
+            match (a.as_object(), b.as_object()) {
+                (Some(x), Some(y)) => {
+                    x.len() == y.len()
+                        && x.iter()
+                            .all(|(k, v)| y.get(k).is_some_and(|w| same(v, w, close)))
+                }
+                _ => close(a, b),
+            }
+        }
+        same(stored, &legacy, &close)
+    }
+
+    /// Deserializes a stored ranking, mapping [legacy defaults](RecallRanking::is_legacy_default)
+    /// to today's (use with `#[serde(deserialize_with = ...)]`).
+    pub fn deserialize_stored<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Self, D::Error> {
+        let value = serde_json::Value::deserialize(deserializer)?;
+        if Self::is_legacy_default(&value) {
+            return Ok(Self::default());
+        }
+        serde_json::from_value(value).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Scales scores to 0..1 over a list (all 1 when they are equal).
+fn min_max(list: &mut [(usize, f32)]) {
+    let max = list.iter().map(|x| x.1).fold(f32::NEG_INFINITY, f32::max);
+    let min = list.iter().map(|x| x.1).fold(f32::INFINITY, f32::min);
+    let span = max - min;
+    for (_, v) in list.iter_mut() {
+        *v = if span > f32::EPSILON {
+            (*v - min) / span
+        } else {
+            1.0
+        };
     }
 }
 
@@ -150,6 +231,7 @@ pub fn rank_candidates(
     participants.sort_unstable();
     participants.dedup();
     let named = cues.named_participant(participants.iter().copied());
+    let as_user = cues.speaks_as_user();
     let boosts = |c: &RecallCandidate| {
         let mut boost = CueBoost::NONE;
         let mut apply = |b: CueBoost| {
@@ -158,6 +240,9 @@ pub fn rank_candidates(
         };
         if named.is_some() && c.message.name == named {
             apply(ranking.speaker_boost);
+        }
+        if as_user && c.message.kind == MessageKind::User {
+            apply(ranking.user_boost);
         }
         if cues.fits_date(c.message.created_at) {
             apply(ranking.date_boost);
@@ -175,29 +260,50 @@ pub fn rank_candidates(
                 lexical.push((i, score * boost.bm25_factor));
             }
         }
-        if let (Some(query), Some(vector)) = (query_vector, &candidate.embedding)
-            && vector.len() == query.len()
+        if let Some(query) = query_vector
+            && let Some(best) = candidate
+                .embeddings
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.len() == query.len())
+                .map(|(w, v)| {
+                    let discount = if w == 0 {
+                        0.0
+                    } else {
+                        ranking.later_window_discount
+                    };
+                    cosine(query, v) - discount
+                })
+                .reduce(f32::max)
         {
-            semantic.push((i, cosine(query, vector) + boost.cosine_bonus));
+            semantic.push((i, best + boost.cosine_bonus));
         }
     }
-    let newer_first = |a: &usize, b: &usize| {
-        let (x, y) = (&candidates[*a], &candidates[*b]);
-        y.message
-            .created_at
-            .cmp(&x.message.created_at)
-            .then(y.key.cmp(&x.key))
-    };
-    for list in [&mut lexical, &mut semantic] {
-        list.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| newer_first(&a.0, &b.0)));
+    min_max(&mut lexical);
+    min_max(&mut semantic);
+    let weight = ranking.bm25_weight.clamp(0.0, 1.0);
+    let mut fused = vec![None::<f32>; candidates.len()];
+    for (i, v) in lexical {
+        *fused[i].get_or_insert(0.0) += weight * v;
     }
-    let lexical: Vec<usize> = lexical.into_iter().map(|(i, _)| i).collect();
-    let semantic: Vec<usize> = semantic.into_iter().map(|(i, _)| i).collect();
-    reciprocal_rank_fusion(
-        &[(&lexical[..], 1.0), (&semantic[..], ranking.vector_weight)],
-        ranking.rrf_k,
-        newer_first,
-    )
+    for (i, v) in semantic {
+        *fused[i].get_or_insert(0.0) += (1.0 - weight) * v;
+    }
+    let mut ranked: Vec<(usize, f32)> = fused
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, v)| Some((i, v?)))
+        .collect();
+    ranked.sort_by(|a, b| {
+        let (x, y) = (&candidates[a.0], &candidates[b.0]);
+        b.1.total_cmp(&a.1).then_with(|| {
+            y.message
+                .created_at
+                .cmp(&x.message.created_at)
+                .then(y.key.cmp(&x.key))
+        })
+    });
+    ranked
 }
 
 #[cfg(test)]
@@ -233,7 +339,7 @@ mod tests {
                     key: i as i64,
                     document: builder.add(&m).text(),
                     message: m,
-                    embedding: vectors.get(i).cloned(),
+                    embeddings: vectors.get(i).cloned().into_iter().collect(),
                 }
             })
             .collect()
@@ -313,7 +419,7 @@ mod tests {
     }
 
     #[test]
-    fn vectors_vote_and_break_ties() {
+    fn scaled_scores_are_fused_and_the_best_window_counts() {
         let c = candidates(
             &[
                 ("Ann", "alpha"),
@@ -328,14 +434,68 @@ mod tests {
                 vec![0.0, 1.0],
             ],
         );
-        // No word matches: the similarity ranking alone.
-        assert_eq!(order(&c, "zzz", Some(&[0.0, 1.0]))[..2], [3, 1]);
-        // A text match outranks similarity, which still orders the rest.
+        // No word matches: the similarity ranking alone (ties: newest first).
+        assert_eq!(order(&c, "zzz", Some(&[0.0, 1.0]))[..3], [3, 1, 2]);
+        // A text match at full weight against similarity at full weight: equal shares, so a
+        // tie, which the newest wins; the weakest on both comes last.
         let top = order(&c, "alpha", Some(&[0.0, 1.0]));
-        assert_eq!(top[0], 0);
-        assert_eq!(top.len(), 4);
+        assert_eq!(top, [3, 1, 0, 2]);
+        // A text match that is also similar wins outright.
+        assert_eq!(order(&c, "alpha", Some(&[1.0, 0.0]))[0], 0);
         // Vectors of another dimension are ignored, not compared.
         let top = order(&c, "zzz", Some(&[1.0, 0.0, 0.0]));
         assert!(top.is_empty());
+        // A long message is scored by its best window, later windows discounted: a later
+        // window as close as another message's first loses to it, a clearly closer one wins.
+        let mut c = c;
+        c[1].embeddings = vec![vec![0.0, 1.0], vec![1.0, 0.0]];
+        assert_eq!(order(&c, "zzz", Some(&[1.0, 0.0]))[..2], [0, 1]);
+        c[0].embeddings = vec![vec![0.8, 0.6]];
+        assert_eq!(order(&c, "zzz", Some(&[1.0, 0.0]))[..2], [1, 0]);
+    }
+
+    #[test]
+    fn the_first_person_lifts_the_users_messages() {
+        // Equal words, user (even) and assistant (odd) alternating.
+        let c = candidates(
+            &[
+                ("", "the deployment deadline is March 1"),
+                ("", "the deployment deadline is March 1"),
+            ],
+            &[],
+        );
+        assert_eq!(order(&c, "What deployment deadline did I set?", None)[0], 0);
+        assert_eq!(
+            order(&c, "What is the deployment deadline?", None)[0],
+            1,
+            "newest"
+        );
+    }
+
+    #[test]
+    fn legacy_default_rankings_load_as_todays() {
+        let legacy = serde_json::json!({
+            "vector_weight": 0.3, "rrf_k": 60.0, "candidates": 50,
+            "speaker_boost": {"bm25_factor": 1.15, "cosine_bonus": 0.03},
+            "date_boost": {"bm25_factor": 1.5, "cosine_bonus": 0.05},
+            "bm25": {"k1": 1.2, "b": 0.75}
+        });
+        assert!(RecallRanking::is_legacy_default(&legacy));
+        let config: crate::AgentConfig =
+            serde_json::from_value(serde_json::json!({ "recall_ranking": legacy })).unwrap();
+        assert_eq!(config.recall_ranking, RecallRanking::default());
+        // A customised ranking is kept.
+        let mut custom = legacy.clone();
+        custom["candidates"] = 80.into();
+        assert!(!RecallRanking::is_legacy_default(&custom));
+        let config: crate::AgentConfig =
+            serde_json::from_value(serde_json::json!({ "recall_ranking": {"candidates": 80} }))
+                .unwrap();
+        assert_eq!(config.recall_ranking.candidates, 80);
+        assert_eq!(config.recall_ranking.bm25_weight, 0.5);
+        // Today's defaults round-trip.
+        let today = serde_json::to_value(crate::AgentConfig::default()).unwrap();
+        let back: crate::AgentConfig = serde_json::from_value(today).unwrap();
+        assert_eq!(back.recall_ranking, RecallRanking::default());
     }
 }

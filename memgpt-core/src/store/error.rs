@@ -50,6 +50,10 @@ pub enum StoreError {
          text cannot); remove it or encode the data first"
     )]
     NulCharacter(String),
+    /// The store does not offer this operation (a custom store implementing only the required
+    /// methods of a seam).
+    #[error("not supported by this store: {0}")]
+    Unsupported(String),
     /// Stored data is corrupt or inconsistent (an undecodable row, a queued message missing
     /// from recall storage...).
     #[error("corrupt or inconsistent stored data: {0}")]
@@ -109,6 +113,7 @@ impl StoreError {
             StoreError::EmbeddingMismatch { .. } => ErrorKind::Config,
             StoreError::InvalidQuery(_) | StoreError::NulCharacter(_) => ErrorKind::InvalidInput,
             StoreError::Corrupt(_) => ErrorKind::Corrupt,
+            StoreError::Unsupported(_) => ErrorKind::Config,
             StoreError::Backend {
                 transient: true, ..
             } => ErrorKind::Unavailable,

@@ -7,7 +7,8 @@ use async_trait::async_trait;
 
 use super::{
     AgentState, AgentStore, ArchivalQuery, ArchivalStore, Commit, EmbeddingSpace, Hit,
-    MessageEmbedding, Page, Passage, RecallQuery, RecallStore, SearchMode, SearchPage, StoreError,
+    MAX_MESSAGE_WINDOWS, MessageEmbedding, Page, Passage, PassageEmbedding, RecallQuery,
+    RecallStore, SearchMode, SearchPage, StoreError,
 };
 use crate::embed::{Embedding, cosine};
 use crate::ids::{AgentId, MessageId, PassageId};
@@ -99,8 +100,9 @@ struct AgentRecall {
     messages: Vec<Message>,
     /// Each message's search document (terms joined by spaces).
     documents: Vec<String>,
-    /// Each message's embedding (conversation messages only).
-    embeddings: Vec<Option<Vec<f32>>>,
+    /// Each message's embeddings, one per window (conversation messages only; empty until
+    /// embedded).
+    embeddings: Vec<Vec<Vec<f32>>>,
     by_id: HashMap<MessageId, usize>,
     builder: DocumentBuilder,
 }
@@ -210,7 +212,7 @@ impl AgentStore for InMemoryStore {
             recall.by_id.insert(message.id, recall.messages.len());
             recall.messages.push(message.clone());
             recall.documents.push(document.text());
-            recall.embeddings.push(None);
+            recall.embeddings.push(Vec::new());
         }
         set_embeddings(recall, &commit.message_embeddings);
         inner.agents.insert(id, commit.state.clone());
@@ -237,15 +239,64 @@ impl AgentStore for InMemoryStore {
     async fn embedding_space(&self) -> Result<Option<EmbeddingSpace>, StoreError> {
         Ok(self.read().embedding.clone())
     }
+
+    async fn store_passage_embeddings(
+        &self,
+        agent: AgentId,
+        embeddings: &[PassageEmbedding],
+    ) -> Result<(), StoreError> {
+        let mut inner = self.write();
+        let fixed = EmbeddingSpace::settle(
+            inner.embedding.clone(),
+            embeddings.iter().map(|e| &e.embedding),
+        )?;
+        inner.embedding = fixed;
+        if let Some(archival) = inner.archival.get_mut(&agent) {
+            for e in embeddings {
+                if let Some(p) = archival
+                    .passages
+                    .iter_mut()
+                    .find(|p| p.id == e.passage && p.embedding.is_none())
+                {
+                    p.embedding = Some(e.embedding.clone());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn clear_embeddings(&self) -> Result<(), StoreError> {
+        let mut inner = self.write();
+        inner.embedding = None;
+        for recall in inner.recall.values_mut() {
+            recall.embeddings.iter_mut().for_each(Vec::clear);
+        }
+        for archival in inner.archival.values_mut() {
+            archival
+                .passages
+                .iter_mut()
+                .for_each(|p| p.embedding = None);
+        }
+        Ok(())
+    }
 }
 
-/// Attaches embeddings to the agent's conversation messages (others are ignored).
+/// Attaches embeddings to the agent's conversation messages (others are ignored; a window
+/// already stored is kept).
 fn set_embeddings(recall: &mut AgentRecall, embeddings: &[MessageEmbedding]) {
     for e in embeddings {
         if let Some(&i) = recall.by_id.get(&e.message)
             && is_conversation(recall.messages[i].kind)
+            && e.window < MAX_MESSAGE_WINDOWS
         {
-            recall.embeddings[i] = Some(e.embedding.vector.clone());
+            let windows = &mut recall.embeddings[i];
+            let w = e.window as usize;
+            if windows.len() <= w {
+                windows.resize(w + 1, Vec::new());
+            }
+            if windows[w].is_empty() {
+                windows[w] = e.embedding.vector.clone();
+            }
         }
     }
 }
@@ -332,7 +383,7 @@ impl RecallStore for InMemoryStore {
                     .messages
                     .iter()
                     .enumerate()
-                    .filter(|(i, m)| recall.embeddings[*i].is_some() && query.admits(m))
+                    .filter(|(i, m)| !recall.embeddings[*i].is_empty() && query.admits(m))
                     .map(|(i, _)| i as CandidateKey)
                     .collect()
             })
@@ -356,7 +407,11 @@ impl RecallStore for InMemoryStore {
                     key,
                     message: recall.messages.get(i)?.clone(),
                     document: recall.documents[i].clone(),
-                    embedding: recall.embeddings[i].clone(),
+                    embeddings: recall.embeddings[i]
+                        .iter()
+                        .filter(|v| !v.is_empty())
+                        .cloned()
+                        .collect(),
                 })
             })
             .collect())
@@ -398,7 +453,7 @@ impl RecallStore for InMemoryStore {
             .messages
             .iter()
             .zip(&recall.embeddings)
-            .filter(|(m, e)| e.is_none() && is_conversation(m.kind))
+            .filter(|(m, e)| e.is_empty() && is_conversation(m.kind))
             .map(|(m, _)| m.clone())
             .take(limit)
             .collect())

@@ -29,8 +29,9 @@ pub use search::search_recall;
 pub use space::EmbeddingSpace;
 pub(crate) use types::json_holds_nul;
 pub use types::{
-    AgentState, ArchivalQuery, Commit, Hit, MessageEmbedding, Page, Passage, PendingApproval,
-    RecallQuery, SearchPage, Summary, SummaryRevision, TAGS_KEY, TimeRange, storable,
+    AgentState, ArchivalQuery, Commit, Hit, MAX_MESSAGE_WINDOWS, MessageEmbedding, Page, Passage,
+    PassageEmbedding, PendingApproval, RecallQuery, SearchPage, Summary, SummaryRevision, TAGS_KEY,
+    TimeRange, storable,
 };
 
 /// Re-exported from [`retrieval`](crate::retrieval): the archival ranking a query asks for.
@@ -102,6 +103,36 @@ pub trait AgentStore: Send + Sync + fmt::Debug {
     /// The embedding model and dimension of every vector the store holds (messages and
     /// passages), fixed by the first one stored; `None` while it holds none.
     async fn embedding_space(&self) -> Result<Option<EmbeddingSpace>, StoreError>;
+
+    /// Stores embeddings of passages committed without one (see
+    /// [`ArchivalStore::unembedded_passages`]): derived data like
+    /// [`AgentStore::store_message_embeddings`], with the same checks. Idempotent; passages
+    /// that already have an embedding, or are unknown, are left alone.
+    ///
+    /// The default refuses with [`StoreError::Unsupported`].
+    async fn store_passage_embeddings(
+        &self,
+        agent: AgentId,
+        embeddings: &[PassageEmbedding],
+    ) -> Result<(), StoreError> {
+        let _ = (agent, embeddings);
+        Err(StoreError::Unsupported(
+            "storing passage embeddings after the fact".into(),
+        ))
+    }
+
+    /// Forgets every embedding the store holds, of every agent's messages and passages, and
+    /// the embedding space with them, in one transaction: the first step of switching to
+    /// another embedding model (`memgpt reindex`), after which every message and passage is
+    /// listed as unembedded and the next vectors stored fix the new space. What the agents
+    /// remember (messages, passages, memory) is untouched; until they are embedded again,
+    /// searches match them by words only.
+    ///
+    /// Processes sharing the store must not be writing embeddings meanwhile. The default
+    /// refuses with [`StoreError::Unsupported`].
+    async fn clear_embeddings(&self) -> Result<(), StoreError> {
+        Err(StoreError::Unsupported("clearing embeddings".into()))
+    }
 
     /// The stored version of an agent, cheaply (the agent loop calls this before every step to
     /// notice that another process advanced the agent).
@@ -257,6 +288,34 @@ pub trait ArchivalStore: Send + Sync + fmt::Debug {
 
     /// How many passages the agent has.
     async fn count_passages(&self, agent: AgentId) -> Result<u64, StoreError>;
+
+    /// Up to `limit` of the agent's passages without an embedding, oldest first (to embed them
+    /// after a change of model: [`AgentStore::store_passage_embeddings`]).
+    ///
+    /// The default pages through [`ArchivalStore::list_passages`].
+    async fn unembedded_passages(
+        &self,
+        agent: AgentId,
+        limit: usize,
+    ) -> Result<Vec<Passage>, StoreError> {
+        let mut out = Vec::new();
+        let size = 500;
+        for number in 0.. {
+            let page = self.list_passages(agent, Page::new(number, size)).await?;
+            let last = !page.has_more() || page.hits.is_empty();
+            out.extend(
+                page.hits
+                    .into_iter()
+                    .map(|h| h.item)
+                    .filter(|p| p.embedding.is_none())
+                    .take(limit - out.len()),
+            );
+            if last || out.len() >= limit {
+                break;
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// The three storage handles an agent works with.

@@ -571,14 +571,35 @@ impl Commit {
     }
 }
 
-/// The embedding of one conversation message, which recall search compares with the query's.
+/// The embedding of one archival passage, stored after the passage itself (re-embedding with
+/// another model: [`AgentStore::store_passage_embeddings`](super::AgentStore::store_passage_embeddings)).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PassageEmbedding {
+    /// The passage.
+    pub passage: PassageId,
+    /// Its embedding.
+    pub embedding: Embedding,
+}
+
+/// The most windows of one message recall storage keeps embeddings of (windows 0 to 31); later
+/// windows of a longer message are not embedded (its words are all still indexed).
+pub const MAX_MESSAGE_WINDOWS: u32 = 32;
+
+/// The embedding of one window of a conversation message, which recall search compares with
+/// the query's.
 ///
 /// Only conversation messages (user and assistant) are embedded; what is embedded is
-/// [`document_text`](crate::retrieval::document_text).
+/// [`document_text`](crate::retrieval::document_text). A message longer than the embedder's
+/// window has one embedding per window ([`Embedder::embed_windows`](crate::embed::Embedder::embed_windows)),
+/// numbered from 0, all stored together; search scores the message by its best window.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MessageEmbedding {
     /// The message.
     pub message: MessageId,
+    /// Which window of the message (0 for the first, and for a message of one window); below
+    /// [`MAX_MESSAGE_WINDOWS`] (stores ignore others).
+    #[serde(default)]
+    pub window: u32,
     /// Its embedding.
     pub embedding: Embedding,
 }
