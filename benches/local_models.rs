@@ -1,5 +1,6 @@
-//! Throughput of the offline models on this machine: the local embedder (sentences/s at batch
-//! 1 and 32) and the local chat model (prompt and generation tokens/s, with and without the
+//! Throughput of the offline models on this machine: the local embedder (ms per text at 16, 128
+//! and 256 tokens and per 300-token chunk, against the previous candle embedder in the same run)
+//! and the local chat model (prompt and generation tokens/s, with and without the
 //! function-call grammar).
 //!
 //! ```text
@@ -17,11 +18,14 @@ use memgpt::builtin::DEFAULT_FUNCTIONS;
 use memgpt::function::FunctionRegistry;
 use memgpt::llm::{ChatMessage, ChatRequest, LlmProvider, ToolChoice};
 use memgpt::local::{LlamaConfig, LlamaProvider};
-use memgpt::local_embed::LocalEmbedder;
-use memgpt::models::{ALL_MINILM_L6_V2, ModelCache, SMOLLM2_135M_INSTRUCT};
+use memgpt::local_embed::{LocalEmbedder, Precision};
+use memgpt::models::{ALL_MINILM_L6_V2, ALL_MPNET_BASE_V2, ModelCache, SMOLLM2_135M_INSTRUCT};
 
+#[path = "../tests/support/candle_embedder.rs"]
+mod candle_embedder;
 #[path = "support/words.rs"]
 mod vocabulary;
+use candle_embedder::CandleEmbedder;
 use vocabulary::WORDS;
 
 fn sentences(n: usize) -> Vec<String> {
@@ -51,6 +55,75 @@ fn per_second(n: usize, elapsed: Duration) -> f64 {
     n as f64 / elapsed.as_secs_f64()
 }
 
+/// `n` texts of about `tokens` wordpieces each (varied words), trimmed with the model's own
+/// tokenizer.
+fn texts_of(embedder: &LocalEmbedder, n: usize, tokens: usize) -> Vec<String> {
+    let mut state = 0x2545_f491u32 ^ tokens as u32;
+    (0..n)
+        .map(|_| {
+            let mut words: Vec<&str> = Vec::new();
+            loop {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                words.push(WORDS[state as usize % WORDS.len()]);
+                let text = words.join(" ");
+                if embedder.count_tokens(&text).unwrap_or(0) + 2 >= tokens {
+                    return text;
+                }
+            }
+        })
+        .collect()
+}
+
+/// 300-token chunks as `memgpt ingest` cuts them (tiktoken), from the NQ-Open gold passages
+/// when ../shared/data is there, else from generated sentences.
+fn chunks_300(n: usize) -> (Vec<String>, &'static str) {
+    use memgpt::tokens::TiktokenCounter;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/data/nq_open/nq-open-oracle.jsonl.gz");
+    let mut text = String::new();
+    let mut source = "generated sentences";
+    if let Ok(file) = std::fs::File::open(&path) {
+        use std::io::BufRead;
+        let reader = std::io::BufReader::new(flate2::read::GzDecoder::new(file));
+        for line in reader.lines().map_while(Result::ok) {
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+                continue;
+            };
+            for c in v["ctxs"].as_array().into_iter().flatten() {
+                text.push_str(c["title"].as_str().unwrap_or_default());
+                text.push('\n');
+                text.push_str(c["text"].as_str().unwrap_or_default());
+                text.push_str("\n\n");
+            }
+            if text.len() > n * 1_600 {
+                source = "NQ-Open gold passages";
+                break;
+            }
+        }
+    }
+    if text.len() < n * 1_600 {
+        text = sentences(n * 12).join(". ");
+        source = "generated sentences";
+    }
+    let counter = TiktokenCounter::for_model("gpt-4o-mini");
+    let mut chunks = memgpt::chunk::chunk_text(&text, 300, &counter);
+    chunks.truncate(n);
+    (chunks, source)
+}
+
+/// Embeds `texts` in one call `rounds` times; the best time per text, in ms.
+fn best_ms(rounds: usize, texts: &[&str], mut run: impl FnMut(&[&str])) -> f64 {
+    (0..rounds)
+        .map(|_| {
+            let started = Instant::now();
+            run(texts);
+            started.elapsed().as_secs_f64() * 1e3 / texts.len() as f64
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
 fn embedder_bench(cache: &ModelCache) {
     let Some(dir) = cache.find(&ALL_MINILM_L6_V2) else {
         println!(
@@ -60,38 +133,78 @@ fn embedder_bench(cache: &ModelCache) {
         return;
     };
     let started = Instant::now();
-    let embedder = LocalEmbedder::from_dir(dir).expect("embedder");
+    let embedder = LocalEmbedder::from_dir(&dir).expect("embedder");
     println!(
-        "\n## Local embedder ({}, 384-d)\n\nload: {:.0} ms\n",
+        "\n## Local embedder ({}, 384-d)\n\nload: {:.0} ms; bf16 kernel: {}\n",
         ALL_MINILM_L6_V2.name,
-        started.elapsed().as_secs_f64() * 1e3
-    );
-    let texts = sentences(256);
-    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let words: usize = texts.iter().map(|t| t.split(' ').count()).sum();
-    println!(
-        "{} sentences of 8-25 words (mean {:.1})\n",
-        texts.len(),
-        words as f64 / texts.len() as f64
-    );
-    println!("| batch | sentences/s | ms per sentence |");
-    println!("|---|---|---|");
-    embedder.embed_blocking(&refs[..8]).expect("warm-up");
-    for batch in [1usize, 32] {
-        let e = embedder.clone().with_batch_size(batch);
-        let started = Instant::now();
-        if batch == 1 {
-            for t in &refs {
-                e.embed_blocking(&[*t]).expect("embed");
-            }
+        started.elapsed().as_secs_f64() * 1e3,
+        if memgpt::local_embed::bf16_available() {
+            "yes (AVX-512 BF16)"
         } else {
-            e.embed_blocking(&refs).expect("embed");
-        }
-        let elapsed = started.elapsed();
+            "no (f32)"
+        },
+    );
+    let f32_embedder = LocalEmbedder::load(&dir, Precision::F32).expect("embedder");
+    let previous = CandleEmbedder::from_dir(&dir).expect("the previous embedder");
+    println!(
+        "Side by side in one run, best of 3, both cores. *previous*: candle's BertModel, batches \
+         of 32 texts of similar length padded to the longest (the embedder until 2026-12-06); \
+         *f32* and *default*: the packed encoder (default: bf16 products where the CPU has AVX-512 \
+         BF16).\n"
+    );
+    println!(
+        "| texts | previous ms/text | f32 ms/text | default ms/text | default texts/s | speed-up |"
+    );
+    println!("|---|---|---|---|---|---|");
+    let (chunks, source) = chunks_300(64);
+    let mut cases: Vec<(String, Vec<String>)> = [16usize, 128, 256]
+        .into_iter()
+        .map(|t| {
+            (
+                format!("{t} tokens"),
+                texts_of(&embedder, if t == 16 { 256 } else { 64 }, t),
+            )
+        })
+        .collect();
+    cases.push((format!("300-token chunks ({source})"), chunks));
+    for (name, texts) in &cases {
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        embedder.embed_blocking(&refs[..4]).expect("warm-up");
+        let old = best_ms(3, &refs, |t| {
+            previous.embed(t).expect("embed");
+        });
+        let f32 = best_ms(3, &refs, |t| {
+            f32_embedder.embed_blocking(t).expect("embed");
+        });
+        let new = best_ms(3, &refs, |t| {
+            embedder.embed_blocking(t).expect("embed");
+        });
         println!(
-            "| {batch} | {:.0} | {:.2} |",
-            per_second(refs.len(), elapsed),
-            elapsed.as_secs_f64() * 1e3 / refs.len() as f64
+            "| {} x {name} | {old:.2} | {f32:.2} | {new:.2} | {:.0} | {:.1}x |",
+            refs.len(),
+            1e3 / new,
+            old / new
+        );
+    }
+    let query = ["Which versions of the tools did I say I was using to start my project?"];
+    let latency = best_ms(10, &query, |t| {
+        embedder.embed_blocking(t).expect("embed");
+    });
+    println!("\nOne query (16 tokens) alone: {latency:.2} ms.");
+    if let Some(dir) = cache.find(&ALL_MPNET_BASE_V2) {
+        let mpnet = LocalEmbedder::from_dir(&dir).expect("mpnet");
+        let (chunks, _) = chunks_300(32);
+        let refs: Vec<&str> = chunks.iter().map(String::as_str).collect();
+        let ms = best_ms(2, &refs, |t| {
+            mpnet.embed_blocking(t).expect("embed");
+        });
+        let latency = best_ms(10, &query, |t| {
+            mpnet.embed_blocking(t).expect("embed");
+        });
+        println!(
+            "\n{} (768-d, 384-token window): {ms:.1} ms per 300-token chunk ({:.1}/s); one query: {latency:.2} ms.",
+            ALL_MPNET_BASE_V2.name,
+            1e3 / ms
         );
     }
 }

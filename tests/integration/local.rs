@@ -1,4 +1,5 @@
-//! The offline path: the local embedder (candle, all-MiniLM-L6-v2) and the local chat model
+//! The offline path: the local embedder (our encoder; all-MiniLM-L6-v2, all-mpnet-base-v2) and
+//! the local chat model
 //! (candle, SmolLM2-135M-Instruct under the function-call grammar) driving real agents with no
 //! network.
 //!
@@ -8,8 +9,11 @@
 
 use std::sync::Arc;
 
-use memgpt::local_embed::LocalEmbedder;
-use memgpt::models::{ALL_MINILM_L6_V2, ModelCache, ModelSpec};
+use memgpt::local_embed::{LocalEmbedder, Precision};
+use memgpt::models::{ALL_MINILM_L6_V2, ALL_MPNET_BASE_V2, ModelCache, ModelSpec};
+
+#[path = "../support/candle_embedder.rs"]
+mod candle_embedder;
 
 /// The folder of `spec` in the test model cache, or `None` (skip) when no cache is configured.
 pub(crate) fn model_dir(spec: &ModelSpec) -> Option<std::path::PathBuf> {
@@ -110,9 +114,114 @@ async fn local_embeddings_do_not_depend_on_the_batch() {
             assert!(max < 1e-5, "batch {batch}: differs by {max}");
         }
     }
-    // Long texts are truncated, not rejected.
+    // Long texts give their first window's vector, not an error.
     let long = "word ".repeat(5_000);
     assert_eq!(embedder.embed_blocking(&[&long]).unwrap()[0].len(), 384);
+}
+
+fn min_cosine(a: &[Vec<f32>], b: &[Vec<f32>]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| dot(x, y))
+        .fold(f32::INFINITY, f32::min)
+}
+
+#[test]
+fn the_encoder_matches_the_previous_candle_embedder() {
+    let Some(dir) = model_dir(&ALL_MINILM_L6_V2) else {
+        return;
+    };
+    let reference = candle_embedder::CandleEmbedder::from_dir(&dir).unwrap();
+    let texts: Vec<String> = (0..24)
+        .map(|i| {
+            format!(
+                "Text {i}: {} Ünïcode, code `fn main() {{}}` and numbers {}.",
+                "the quick brown fox jumps over the lazy dog ".repeat(1 + i % 9),
+                i * 37
+            )
+        })
+        .chain(["".to_owned(), "a".to_owned(), "word ".repeat(400)])
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let want = reference.embed(&refs).unwrap();
+    let exact = LocalEmbedder::load(&dir, Precision::F32).unwrap();
+    let got = exact.embed_blocking(&refs).unwrap();
+    let worst = min_cosine(&want, &got);
+    assert!(worst > 0.999_99, "f32 encoder vs candle: worst cosine {worst}");
+    let fastest = LocalEmbedder::from_dir(&dir).unwrap();
+    let worst = min_cosine(&want, &fastest.embed_blocking(&refs).unwrap());
+    assert!(
+        worst > 0.999,
+        "default precision (bf16 where available) vs candle: worst cosine {worst}"
+    );
+}
+
+#[test]
+fn long_texts_are_embedded_window_by_window() {
+    let Some(dir) = model_dir(&ALL_MINILM_L6_V2) else {
+        return;
+    };
+    let embedder = LocalEmbedder::load(&dir, Precision::F32)
+        .unwrap()
+        .with_max_windows(3);
+    assert_eq!(embedder.max_tokens(), 256);
+    assert_eq!(embedder.window_tokens(), 254, "[CLS] and [SEP] take two");
+    let opening = "Alpaca farming in the Andes is a family business. ".repeat(30);
+    let middle = "Kubernetes pods restart when the liveness probe fails. ".repeat(30);
+    let text = format!("{opening}{middle}");
+    let tokens = embedder.count_tokens(&text).unwrap();
+    assert!(tokens > 254 && tokens <= 3 * 254, "{tokens} tokens");
+    let windows = embedder.embed_windows_blocking(&[&text, "short"]).unwrap();
+    assert_eq!(windows[0].len(), tokens.div_ceil(254));
+    assert_eq!(windows[1].len(), 1);
+    // The first window is what `embed` returns, and each window reads its own part.
+    let first = embedder.embed_blocking(&[&text]).unwrap();
+    assert!(dot(&first[0], &windows[0][0]) > 0.999_99);
+    let probe = embedder
+        .embed_blocking(&["why do my pods keep restarting"])
+        .unwrap();
+    let near: Vec<f32> = windows[0].iter().map(|w| dot(&probe[0], w)).collect();
+    assert!(near[near.len() - 1] > near[0] + 0.2, "{near:?}");
+    // At most `max_windows`.
+    let huge = "word ".repeat(5_000);
+    assert_eq!(embedder.embed_windows_blocking(&[&huge]).unwrap()[0].len(), 3);
+}
+
+#[test]
+fn mpnet_matches_an_independent_reference() {
+    let Some(dir) = model_dir(&ALL_MPNET_BASE_V2) else {
+        return;
+    };
+    let fixture: serde_json::Value = serde_json::from_str(include_str!(
+        "../fixtures/mpnet_reference.json"
+    ))
+    .unwrap();
+    let texts: Vec<&str> = fixture["texts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    let want: Vec<Vec<f32>> = fixture["vectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap() as f32)
+                .collect()
+        })
+        .collect();
+    let exact = LocalEmbedder::load(&dir, Precision::F32).unwrap();
+    assert_eq!(exact.max_tokens(), 384, "sentence_bert_config.json's window");
+    let worst = min_cosine(&want, &exact.embed_blocking(&texts).unwrap());
+    assert!(worst > 0.999_99, "f32 MPNet vs the reference: {worst}");
+    let fastest = LocalEmbedder::from_dir(&dir).unwrap();
+    let worst = min_cosine(&want, &fastest.embed_blocking(&texts).unwrap());
+    assert!(worst > 0.999, "default precision MPNet vs the reference: {worst}");
 }
 
 #[tokio::test]

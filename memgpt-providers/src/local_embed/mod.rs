@@ -1,11 +1,20 @@
-//! A local sentence embedder: BERT-family models (all-MiniLM-L6-v2 by default) run on the CPU
-//! with candle. No network, no API key.
+//! A local sentence embedder: BERT-family sentence encoders (all-MiniLM-L6-v2,
+//! all-mpnet-base-v2) run on the CPU. No network, no API key.
 //!
-//! Texts are tokenized with the model's own `tokenizer.json` (with its fixed 128-token padding
-//! replaced by padding to the longest text of each batch: short texts are ~8x cheaper), run
-//! through the encoder, mean-pooled over real tokens (the attention mask), and L2-normalised,
-//! exactly as sentence-transformers does for this model. Batches are formed from texts of
-//! similar length so little work is spent on padding.
+//! Texts are tokenized with the model's own `tokenizer.json`, run through the encoder, mean-pooled
+//! over their tokens and L2-normalised, exactly as sentence-transformers does for these models.
+//!
+//! **Long texts** are not cut off: a text longer than the model's window
+//! ([`LocalEmbedder::max_tokens`]: 256 tokens for MiniLM, 384 for MPNet) is embedded as several
+//! consecutive windows ([`LocalEmbedder::embed_windows_blocking`], [`Embedder::embed_windows`]),
+//! up to [`LocalEmbedder::with_max_windows`] of them; [`Embedder::embed`] returns the first
+//! window's vector, as sentence-transformers' truncation does.
+//!
+//! **Speed.** The encoder is our own (`encoder.rs`): the windows of a batch are packed end to end
+//! so the dense layers are a few large matrix products with no padding, attention runs per
+//! window and head in parallel, and bias, residual, GELU and layer norm are fused around the
+//! products; both cores work on every batch. BENCHMARKS.md has the figures against the previous
+//! candle-based embedder.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -20,15 +29,18 @@
 //! # Ok(()) }
 //! ```
 
+mod bf16;
+mod encoder;
+mod kernels;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
 use memgpt_core::embed::{EmbedError, Embedder};
-use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+use tokenizers::Tokenizer;
+
+use encoder::{Encoder, EncoderConfig};
 
 /// Why a local embedding model could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -47,39 +59,73 @@ pub enum LocalEmbedError {
     Model(String),
 }
 
-/// Sentence embeddings computed locally with candle (see the [module docs](self)).
+/// The arithmetic of the encoder's large matrix products.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Precision {
+    /// bfloat16 products with f32 sums where the CPU has AVX-512 BF16 (twice as fast; vectors
+    /// within about 1e-3 cosine of f32 ones), f32 elsewhere. The default.
+    #[default]
+    Fastest,
+    /// f32 throughout, on every CPU.
+    F32,
+}
+
+/// Whether this CPU runs the encoder's large products in bfloat16 ([`Precision::Fastest`]).
+pub fn bf16_available() -> bool {
+    bf16::available()
+}
+
+/// Sentence embeddings computed locally (see the [module docs](self)).
 #[derive(Clone)]
 pub struct LocalEmbedder {
     inner: Arc<Inner>,
     model_id: String,
+    max_windows: usize,
+    batch_tokens: usize,
 }
 
 struct Inner {
-    model: BertModel,
+    encoder: Encoder,
     tokenizer: Tokenizer,
-    device: Device,
-    dimension: usize,
-    batch_size: usize,
+    /// Tokens per window, special tokens included.
+    max_tokens: usize,
+    /// The special tokens the tokenizer adds to every window (`[CLS]`, `[SEP]`...).
+    specials: usize,
 }
 
 impl std::fmt::Debug for LocalEmbedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalEmbedder")
             .field("model", &self.model_id)
-            .field("dimension", &self.inner.dimension)
-            .field("batch_size", &self.inner.batch_size)
+            .field("dimension", &self.inner.encoder.hidden())
+            .field("max_tokens", &self.inner.max_tokens)
+            .field("max_windows", &self.max_windows)
             .finish_non_exhaustive()
     }
 }
 
-/// Longest input, in tokens, as sentence-transformers configures all-MiniLM-L6-v2.
-const MAX_TOKENS: usize = 256;
+/// The longest input, in tokens, sentence-transformers gives a model when its folder does not
+/// say (`sentence_bert_config.json`): all-MiniLM-L6-v2's.
+const DEFAULT_MAX_TOKENS: usize = 256;
+
+/// Windows per text by default: about 4,000 tokens of MiniLM, 6,000 of MPNet.
+pub const DEFAULT_MAX_WINDOWS: usize = 16;
+
+/// Tokens run through the encoder at once by default.
+const DEFAULT_BATCH_TOKENS: usize = 4096;
 
 impl LocalEmbedder {
     /// Loads a model from a folder holding `config.json`, `tokenizer.json` and
-    /// `model.safetensors` (a Hugging Face BERT checkpoint). The model id stored with every
-    /// vector is the folder's name; see [`LocalEmbedder::with_model_id`].
+    /// `model.safetensors` (a Hugging Face BERT or MPNet checkpoint), and optionally
+    /// `sentence_bert_config.json` (its `max_seq_length` sets the window). The model id stored
+    /// with every vector is the folder's name; see [`LocalEmbedder::with_model_id`].
     pub fn from_dir(dir: impl AsRef<Path>) -> Result<Self, LocalEmbedError> {
+        Self::load(dir, Precision::default())
+    }
+
+    /// [`LocalEmbedder::from_dir`] with a choice of [`Precision`].
+    pub fn load(dir: impl AsRef<Path>, precision: Precision) -> Result<Self, LocalEmbedError> {
         let dir = dir.as_ref();
         let read = |name: &str| {
             let path = dir.join(name);
@@ -88,28 +134,27 @@ impl LocalEmbedder {
                 message: e.to_string(),
             })
         };
-        let config: Config =
+        let config: EncoderConfig =
             serde_json::from_str(&read("config.json")?).map_err(|e| LocalEmbedError::File {
                 path: dir.join("config.json"),
                 message: e.to_string(),
             })?;
+        let configured = read("sentence_bert_config.json")
+            .ok()
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+            .and_then(|v| v["max_seq_length"].as_u64())
+            .map(|n| n as usize);
         let tokenizer_path = dir.join("tokenizer.json");
         let mut tokenizer =
             Tokenizer::from_file(&tokenizer_path).map_err(|e| LocalEmbedError::File {
                 path: tokenizer_path.clone(),
                 message: e.to_string(),
             })?;
-        // The shipped tokenizer pads every text to 128 tokens; pad per batch instead.
-        tokenizer.with_padding(Some(PaddingParams {
-            strategy: PaddingStrategy::BatchLongest,
-            pad_id: config.pad_token_id as u32,
-            ..PaddingParams::default()
-        }));
+        // The shipped tokenizers pad every text to 128 tokens and truncate it; windows are cut
+        // here instead, and nothing is padded.
+        tokenizer.with_padding(None);
         tokenizer
-            .with_truncation(Some(TruncationParams {
-                max_length: MAX_TOKENS.min(config.max_position_embeddings),
-                ..TruncationParams::default()
-            }))
+            .with_truncation(None)
             .map_err(|e| LocalEmbedError::Model(e.to_string()))?;
         let weights = dir.join("model.safetensors");
         if !weights.is_file() {
@@ -118,27 +163,35 @@ impl LocalEmbedder {
                 message: "not found".into(),
             });
         }
-        let device = Device::Cpu;
-        // SAFETY: the weights file is memory-mapped read-only; like every mmap it must not be
-        // truncated while the model is alive, which the model cache never does (files are
-        // replaced by rename, never rewritten in place).
-        let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], DType::F32, &device) }
-            .map_err(|e| LocalEmbedError::Model(e.to_string()))?;
-        let model =
-            BertModel::load(vb, &config).map_err(|e| LocalEmbedError::Model(e.to_string()))?;
+        let encoder =
+            Encoder::load(&weights, &config, precision).map_err(LocalEmbedError::Model)?;
+        let max_tokens = configured
+            .unwrap_or(DEFAULT_MAX_TOKENS)
+            .min(encoder.max_positions());
+        if max_tokens < 3 {
+            return Err(LocalEmbedError::Model(format!(
+                "a window of {max_tokens} tokens holds no text"
+            )));
+        }
+        let specials = tokenizer
+            .encode("", true)
+            .map_err(|e| LocalEmbedError::Model(e.to_string()))?
+            .get_ids()
+            .len();
         let model_id = dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "local-bert".to_owned());
         Ok(Self {
             inner: Arc::new(Inner {
-                model,
+                encoder,
                 tokenizer,
-                device,
-                dimension: config.hidden_size,
-                batch_size: 32,
+                max_tokens,
+                specials,
             }),
             model_id,
+            max_windows: DEFAULT_MAX_WINDOWS,
+            batch_tokens: DEFAULT_BATCH_TOKENS,
         })
     }
 
@@ -149,70 +202,145 @@ impl LocalEmbedder {
         self
     }
 
-    /// Sets how many texts are run through the model at once (default 32).
-    pub fn with_batch_size(mut self, size: usize) -> Self {
-        if let Some(inner) = Arc::get_mut(&mut self.inner) {
-            inner.batch_size = size.max(1);
-        }
+    /// Sets how many tokens are run through the encoder at once (default 4,096; at least one
+    /// window's worth). Results do not depend on it.
+    pub fn with_batch_tokens(mut self, tokens: usize) -> Self {
+        self.batch_tokens = tokens.max(1);
         self
     }
 
-    /// Embeds texts on the calling thread (blocking; [`Embedder::embed`] runs this on tokio's
-    /// blocking pool).
-    pub fn embed_blocking(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        self.inner.embed(texts)
+    /// Sets how many texts are run through the encoder at once: kept for compatibility, it
+    /// sets a token budget of `size` full windows ([`LocalEmbedder::with_batch_tokens`]).
+    pub fn with_batch_size(self, size: usize) -> Self {
+        let tokens = size.max(1) * self.inner.max_tokens;
+        self.with_batch_tokens(tokens)
     }
-}
 
-impl Inner {
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        // Similar lengths together: padding is wasted work.
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| texts[i].len());
-        let mut out = vec![Vec::new(); texts.len()];
-        for chunk in order.chunks(self.batch_size) {
-            let batch: Vec<&str> = chunk.iter().map(|&i| texts[i]).collect();
-            for (i, vector) in chunk.iter().zip(self.batch(&batch)?) {
-                out[*i] = vector;
+    /// Sets the most windows a long text is embedded as (default [`DEFAULT_MAX_WINDOWS`]; at
+    /// least 1). Text past the last window has no vector (its words are still indexed for text
+    /// search).
+    pub fn with_max_windows(mut self, windows: usize) -> Self {
+        self.max_windows = windows.max(1);
+        self
+    }
+
+    /// The tokens one window holds, special tokens included.
+    pub fn max_tokens(&self) -> usize {
+        self.inner.max_tokens
+    }
+
+    /// The tokens of text one window holds (special tokens excluded).
+    pub fn window_tokens(&self) -> usize {
+        self.inner
+            .max_tokens
+            .saturating_sub(self.inner.specials)
+            .max(1)
+    }
+
+    /// How many tokens the model's tokenizer makes of `text`, special tokens excluded.
+    pub fn count_tokens(&self, text: &str) -> Result<usize, EmbedError> {
+        let encoding = self
+            .inner
+            .tokenizer
+            .encode(text, false)
+            .map_err(|e| failed(&e))?;
+        Ok(encoding.get_ids().len())
+    }
+
+    /// Embeds texts on the calling thread (blocking; [`Embedder::embed`] runs this on tokio's
+    /// blocking pool): each text's first window.
+    pub fn embed_blocking(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let windows = self.windows(texts, 1)?;
+        let mut vectors = self.run(&windows)?;
+        Ok(texts
+            .iter()
+            .enumerate()
+            .map(|(i, _)| std::mem::take(&mut vectors[i]))
+            .collect())
+    }
+
+    /// Embeds texts on the calling thread: every window of each text (at most
+    /// [`LocalEmbedder::with_max_windows`]), in order.
+    pub fn embed_windows_blocking(&self, texts: &[&str]) -> Result<Vec<Vec<Vec<f32>>>, EmbedError> {
+        let windows = self.windows(texts, self.max_windows)?;
+        let mut vectors = self.run(&windows)?.into_iter();
+        let mut out: Vec<Vec<Vec<f32>>> = vec![Vec::new(); texts.len()];
+        for (text, _) in &windows {
+            if let Some(v) = vectors.next() {
+                out[*text].push(v);
             }
         }
         Ok(out)
     }
 
-    fn batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let failed = |e: &dyn std::fmt::Display| EmbedError::Permanent {
-            message: format!("local embedding failed: {e}"),
-        };
+    /// The token windows of `texts`: `(text index, ids with special tokens)`, at most `max` per
+    /// text, in text order.
+    fn windows(&self, texts: &[&str], max: usize) -> Result<Vec<(usize, Vec<u32>)>, EmbedError> {
         let encodings = self
+            .inner
             .tokenizer
             .encode_batch(texts.to_vec(), true)
             .map_err(|e| failed(&e))?;
-        let len = encodings.first().map_or(0, |e| e.get_ids().len());
-        let n = encodings.len();
-        let mut ids = Vec::with_capacity(n * len);
-        let mut mask = Vec::with_capacity(n * len);
-        for encoding in &encodings {
-            ids.extend_from_slice(encoding.get_ids());
-            mask.extend_from_slice(encoding.get_attention_mask());
+        let mut out = Vec::with_capacity(texts.len());
+        for (t, encoding) in encodings.iter().enumerate() {
+            let ids = encoding.get_ids();
+            let special = encoding.get_special_tokens_mask();
+            let lead = special.iter().take_while(|&&s| s == 1).count();
+            let trail = special[lead..]
+                .iter()
+                .rev()
+                .take_while(|&&s| s == 1)
+                .count();
+            let (head, body, tail) = (
+                &ids[..lead],
+                &ids[lead..ids.len() - trail],
+                &ids[ids.len() - trail..],
+            );
+            let room = self.inner.max_tokens.saturating_sub(lead + trail).max(1);
+            let pieces: Vec<&[u32]> = if body.is_empty() {
+                vec![body]
+            } else {
+                body.chunks(room).take(max).collect()
+            };
+            for piece in pieces {
+                let mut window = Vec::with_capacity(piece.len() + lead + trail);
+                window.extend_from_slice(head);
+                window.extend_from_slice(piece);
+                window.extend_from_slice(tail);
+                out.push((t, window));
+            }
         }
-        let run = || -> candle_core::Result<Vec<Vec<f32>>> {
-            let ids = Tensor::from_vec(ids, (n, len), &self.device)?;
-            let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
-            let token_types = ids.zeros_like()?;
-            let hidden = self.model.forward(&ids, &token_types, Some(&mask))?;
-            // Mean over real tokens, then unit length.
-            let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-            let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
-            let counts = mask.sum(1)?.clamp(1e-9f32, f32::MAX)?;
-            let mean = summed.broadcast_div(&counts)?;
-            let norms = mean
-                .sqr()?
-                .sum_keepdim(1)?
-                .sqrt()?
-                .clamp(1e-12f32, f32::MAX)?;
-            mean.broadcast_div(&norms)?.to_vec2::<f32>()
-        };
-        run().map_err(|e| failed(&e))
+        Ok(out)
+    }
+
+    /// Runs windows through the encoder in batches of about `batch_tokens` tokens; vectors in
+    /// window order.
+    fn run(&self, windows: &[(usize, Vec<u32>)]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let mut out = Vec::with_capacity(windows.len());
+        let mut start = 0;
+        while start < windows.len() {
+            let mut end = start;
+            let mut tokens = 0;
+            while end < windows.len()
+                && (end == start || tokens + windows[end].1.len() <= self.batch_tokens)
+            {
+                tokens += windows[end].1.len();
+                end += 1;
+            }
+            let batch: Vec<&[u32]> = windows[start..end]
+                .iter()
+                .map(|(_, w)| w.as_slice())
+                .collect();
+            out.extend(self.inner.encoder.embed(&batch).map_err(|e| failed(&e))?);
+            start = end;
+        }
+        Ok(out)
+    }
+}
+
+fn failed(e: &dyn std::fmt::Display) -> EmbedError {
+    EmbedError::Permanent {
+        message: format!("local embedding failed: {e}"),
     }
 }
 
@@ -223,19 +351,45 @@ impl Embedder for LocalEmbedder {
     }
 
     fn dimension(&self) -> usize {
-        self.inner.dimension
+        self.inner.encoder.hidden()
     }
 
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let inner = Arc::clone(&self.inner);
+        let this = self.clone();
         let texts = texts.to_vec();
-        tokio::task::spawn_blocking(move || {
+        blocking(move || {
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            inner.embed(&refs)
+            this.embed_blocking(&refs)
         })
+        .await
+    }
+
+    fn window_tokens(&self) -> Option<usize> {
+        Some(LocalEmbedder::window_tokens(self))
+    }
+
+    fn count_tokens(&self, text: &str) -> Option<usize> {
+        LocalEmbedder::count_tokens(self, text).ok()
+    }
+
+    async fn embed_windows(&self, texts: &[String]) -> Result<Vec<Vec<Vec<f32>>>, EmbedError> {
+        let this = self.clone();
+        let texts = texts.to_vec();
+        blocking(move || {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            this.embed_windows_blocking(&refs)
+        })
+        .await
+    }
+}
+
+/// Runs embedding work on tokio's blocking pool.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, EmbedError> + Send + 'static,
+) -> Result<T, EmbedError> {
+    tokio::task::spawn_blocking(work)
         .await
         .map_err(|e| EmbedError::Permanent {
             message: format!("local embedding task failed: {e}"),
         })?
-    }
 }

