@@ -9,6 +9,8 @@ use anyhow::{Context, Result, bail};
 pub struct Args {
     pub command: String,
     pub data: Option<PathBuf>,
+    /// BEAM chats (a folder such as `chats/500K`) for the retrieval harness.
+    pub beam: Option<PathBuf>,
     pub limit: Option<usize>,
     pub seed: u64,
     pub jobs: usize,
@@ -52,6 +54,7 @@ impl Args {
             };
             match name.as_str() {
                 "--data" => out.data = Some(take()?.into()),
+                "--beam" => out.beam = Some(take()?.into()),
                 "--limit" => out.limit = Some(number(&take()?, "--limit")?),
                 "--seed" => out.seed = number(&take()?, "--seed")?,
                 "--jobs" => out.jobs = number::<usize>(&take()?, "--jobs")?.max(1),
@@ -133,11 +136,22 @@ impl Args {
     /// the sample and `extra` (harness settings). Result files remember it, and a run with
     /// another fingerprint never reuses their lines.
     pub fn fingerprint(&self, data: &Path, extra: serde_json::Value) -> Result<serde_json::Value> {
+        self.fingerprint_files(&[data.to_owned()], extra)
+    }
+
+    /// [`Args::fingerprint`] of data spread over several files (their contents, in order).
+    pub fn fingerprint_files(
+        &self,
+        files: &[PathBuf],
+        extra: serde_json::Value,
+    ) -> Result<serde_json::Value> {
         use sha2::Digest;
         let mut hasher = sha2::Sha256::new();
-        let mut file =
-            std::fs::File::open(data).with_context(|| format!("reading {}", data.display()))?;
-        std::io::copy(&mut file, &mut hasher)?;
+        for data in files {
+            let mut file =
+                std::fs::File::open(data).with_context(|| format!("reading {}", data.display()))?;
+            std::io::copy(&mut file, &mut hasher)?;
+        }
         let digest: String = hasher
             .finalize()
             .iter()

@@ -237,6 +237,204 @@ fn conversation(sample: &Value) -> Result<Conversation> {
     })
 }
 
+// ---- BEAM ----
+
+/// One BEAM chat (github `mohammadtavakoli78/BEAM`, `chats/<size>/<n>/`): a user talking with
+/// an assistant over several sessions, with probing questions whose evidence is message ids.
+#[derive(Clone, Debug)]
+pub struct BeamChat {
+    /// `<size>/<n>`, e.g. `500K/3`.
+    pub id: String,
+    pub sessions: Vec<BeamSession>,
+    pub questions: Vec<BeamQuestion>,
+}
+
+/// One batch of a BEAM chat: a session, dated by the time anchor of its first message.
+#[derive(Clone, Debug)]
+pub struct BeamSession {
+    pub date: Option<DateTime<Utc>>,
+    pub messages: Vec<BeamMessage>,
+}
+
+/// One message of a BEAM chat.
+#[derive(Clone, Debug)]
+pub struct BeamMessage {
+    /// The message id (unique in its chat), as the questions' evidence names it.
+    pub id: String,
+    /// Whether the user (not the assistant) wrote it.
+    pub from_user: bool,
+    /// The text, without the generator's trailing index marker (`->-> 1,3`).
+    pub content: String,
+}
+
+/// One probing question with evidence.
+#[derive(Clone, Debug)]
+pub struct BeamQuestion {
+    /// Its type (`information_extraction`, `knowledge_update`...).
+    pub kind: String,
+    pub question: String,
+    /// The evidence message ids (`source_chat_ids`, flattened).
+    pub evidence: Vec<String>,
+}
+
+/// Parses BEAM's time anchors, e.g. `March-15-2024`.
+pub fn parse_beam_date(text: &str) -> Option<DateTime<Utc>> {
+    chrono::NaiveDate::parse_from_str(text.trim(), "%B-%d-%Y")
+        .ok()
+        .and_then(|d| d.and_hms_opt(9, 0, 0))
+        .map(|d| d.and_utc())
+}
+
+/// A BEAM user message without the generator's index marker (`... ->-> 1,3`), which says
+/// where in the plan the message came from and is not part of what the user wrote.
+pub fn strip_beam_marker(content: &str) -> &str {
+    match content.rfind("->->") {
+        Some(at) => content[..at].trim_end(),
+        None => content,
+    }
+}
+
+/// Reads the BEAM chats under `dir`: either one chat folder (holding `chat.json` and
+/// `probing_questions/probing_questions.json`) or a folder of them (`chats/500K`), in numeric
+/// order. Chat folders without `chat.json` are skipped with a note (the snapshot lacks the
+/// largest files). `abstention` questions have no evidence and are left out.
+pub fn beam(dir: &Path) -> Result<Vec<BeamChat>> {
+    if dir.join("chat.json").is_file() {
+        return Ok(vec![beam_chat(dir)?]);
+    }
+    let mut folders: Vec<(u64, std::path::PathBuf)> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| {
+            let n = e.file_name().to_str()?.parse().ok()?;
+            Some((n, e.path()))
+        })
+        .collect();
+    folders.sort();
+    let mut chats = Vec::new();
+    for (_, folder) in folders {
+        if !folder.join("chat.json").is_file() {
+            eprintln!("note: {} has no chat.json; skipped", folder.display());
+            continue;
+        }
+        chats.push(beam_chat(&folder)?);
+    }
+    if chats.is_empty() {
+        bail!(
+            "{} holds no BEAM chat (folders <n>/ with chat.json, as in BEAM's chats/500K)",
+            dir.display()
+        );
+    }
+    Ok(chats)
+}
+
+fn beam_chat(folder: &Path) -> Result<BeamChat> {
+    let id = {
+        let mut parts = folder.iter().rev().take(2).collect::<Vec<_>>();
+        parts.reverse();
+        parts
+            .iter()
+            .map(|p| p.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    let chat_path = folder.join("chat.json");
+    let batches: Value = serde_json::from_reader(reader(&chat_path)?)
+        .with_context(|| format!("{} is not JSON", chat_path.display()))?;
+    let Value::Array(batches) = batches else {
+        bail!("{}: expected a JSON array of batches", chat_path.display());
+    };
+    let mut sessions = Vec::new();
+    for batch in &batches {
+        let turns = batch["turns"]
+            .as_array()
+            .with_context(|| format!("{}: a batch without turns", chat_path.display()))?;
+        let messages: Vec<&Value> = turns
+            .iter()
+            .flat_map(|t| t.as_array().into_iter().flatten())
+            .collect();
+        let anchor = batch["time_anchor"].as_str().or_else(|| {
+            messages
+                .iter()
+                .find_map(|m| m.get("time_anchor").and_then(Value::as_str))
+        });
+        let messages = messages
+            .into_iter()
+            .map(|m| {
+                let id = match &m["id"] {
+                    Value::Number(n) => n.to_string(),
+                    Value::String(s) => s.clone(),
+                    other => bail!("{}: a message id {other}", chat_path.display()),
+                };
+                let from_user = match m["role"].as_str() {
+                    Some("user") => true,
+                    Some("assistant") => false,
+                    other => bail!("{}: message {id} has role {other:?}", chat_path.display()),
+                };
+                let content = m["content"].as_str().unwrap_or_default();
+                let content = if from_user {
+                    strip_beam_marker(content)
+                } else {
+                    content
+                };
+                Ok(BeamMessage {
+                    id,
+                    from_user,
+                    content: content.to_owned(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        sessions.push(BeamSession {
+            date: anchor.and_then(parse_beam_date),
+            messages,
+        });
+    }
+    let questions_path = folder.join("probing_questions/probing_questions.json");
+    let by_kind: Value = serde_json::from_reader(reader(&questions_path)?)
+        .with_context(|| format!("{} is not JSON", questions_path.display()))?;
+    let Value::Object(by_kind) = by_kind else {
+        bail!(
+            "{}: expected an object of question types",
+            questions_path.display()
+        );
+    };
+    let mut questions = Vec::new();
+    for (kind, list) in &by_kind {
+        if kind == "abstention" {
+            continue;
+        }
+        for q in list.as_array().into_iter().flatten() {
+            let mut evidence = Vec::new();
+            flatten_ids(&q["source_chat_ids"], &mut evidence);
+            evidence.sort();
+            evidence.dedup();
+            questions.push(BeamQuestion {
+                kind: kind.clone(),
+                question: q["question"].as_str().unwrap_or_default().to_owned(),
+                evidence,
+            });
+        }
+    }
+    Ok(BeamChat {
+        id,
+        sessions,
+        questions,
+    })
+}
+
+/// Message ids anywhere in `value`: a number, a list, or an object of lists
+/// (`{"first_statement": [58], "second_statement": [24]}`).
+fn flatten_ids(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Number(n) => out.push(n.to_string()),
+        Value::String(s) if !s.trim().is_empty() => out.push(s.trim().to_owned()),
+        Value::Array(items) => items.iter().for_each(|v| flatten_ids(v, out)),
+        Value::Object(map) => map.values().for_each(|v| flatten_ids(v, out)),
+        _ => {}
+    }
+}
+
 // ---- Nested KV ----
 
 /// One example of `kv-retrieval-140_keys.jsonl.gz`.
@@ -334,5 +532,57 @@ mod tests {
         assert_eq!(c.questions[0].answer, "2022");
         assert_eq!(c.questions[1].answer, "Not mentioned in the conversation");
         assert_eq!(c.facts, [(1, "A".to_owned(), "A likes cats.".to_owned())]);
+    }
+    #[test]
+    fn a_beam_chat_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let chat = dir.path().join("500K").join("7");
+        std::fs::create_dir_all(chat.join("probing_questions")).unwrap();
+        std::fs::write(
+            chat.join("chat.json"),
+            r#"[{"batch_number": 1, "time_anchor": null, "turns": [
+                  [{"role": "user", "id": 0, "time_anchor": "March-15-2024", "content": "I use Redis 7 ->-> 1,1"},
+                   {"role": "assistant", "id": 1, "content": "Noted."}],
+                  [{"role": "user", "id": 2, "content": "And port 6380."}]]},
+                {"batch_number": 2, "time_anchor": "April-02-2024", "turns": [
+                  [{"role": "assistant", "id": 3, "content": "Welcome back ->-> not a marker of mine"}]]}]"#,
+        )
+        .unwrap();
+        std::fs::write(
+            chat.join("probing_questions/probing_questions.json"),
+            r#"{"abstention": [{"question": "x?"}],
+                "knowledge_update": [{"question": "Which port?", "source_chat_ids": {"first": [2], "second": [0, 2]}}],
+                "summarization": [{"question": "Sum up?", "source_chat_ids": [[0, 1], 3]}]}"#,
+        )
+        .unwrap();
+        // A folder of chats, one of them without chat.json (skipped).
+        std::fs::create_dir_all(dir.path().join("500K").join("8")).unwrap();
+        let chats = beam(&dir.path().join("500K")).unwrap();
+        assert_eq!(chats.len(), 1);
+        let c = &chats[0];
+        assert_eq!(c.id, "500K/7");
+        assert_eq!(c.sessions.len(), 2);
+        let first = &c.sessions[0];
+        assert_eq!(
+            first.date.unwrap().to_rfc3339(),
+            "2024-03-15T09:00:00+00:00"
+        );
+        assert_eq!(first.messages[0].content, "I use Redis 7");
+        assert!(first.messages[0].from_user && !first.messages[1].from_user);
+        assert_eq!(
+            c.sessions[1].date.unwrap().to_rfc3339(),
+            "2024-04-02T09:00:00+00:00"
+        );
+        assert_eq!(
+            c.sessions[1].messages[0].content, "Welcome back ->-> not a marker of mine",
+            "only user messages carry the marker"
+        );
+        assert_eq!(c.questions.len(), 2, "abstention left out");
+        assert_eq!(c.questions[0].evidence, ["0", "2"]);
+        assert_eq!(c.questions[1].evidence, ["0", "1", "3"]);
+        assert!(
+            beam(dir.path()).is_err(),
+            "no chat folder directly under it"
+        );
     }
 }

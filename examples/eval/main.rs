@@ -55,13 +55,15 @@ harnesses:
   doc-qa             NaturalQuestions-Open over archival storage: fixed-context top-K vs MemGPT
   doc-qa-retrieval   offline: retriever recall@K of the gold passage (BM25, vector, hybrid)
   locomo             deep memory retrieval on LoCoMo: recursive summary vs MemGPT
-  locomo-retrieval   offline: evidence recall@5/@10 of conversation search (BM25, vector, hybrid)
+  locomo-retrieval   offline: evidence recall@5/@10 of conversation search on LoCoMo (--data) and
+                     BEAM chats (--beam DIR), next to plain BM25 over single messages
   opener             conversation opener, scored by persona similarity (CSIM)
   embeddings         writes real MiniLM embeddings of the data as .fvecs (storage benchmark)
 
 options:
   --data PATH        input file (default: ../shared/data/...)
-  --limit N          first N items only
+  --beam DIR         locomo-retrieval: BEAM chats (e.g. BEAM's chats/500K); alone, BEAM only
+  --limit N          first N items only (locomo-retrieval: first N conversations per family)
   --seed N           with --limit: a seeded random sample instead of the first N
   --jobs N           items run concurrently (default 1)
   --out DIR          results folder (default target/eval)

@@ -314,7 +314,7 @@ async fn locomo_retrieval_reports_recall_per_category_and_the_overall_line() {
     let markdown = crate::locomo_retrieval::run(&a).await.unwrap();
     let last = markdown.lines().last().unwrap();
     assert!(
-        last.starts_with("overall conversation_search recall@10 = "),
+        last.starts_with("locomo: overall conversation_search recall@10 = "),
         "{markdown}"
     );
     assert!(
@@ -333,6 +333,68 @@ async fn locomo_retrieval_reports_recall_per_category_and_the_overall_line() {
         .as_f64()
         .unwrap();
     assert_eq!(q, 1.0);
+}
+
+/// One BEAM chat folder (`<dir>/1`): two dated batches, a knowledge-update question whose
+/// evidence is spread over two dicts and an abstention question (no evidence, skipped).
+fn beam_data(dir: &Path) -> std::path::PathBuf {
+    let chat = dir.join("1");
+    std::fs::create_dir_all(chat.join("probing_questions")).unwrap();
+    let chat_json = json!([
+        {"batch_number": 1, "time_anchor": "March-01-2024", "turns": [[
+            {"role": "user", "id": 0, "content": "My cluster runs Redis 7 on port 6379 ->-> 1,1"},
+            {"role": "assistant", "id": 1, "content": "Noted: Redis 7, port 6379."},
+            {"role": "user", "id": 2, "content": "I also deploy with Helm charts."},
+            {"role": "assistant", "id": 3, "content": "Helm works well for that."}
+        ]]},
+        {"batch_number": 2, "time_anchor": "April-02-2024", "turns": [[
+            {"role": "user", "id": 4, "content": "We moved Redis to port 6380 last week."},
+            {"role": "assistant", "id": 5, "content": "Updated: port 6380."}
+        ]]}
+    ]);
+    std::fs::write(chat.join("chat.json"), chat_json.to_string()).unwrap();
+    let questions = json!({
+        "abstention": [{"question": "Which database did I drop?"}],
+        "knowledge_update": [{"question": "Which port does my Redis use now?",
+                              "source_chat_ids": {"original_info": [0], "updated_info": [4]}}]
+    });
+    std::fs::write(
+        chat.join("probing_questions/probing_questions.json"),
+        questions.to_string(),
+    )
+    .unwrap();
+    dir.to_path_buf()
+}
+
+#[tokio::test]
+async fn beam_chats_are_a_second_family_with_their_floor() {
+    let server = FakeOpenAi::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let dir = beam_data(data.path());
+    let a = args(
+        "locomo-retrieval",
+        out.path(),
+        Some(&server),
+        &["--beam", dir.to_str().unwrap()],
+    );
+    let markdown = crate::locomo_retrieval::run(&a).await.unwrap();
+    assert!(markdown.starts_with("## BEAM evidence recall"), "{markdown}");
+    assert!(markdown.contains("floor @10"), "{markdown}");
+    assert!(markdown.contains("knowledge_update"), "{markdown}");
+    let last = markdown.lines().last().unwrap();
+    assert!(
+        last.starts_with("beam: overall conversation_search recall@10 = "),
+        "{markdown}"
+    );
+    let s = summary(out.path(), "beam-retrieval");
+    assert_eq!(s["family"], "beam");
+    assert_eq!(s["skipped"], 0, "abstention questions never enter: {s}");
+    let all = s["rows"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(all["questions"], 1);
+    // Six messages: two pages of five hold them all, whatever the ranking.
+    assert_eq!(all["recall@10"], 1.0, "{all}");
+    assert_eq!(s["below_floor"].as_array().unwrap().len(), 0);
 }
 
 #[tokio::test]
