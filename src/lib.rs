@@ -94,8 +94,8 @@ pub use memgpt_core::{
     Agent, AgentBuilder, AgentConfig, ContextStats, Error, ErrorKind, Event, EvictionPolicy,
     LoopStyle, MainContext, MemoryBlock, PaperPolicy, QueueManager, Result, StepRecord, StopReason,
     WorkingContext, agent, agent_file, builtin, chrono, chunk, config, context, embed, function,
-    ids, llm, memgpt_fn, memory, message, queue, register_policy, retrieval, rules, store,
-    summarizer, testing, time, tokens,
+    ids, indexing, llm, memgpt_fn, memory, message, queue, register_policy, retrieval, rules,
+    store, summarizer, testing, time, tokens,
 };
 
 /// Storage backends: SQLite, tantivy, usearch, PostgreSQL, chosen by feature and URL.

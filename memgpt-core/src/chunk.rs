@@ -1,6 +1,79 @@
 //! Splitting long text into passages for archival storage.
 
+use std::fmt;
+
+use crate::embed::Embedder;
 use crate::tokens::TokenCounter;
+
+/// Counts a passage's tokens so that chunking at `max_tokens` keeps every chunk within both
+/// budgets: `max_tokens` of the agent's own tokens (what the passage costs in a prompt) and
+/// the embedder's window ([`Embedder::window_tokens`], in the embedder's tokens), so that every
+/// word of a passage is embedded. A text's count is the larger of its count in the agent's
+/// tokens and its count in the embedder's tokens scaled to `max_tokens`. Without an embedder,
+/// or one that does not know its window, it counts like `counter`.
+///
+/// ```
+/// use memgpt_core::chunk::{PassageBudget, chunk_text};
+/// use memgpt_core::embed::HashingEmbedder;
+/// use memgpt_core::tokens::TiktokenCounter;
+///
+/// let counter = TiktokenCounter::cl100k();
+/// let embedder = HashingEmbedder::new(64);
+/// let budget = PassageBudget::new(&counter, Some(&embedder), 300);
+/// let chunks = chunk_text("Short notes fit in one passage.", 300, &budget);
+/// assert_eq!(chunks.len(), 1);
+/// ```
+pub struct PassageBudget<'a> {
+    counter: &'a dyn TokenCounter,
+    /// The embedder and its window, when it reads fewer tokens than `max_tokens` may hold.
+    window: Option<(&'a dyn Embedder, usize)>,
+    max_tokens: usize,
+}
+
+impl<'a> PassageBudget<'a> {
+    /// The budget of passages of at most `max_tokens` of `counter`'s tokens, embedded by
+    /// `embedder`.
+    pub fn new(
+        counter: &'a dyn TokenCounter,
+        embedder: Option<&'a dyn Embedder>,
+        max_tokens: usize,
+    ) -> Self {
+        let window = embedder.and_then(|e| {
+            let window = e.window_tokens()?;
+            // Only an embedder that can count its own tokens can be held to its window.
+            e.count_tokens("")?;
+            Some((e, window.max(1)))
+        });
+        Self {
+            counter,
+            window,
+            max_tokens: max_tokens.max(1),
+        }
+    }
+}
+
+impl fmt::Debug for PassageBudget<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PassageBudget")
+            .field("counter", &self.counter)
+            .field("window", &self.window.map(|(_, w)| w))
+            .field("max_tokens", &self.max_tokens)
+            .finish()
+    }
+}
+
+impl TokenCounter for PassageBudget<'_> {
+    fn count_text(&self, text: &str) -> usize {
+        let own = self.counter.count_text(text);
+        let Some((embedder, window)) = self.window else {
+            return own;
+        };
+        let theirs = embedder.count_tokens(text).unwrap_or(0);
+        // theirs <= window  <=>  scaled <= max_tokens
+        let scaled = theirs.saturating_mul(self.max_tokens).div_ceil(window);
+        own.max(scaled)
+    }
+}
 
 /// Splits `text` into chunks of at most `max_tokens` tokens, preferring to cut between
 /// paragraphs, then between sentences, then between words. Whitespace-only input gives no chunks.
@@ -286,6 +359,55 @@ fn split_chars_exactly(word: &str, max_tokens: usize, counter: &dyn TokenCounter
 mod tests {
     use super::*;
     use crate::tokens::TiktokenCounter;
+
+    /// Counts words and reads windows of `window` words.
+    #[derive(Debug)]
+    struct WordWindows {
+        window: usize,
+    }
+
+    #[async_trait::async_trait]
+    impl Embedder for WordWindows {
+        fn model(&self) -> &str {
+            "words"
+        }
+        fn dimension(&self) -> usize {
+            1
+        }
+        async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, crate::embed::EmbedError> {
+            Ok(texts.iter().map(|_| vec![1.0]).collect())
+        }
+        fn window_tokens(&self) -> Option<usize> {
+            Some(self.window)
+        }
+        fn count_tokens(&self, text: &str) -> Option<usize> {
+            Some(text.split_whitespace().count())
+        }
+    }
+
+    #[test]
+    fn passages_fit_the_embedders_window_and_the_agents_budget() {
+        let counter = TiktokenCounter::cl100k();
+        let text = "Sentences of seven words each go here. ".repeat(60);
+        // The embedder reads 20 words: 300 agent tokens would overflow it.
+        let small = WordWindows { window: 20 };
+        let budget = PassageBudget::new(&counter, Some(&small), 300);
+        let chunks = chunk_text(&text, 300, &budget);
+        assert!(chunks.len() >= 21, "{} chunks", chunks.len());
+        for chunk in &chunks {
+            assert!(chunk.split_whitespace().count() <= 20, "{chunk}");
+        }
+        // A window larger than the budget changes nothing: the agent's budget binds.
+        let large = WordWindows { window: 100_000 };
+        let budget = PassageBudget::new(&counter, Some(&large), 30);
+        assert_eq!(
+            chunk_text(&text, 30, &budget),
+            chunk_text(&text, 30, &counter)
+        );
+        // No embedder: the agent's count.
+        let plain = PassageBudget::new(&counter, None, 30);
+        assert_eq!(plain.count_text(&text), counter.count_text(&text));
+    }
 
     #[test]
     fn every_chunk_respects_the_limit_and_nothing_is_lost() {

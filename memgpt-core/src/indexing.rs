@@ -13,7 +13,9 @@ use crate::embed::{EmbedError, Embedder, Embedding};
 use crate::ids::AgentId;
 use crate::message::Message;
 use crate::retrieval::{document_text, is_conversation};
-use crate::store::{MAX_MESSAGE_WINDOWS, MessageEmbedding, Storage, StoreError};
+use crate::store::{
+    AgentState, MAX_MESSAGE_WINDOWS, MessageEmbedding, PassageEmbedding, Storage, StoreError,
+};
 
 /// Messages embedded per embedder call.
 pub(crate) const EMBED_BATCH: usize = 64;
@@ -77,6 +79,15 @@ pub(crate) async fn embed_messages(
     Ok(out)
 }
 
+impl From<IndexingError> for crate::Error {
+    fn from(e: IndexingError) -> Self {
+        match e {
+            IndexingError::Embed(e) => crate::Error::Embed(e),
+            IndexingError::Store(e) => crate::Error::Store(e),
+        }
+    }
+}
+
 /// Embeds and stores up to `limit` of the agent's unembedded conversation messages, oldest
 /// first. Returns how many were embedded and whether some are still missing.
 pub(crate) async fn embed_pending(
@@ -114,4 +125,147 @@ pub(crate) async fn embed_pending(
         .await?
         .is_empty();
     Ok((done, more))
+}
+
+/// What [`reindex_store`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReindexReport {
+    /// Whether the store held vectors of another model, which were forgotten first.
+    pub cleared: bool,
+    /// The agents visited.
+    pub agents: usize,
+    /// Messages embedded by this run.
+    pub messages: usize,
+    /// Passages embedded by this run.
+    pub passages: usize,
+}
+
+/// Progress of [`reindex_store`]: after each batch, the agent and how many of its messages and
+/// passages this run has embedded so far.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct ReindexProgress<'a> {
+    /// The agent being embedded.
+    pub agent: &'a AgentState,
+    /// Its messages embedded so far by this run.
+    pub messages: usize,
+    /// Its passages embedded so far by this run.
+    pub passages: usize,
+}
+
+/// Embeds every agent's messages and passages in `storage` with `embedder`, in place.
+///
+/// When the store holds vectors of another model or dimension, they are all forgotten first
+/// ([`AgentStore::clear_embeddings`](crate::store::AgentStore::clear_embeddings), one
+/// transaction); then whatever has no vector is embedded, batch by batch, each batch stored
+/// as it is done. An interrupted run loses at most one batch of work: run it again and it
+/// continues where it stopped (the store's vectors are then of `embedder`'s model, so nothing
+/// is cleared twice). What the agents remember is never touched; until their messages are
+/// embedded again, searches match them by words. Processes using the store must not write
+/// embeddings meanwhile.
+///
+/// ```
+/// # async fn demo() -> memgpt_core::Result<()> {
+/// use std::sync::Arc;
+/// use memgpt_core::embed::HashingEmbedder;
+/// use memgpt_core::indexing::reindex_store;
+/// use memgpt_core::store::{InMemoryStore, Storage};
+///
+/// let storage = Storage::from_store(Arc::new(InMemoryStore::new()));
+/// let report = reindex_store(&storage, &HashingEmbedder::new(64), &mut |p| {
+///     println!("{}: {} messages, {} passages", p.agent.name, p.messages, p.passages)
+/// })
+/// .await?;
+/// println!("{} agents, {} messages re-embedded", report.agents, report.messages);
+/// # Ok(())
+/// # }
+/// ```
+pub async fn reindex_store(
+    storage: &Storage,
+    embedder: &dyn Embedder,
+    progress: &mut (dyn FnMut(ReindexProgress<'_>) + Send),
+) -> crate::Result<ReindexReport> {
+    let mut report = ReindexReport::default();
+    if let Some(space) = storage.agents.embedding_space().await?
+        && space
+            .check_model(embedder.model(), embedder.dimension())
+            .is_err()
+    {
+        tracing::info!(
+            from = %space.model,
+            to = embedder.model(),
+            "forgetting the store's embeddings before re-embedding"
+        );
+        storage.agents.clear_embeddings().await?;
+        report.cleared = true;
+    }
+    for agent in storage.agents.list_agents().await? {
+        report.agents += 1;
+        let (mut messages, mut passages) = (0usize, 0usize);
+        loop {
+            let (done, more) = embed_pending(storage, embedder, agent.id, EMBED_BATCH)
+                .await
+                .map_err(crate::Error::from)?;
+            messages += done;
+            progress(ReindexProgress {
+                agent: &agent,
+                messages,
+                passages,
+            });
+            if !more || done == 0 {
+                break;
+            }
+        }
+        loop {
+            let pending = storage
+                .archival
+                .unembedded_passages(agent.id, EMBED_BATCH)
+                .await?;
+            if pending.is_empty() {
+                break;
+            }
+            let texts: Vec<String> = pending.iter().map(|p| p.text.clone()).collect();
+            let vectors = embedder.embed(&texts).await?;
+            if vectors.len() != texts.len()
+                || vectors.iter().any(|v| v.len() != embedder.dimension())
+            {
+                return Err(EmbedError::InvalidResponse {
+                    message: format!(
+                        "{} vectors for {} passages, or of the wrong dimension",
+                        vectors.len(),
+                        texts.len()
+                    ),
+                }
+                .into());
+            }
+            let embeddings: Vec<PassageEmbedding> = pending
+                .iter()
+                .zip(vectors)
+                .map(|(passage, vector)| PassageEmbedding {
+                    passage: passage.id,
+                    embedding: Embedding {
+                        model: embedder.model().to_owned(),
+                        vector,
+                    },
+                })
+                .collect();
+            storage
+                .agents
+                .store_passage_embeddings(agent.id, &embeddings)
+                .await?;
+            passages += embeddings.len();
+            progress(ReindexProgress {
+                agent: &agent,
+                messages,
+                passages,
+            });
+            if pending.len() < EMBED_BATCH {
+                break;
+            }
+        }
+        report.messages += messages;
+        report.passages += passages;
+    }
+    Ok(report)
 }

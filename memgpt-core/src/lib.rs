@@ -56,7 +56,7 @@ mod error_kind;
 pub mod failpoint;
 pub mod function;
 pub mod ids;
-mod indexing;
+pub mod indexing;
 pub mod llm;
 pub mod memory;
 pub mod message;

@@ -8,7 +8,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use crate::chunk::chunk_text;
+use crate::chunk::{PassageBudget, chunk_text};
 use crate::embed::{EmbedError, Embedder, Embedding};
 use crate::ids::AgentId;
 use crate::store::Passage;
@@ -58,7 +58,8 @@ impl PassageWriter<'_> {
                 limit: self.max_bytes,
             });
         }
-        let chunks = chunk_text(text, self.passage_tokens, self.counter);
+        let budget = PassageBudget::new(self.counter, self.embedder, self.passage_tokens);
+        let chunks = chunk_text(text, self.passage_tokens, &budget);
         if chunks.is_empty() {
             return Err(PassageError::Empty);
         }

@@ -687,7 +687,7 @@ async fn chat_runs_offline_on_the_local_models() {
     assert!(output.status.success(), "{out}\n{err}");
     assert!(
         out.contains("local model smollm2-135m-instruct")
-            && out.contains("with the local embedder, offline"),
+            && out.contains("with the local embedder all-minilm-l6-v2, offline"),
         "{out}"
     );
     // The model answered with valid calls: no provider error, no invalid call.
@@ -704,4 +704,121 @@ async fn chat_runs_offline_on_the_local_models() {
     let row = list.lines().find(|l| l.starts_with("ada ")).unwrap();
     let messages: usize = row.split_whitespace().nth(1).unwrap().parse().unwrap();
     assert!(messages >= 2, "{list}");
+}
+
+/// Switching embedders: the store remembers which model its vectors come from, `auto` follows
+/// it, another model is refused with the way out, and `memgpt reindex --embedder NAME`
+/// re-embeds messages and passages in place.
+#[tokio::test]
+async fn models_and_reindex_switch_a_store_to_another_embedder() {
+    use memgpt::models::{ALL_MINILM_L6_V2, ALL_MPNET_BASE_V2};
+    let Some(mini) = crate::local::model_dir(&ALL_MINILM_L6_V2) else {
+        return;
+    };
+    assert!(crate::local::model_dir(&ALL_MPNET_BASE_V2).is_some());
+    let cli = Cli::new().await;
+    std::fs::create_dir_all(cli.path("home")).unwrap();
+    std::os::unix::fs::symlink(mini.parent().unwrap(), cli.path("home/models")).unwrap();
+    let with = |embedder: Option<&str>, args: &[&str]| {
+        let mut command = cli.command(args);
+        match embedder {
+            Some(name) => command.env("MEMGPT_EMBEDDER", name),
+            None => command.env_remove("MEMGPT_EMBEDDER"),
+        };
+        command
+    };
+
+    let list = cli.ok(&["models", "list"], "").await;
+    for name in [
+        "all-minilm-l6-v2",
+        "all-mpnet-base-v2",
+        "smollm2-135m-instruct",
+    ] {
+        let row = list.lines().find(|l| l.contains(name)).unwrap_or_default();
+        assert!(row.contains("present"), "{list}");
+    }
+    let verify = cli.ok(&["models", "verify", "all-minilm-l6-v2"], "").await;
+    assert!(
+        verify.contains("every file matches its SHA-256"),
+        "{verify}"
+    );
+    let unknown = cli.run(&["models", "pull", "gpt-5"], "").await;
+    assert!(!unknown.status.success());
+    assert!(
+        text(&unknown).1.contains("all-mpnet-base-v2"),
+        "{:?}",
+        text(&unknown)
+    );
+
+    // A store built with the light model.
+    cli.server.push(say("Sailing is lovely."));
+    let output = run(
+        with(Some("all-minilm-l6-v2"), &["chat", "--agent", "ada"]),
+        "I love sailing on the lake.\n/exit\n",
+    )
+    .await;
+    assert!(output.status.success(), "{:?}", text(&output));
+    write(
+        &cli.path("notes.md"),
+        b"The lighthouse keeper feeds the gulls at dawn.",
+    );
+    let output = run(
+        with(
+            Some("all-minilm-l6-v2"),
+            &["ingest", "--agent", "ada", "notes.md"],
+        ),
+        "",
+    )
+    .await;
+    assert!(output.status.success(), "{:?}", text(&output));
+
+    // Another model is refused before anything is written, with the way out.
+    let output = run(
+        with(Some("all-mpnet-base-v2"), &["chat", "--agent", "ada"]),
+        "/exit\n",
+    )
+    .await;
+    let (_, err) = text(&output);
+    assert!(!output.status.success());
+    assert!(
+        err.contains("all-minilm-l6-v2")
+            && err.contains("memgpt reindex --embedder all-mpnet-base-v2"),
+        "{err}"
+    );
+
+    let out = cli
+        .ok(&["reindex", "--embedder", "all-mpnet-base-v2"], "")
+        .await;
+    assert!(out.contains("re-embedding"), "{out}");
+    assert!(
+        out.contains("1 agents: 2 messages and 1 passages embedded with all-mpnet-base-v2"),
+        "{out}"
+    );
+    // Run again: nothing left.
+    let out = cli
+        .ok(&["reindex", "--embedder", "all-mpnet-base-v2"], "")
+        .await;
+    assert!(out.contains("0 messages and 0 passages"), "{out}");
+    let show = cli.ok(&["agents", "show", "ada"], "").await;
+    assert!(show.contains("embeddings all-mpnet-base-v2"), "{show}");
+
+    // `auto` follows the store: the agent opens with MPNet and finds the passage by meaning.
+    cli.server.push(Reply::call(
+        "archival_memory_search",
+        json!({"query": "who looks after the birds by the sea", "request_heartbeat": true}),
+    ));
+    cli.server.push(say("The lighthouse keeper."));
+    let output = run(
+        with(None, &["chat", "--agent", "ada"]),
+        "Who feeds the birds?\n/exit\n",
+    )
+    .await;
+    let (out, err) = text(&output);
+    assert!(output.status.success(), "{out}\n{err}");
+    let prompt =
+        serde_json::to_string(cli.server.agent_requests().last().unwrap().messages()).unwrap();
+    assert!(
+        prompt.contains("The lighthouse keeper feeds the gulls at dawn."),
+        "the search result reached the model: {prompt}"
+    );
 }

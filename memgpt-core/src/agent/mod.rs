@@ -430,11 +430,7 @@ impl Agent {
             self.id(),
             usize::MAX,
         )
-        .await
-        .map_err(|e| match e {
-            crate::indexing::IndexingError::Embed(e) => Error::Embed(e),
-            crate::indexing::IndexingError::Store(e) => Error::Store(e),
-        })?;
+        .await?;
         Ok(done)
     }
 

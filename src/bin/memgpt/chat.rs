@@ -47,7 +47,8 @@ const COMMANDS: &[&str] = &[
 /// Runs the chat until `/exit` or end of input.
 pub async fn run(settings: &Settings, name: &str) -> Result<()> {
     let storage = open::storage(settings).await?;
-    let Some(llm) = open::llm(settings).await? else {
+    let stored = open::stored_space(&storage).await?;
+    let Some(llm) = open::llm(settings, stored.as_ref()).await? else {
         eprintln!("{}", crate::local::HOW_TO_CONFIGURE);
         std::process::exit(2);
     };

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use memgpt::chunk::chunk_text_with_overlap;
+use memgpt::chunk::{PassageBudget, chunk_text_with_overlap};
 use memgpt::store::Page;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
@@ -41,7 +41,12 @@ pub async fn run(settings: &Settings, name: &str, paths: &[PathBuf]) -> Result<(
     // Embedding needs only the embedder; no chat model is contacted.
     let llm = open::Llm {
         provider: std::sync::Arc::new(crate::agents::NoModel::for_state(&state)),
-        embedder: open::embedder(settings, open::endpoint(settings)?.as_ref()).await?,
+        embedder: open::embedder(
+            settings,
+            open::endpoint(settings)?.as_ref(),
+            open::stored_space(&storage).await?.as_ref(),
+        )
+        .await?,
         description: String::new(),
     };
     let mut agent = open::builder(&llm, storage.clone())
@@ -51,6 +56,7 @@ pub async fn run(settings: &Settings, name: &str, paths: &[PathBuf]) -> Result<(
     let passage_tokens = agent.config().passage_tokens;
     let overlap = passage_tokens / 6;
     let counter = agent.context().counter().clone();
+    let embedder = llm.embedder.clone();
 
     let done = ingested_chunks(&storage, state.id).await?;
     let bar = indicatif::ProgressBar::new(files.len() as u64);
@@ -73,7 +79,9 @@ pub async fn run(settings: &Settings, name: &str, paths: &[PathBuf]) -> Result<(
                 continue;
             }
         };
-        let chunks = chunk_text_with_overlap(&text, passage_tokens, overlap, counter.as_ref());
+        // Passages fit the agent's budget and the embedder's window (every word embedded).
+        let budget = PassageBudget::new(counter.as_ref(), embedder.as_deref(), passage_tokens);
+        let chunks = chunk_text_with_overlap(&text, passage_tokens, overlap, &budget);
         drop(text);
         let stored = done.get(&hash);
         let is_stored = |i: &usize| stored.is_some_and(|s| s.contains(i));

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use memgpt::embed::Embedder;
-use memgpt::models::{ALL_MINILM_L6_V2, ModelCache, ModelSpec, Progress};
+use memgpt::models::{ModelCache, ModelSpec, Progress};
 
 use crate::open::Llm;
 use crate::settings::Settings;
@@ -77,7 +77,10 @@ pub async fn ensure(
 }
 
 /// The local chat model and embedder; `Ok(None)` when the user declines the download.
-pub async fn llm(settings: &Settings) -> Result<Option<Llm>> {
+pub async fn llm(
+    settings: &Settings,
+    stored: Option<&memgpt::store::EmbeddingSpace>,
+) -> Result<Option<Llm>> {
     use memgpt::local::{LlamaConfig, LlamaProvider};
     use memgpt::models::SMOLLM2_135M_INSTRUCT;
 
@@ -92,41 +95,47 @@ pub async fn llm(settings: &Settings) -> Result<Option<Llm>> {
     let provider =
         LlamaProvider::new(LlamaConfig::new(dir.join("model.gguf")).with_threads(threads))
             .context("loading the local chat model")?;
+    // Offline, `auto` pulls the embedder too: the local agent is all local.
     let embedder = match settings.get("embedder").unwrap_or("auto") {
         "none" => None,
-        _ => embedder(true, settings.assume_yes).await?,
+        "auto" => crate::open::choose_embedder(settings, None, stored, true).await?,
+        _ => crate::open::embedder(settings, None, stored).await?,
     };
     Ok(Some(Llm {
         provider: Arc::new(provider),
         description: format!(
             "local model {} on {threads} thread(s){}, offline",
             SMOLLM2_135M_INSTRUCT.name,
-            if embedder.is_some() {
-                " with the local embedder"
-            } else {
-                ""
+            match &embedder {
+                Some(e) => format!(" with the local embedder {}", e.model()),
+                None => String::new(),
             }
         ),
         embedder,
     }))
 }
 
-/// The local embedder: `required` pulls it if missing (asking first, or with `--yes`);
-/// otherwise it is used only when already present.
-pub async fn embedder(required: bool, yes: bool) -> Result<Option<Arc<dyn Embedder>>> {
+/// The local embedding model `spec`: `required` pulls it if missing (asking first, or with
+/// `--yes`); otherwise it is used only when already present.
+pub async fn embedder(
+    spec: &ModelSpec,
+    required: bool,
+    yes: bool,
+) -> Result<Option<Arc<dyn Embedder>>> {
     let cache = ModelCache::from_env();
-    let dir = match cache.find(&ALL_MINILM_L6_V2) {
+    let dir = match cache.find(spec) {
         Some(dir) => dir,
-        None if required => match ensure(&cache, &ALL_MINILM_L6_V2, yes).await? {
+        None if required => match ensure(&cache, spec, yes).await? {
             Some(dir) => dir,
             None => bail!(
-                "setting `embedder` is `local` but {} was not downloaded (set embedder = \"none\" to go without)",
-                ALL_MINILM_L6_V2.name
+                "the embedder {} was not downloaded (set embedder = \"none\" to go without)",
+                spec.name
             ),
         },
         None => return Ok(None),
     };
     Ok(Some(Arc::new(
-        memgpt::local_embed::LocalEmbedder::from_dir(dir).context("loading the local embedder")?,
+        memgpt::local_embed::LocalEmbedder::from_dir(dir)
+            .with_context(|| format!("loading the local embedder {}", spec.name))?,
     )))
 }

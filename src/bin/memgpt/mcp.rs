@@ -10,7 +10,8 @@ use crate::settings::Settings;
 /// the protocol goes to stdout; notes go to stderr.
 pub async fn run(settings: &Settings, name: &str) -> Result<()> {
     let storage = open::storage(settings).await?;
-    let Some(llm) = open::llm(settings).await? else {
+    let stored = open::stored_space(&storage).await?;
+    let Some(llm) = open::llm(settings, stored.as_ref()).await? else {
         bail!("{}", crate::local::HOW_TO_CONFIGURE);
     };
     let (agent, created) = open::open_or_create(settings, &llm, storage, name).await?;

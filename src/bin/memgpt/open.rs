@@ -8,7 +8,7 @@ use memgpt::builtin::DEFAULT_FUNCTIONS;
 use memgpt::embed::Embedder;
 use memgpt::llm::LlmProvider;
 use memgpt::openai::{ConfigError, OpenAiConfig, OpenAiEmbedder, OpenAiProvider};
-use memgpt::store::{AgentState, Storage};
+use memgpt::store::{AgentState, EmbeddingSpace, Storage};
 use memgpt::{Agent, AgentBuilder};
 
 use crate::settings::Settings;
@@ -70,7 +70,10 @@ pub async fn find_agent(storage: &Storage, name: &str) -> Result<Option<AgentSta
 
 /// The provider the settings choose, or `None` when nothing is configured (`provider = auto`
 /// with no endpoint and no local model).
-pub async fn llm(settings: &Settings) -> Result<Option<Llm>> {
+///
+/// `stored` is the model of the vectors the store holds, if any: the embedder follows it (see
+/// [`embedder`]).
+pub async fn llm(settings: &Settings, stored: Option<&EmbeddingSpace>) -> Result<Option<Llm>> {
     let provider = settings.get("provider").unwrap_or("auto");
     let chosen = match provider {
         "auto" | "openai" | "anthropic" | "local" => provider,
@@ -80,7 +83,7 @@ pub async fn llm(settings: &Settings) -> Result<Option<Llm>> {
         return anthropic(settings).map(Some);
     }
     if chosen == "local" {
-        return crate::local::llm(settings).await;
+        return crate::local::llm(settings, stored).await;
     }
     match endpoint(settings)? {
         Some(mut config) => {
@@ -90,14 +93,14 @@ pub async fn llm(settings: &Settings) -> Result<Option<Llm>> {
             let provider = Arc::new(
                 OpenAiProvider::new(config.clone()).context("setting up the OpenAI provider")?,
             );
-            let embedder = embedder(settings, Some(&config)).await?;
+            let embedder = embedder(settings, Some(&config), stored).await?;
             Ok(Some(Llm {
                 provider,
                 embedder,
                 description: format!("model {} at {}", config.model, config.base_url),
             }))
         }
-        None if chosen == "auto" => crate::local::llm(settings).await,
+        None if chosen == "auto" => crate::local::llm(settings, stored).await,
         None => bail!(
             "provider `openai` needs `base_url` or `api_key` (MEMGPT_BASE_URL, OPENAI_API_KEY)"
         ),
@@ -143,36 +146,124 @@ fn anthropic(_: &Settings) -> Result<Llm> {
     bail!("provider `anthropic` needs a memgpt built with the `anthropic` feature")
 }
 
-/// The embedder the settings choose: `none`; `local` (the local MiniLM model); `openai:MODEL`
-/// (through the endpoint); `auto` = the local model when it is present, else none.
+/// The embedder the settings choose (see [`choose_embedder`]), checked against the vectors
+/// the store already holds (`stored`): a model of another space is refused with the way out
+/// (`memgpt reindex`), before anything is written.
 pub async fn embedder(
     settings: &Settings,
     endpoint: Option<&OpenAiConfig>,
+    stored: Option<&EmbeddingSpace>,
 ) -> Result<Option<Arc<dyn Embedder>>> {
+    let embedder = choose_embedder(settings, endpoint, stored, false).await?;
+    if let (Some(embedder), Some(space)) = (&embedder, stored)
+        && space
+            .check_model(embedder.model(), embedder.dimension())
+            .is_err()
+    {
+        let choice = settings.get("embedder").unwrap_or("auto");
+        bail!(
+            "this store's vectors come from {} ({} dimensions) but the embedder `{choice}` is {}              ({} dimensions): re-embed the store with `memgpt reindex --embedder {choice}`              (resumable; what the agents remember is kept), or keep its model with --embedder {}",
+            space.model,
+            space.dimension,
+            embedder.model(),
+            embedder.dimension(),
+            embedder_setting(&space.model)
+        );
+    }
+    Ok(embedder)
+}
+
+/// What to pass as `--embedder` to get the model `model`.
+fn embedder_setting(model: &str) -> String {
+    match local_model(model) {
+        Some(spec) => spec.name.to_owned(),
+        None => format!("openai:{model}"),
+    }
+}
+
+/// The catalog's embedding model called `name`.
+fn local_model(name: &str) -> Option<&'static memgpt::models::ModelSpec> {
+    memgpt::models::lookup(name).filter(|spec| spec.kind == memgpt::models::ModelKind::Embedding)
+}
+
+/// The embedder the settings name: `none`; `local` (the light local model, all-minilm-l6-v2);
+/// a local model of the catalog by name (`all-minilm-l6-v2`, `all-mpnet-base-v2`), pulled if
+/// missing (asking first, or with `--yes`); `openai:MODEL` through the endpoint; `auto` = the
+/// model the store's vectors come from (`stored`), or the light local model for a store
+/// without vectors, used only when already present (with `required`, pulled like a named one).
+pub async fn choose_embedder(
+    settings: &Settings,
+    endpoint: Option<&OpenAiConfig>,
+    stored: Option<&EmbeddingSpace>,
+    required: bool,
+) -> Result<Option<Arc<dyn Embedder>>> {
+    use memgpt::models::ALL_MINILM_L6_V2;
+    let yes = settings.assume_yes;
     let choice = settings.get("embedder").unwrap_or("auto");
+    let openai = |model: &str| {
+        let Some(endpoint) = endpoint else {
+            bail!(
+                "embedder `openai:{model}` needs an OpenAI-compatible endpoint (base_url or api_key)"
+            )
+        };
+        Ok(OpenAiConfig {
+            model: model.to_owned(),
+            ..endpoint.clone()
+        })
+    };
     match choice {
         "none" => Ok(None),
-        "auto" => crate::local::embedder(false, settings.assume_yes).await,
-        "local" => crate::local::embedder(true, settings.assume_yes).await,
-        other => match other.strip_prefix("openai:") {
-            Some(model) => {
-                let Some(endpoint) = endpoint else {
-                    bail!(
-                        "setting `embedder` = `{other}` needs an OpenAI-compatible endpoint (base_url or api_key)"
-                    )
-                };
-                let config = OpenAiConfig {
-                    model: model.to_owned(),
-                    ..endpoint.clone()
-                };
-                let embedder = OpenAiEmbedder::detect(config)
-                    .await
-                    .with_context(|| format!("probing the embedding model {model}"))?;
-                Ok(Some(Arc::new(embedder)))
-            }
-            None => bail!("setting `embedder` is `{other}`: use auto, none, local or openai:MODEL"),
+        "auto" => match stored {
+            None => crate::local::embedder(&ALL_MINILM_L6_V2, required, yes).await,
+            Some(space) => match local_model(&space.model) {
+                Some(spec) => crate::local::embedder(spec, required, yes).await,
+                None if endpoint.is_some() => {
+                    let config = openai(&space.model)?;
+                    Ok(Some(detect_openai(config).await?))
+                }
+                None => {
+                    eprintln!(
+                        "note: this store's vectors come from {}, which this configuration cannot \
+                         reach (no endpoint): new messages are matched by words until they are \
+                         embedded (`memgpt reindex`)",
+                        space.model
+                    );
+                    Ok(None)
+                }
+            },
+        },
+        "local" => crate::local::embedder(&ALL_MINILM_L6_V2, true, yes).await,
+        other => match (other.strip_prefix("openai:"), local_model(other)) {
+            (Some(model), _) => Ok(Some(detect_openai(openai(model)?).await?)),
+            (None, Some(spec)) => crate::local::embedder(spec, true, yes).await,
+            (None, None) => bail!(
+                "setting `embedder` is `{other}`: use auto, none, local, {} or openai:MODEL",
+                memgpt::models::CATALOG
+                    .iter()
+                    .filter(|s| s.kind == memgpt::models::ModelKind::Embedding)
+                    .map(|s| s.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         },
     }
+}
+
+async fn detect_openai(config: OpenAiConfig) -> Result<Arc<dyn Embedder>> {
+    let model = config.model.clone();
+    let embedder = OpenAiEmbedder::detect(config)
+        .await
+        .with_context(|| format!("probing the embedding model {model}"))?;
+    Ok(Arc::new(embedder))
+}
+
+/// The embedding model and dimension of the vectors `storage` holds, if any.
+pub async fn stored_space(storage: &Storage) -> Result<Option<EmbeddingSpace>> {
+    storage
+        .agents
+        .embedding_space()
+        .await
+        .context("reading the store's embedding model")
 }
 
 /// The builder every command starts from: provider, storage, embedder and the functions.

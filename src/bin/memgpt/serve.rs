@@ -14,7 +14,9 @@ pub async fn run(settings: &Settings, listen: &str) -> Result<()> {
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("creating the data directory {}", dir.display()))?;
     }
-    let Some(llm) = open::llm(settings).await? else {
+    // The server opens the store itself; its embedder is the one the settings name (`auto`:
+    // the light local model when present).
+    let Some(llm) = open::llm(settings, None).await? else {
         anyhow::bail!(
             "no model is configured: set `base_url` (an OpenAI-compatible server), an API key, \
              or `provider = \"local\"`"

@@ -82,7 +82,7 @@ pub const KEYS: &[Key] = &[
         name: "embedder",
         env: &["MEMGPT_EMBEDDER"],
         secret: false,
-        help: "auto | none | local | openai:MODEL",
+        help: "auto | none | local | all-minilm-l6-v2 | all-mpnet-base-v2 | openai:MODEL",
     },
 ];
 
