@@ -379,7 +379,10 @@ async fn beam_chats_are_a_second_family_with_their_floor() {
         &["--beam", dir.to_str().unwrap()],
     );
     let markdown = crate::locomo_retrieval::run(&a).await.unwrap();
-    assert!(markdown.starts_with("## BEAM evidence recall"), "{markdown}");
+    assert!(
+        markdown.starts_with("## BEAM evidence recall"),
+        "{markdown}"
+    );
     assert!(markdown.contains("floor @10"), "{markdown}");
     assert!(markdown.contains("knowledge_update"), "{markdown}");
     let last = markdown.lines().last().unwrap();

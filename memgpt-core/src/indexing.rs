@@ -6,6 +6,12 @@
 //! [`Agent::reindex`](crate::Agent::reindex) for everything missing (a backfill after an import
 //! without an embedder, an embedder outage or a crash). A message is never left out for good: a
 //! store lists what is missing ([`RecallStore::unembedded_messages`]).
+//!
+//! [`reindex_store`] switches a whole store to another embedding model in place (what
+//! `memgpt reindex --embedder NAME` runs): it forgets the old vectors, then embeds every agent's
+//! messages and passages again, resumably.
+//!
+//! [`RecallStore::unembedded_messages`]: crate::store::RecallStore::unembedded_messages
 
 use tracing::{debug, warn};
 
@@ -166,7 +172,7 @@ pub struct ReindexProgress<'a> {
 /// embeddings meanwhile.
 ///
 /// ```
-/// # async fn demo() -> memgpt_core::Result<()> {
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use std::sync::Arc;
 /// use memgpt_core::embed::HashingEmbedder;
 /// use memgpt_core::indexing::reindex_store;
@@ -178,8 +184,9 @@ pub struct ReindexProgress<'a> {
 /// })
 /// .await?;
 /// println!("{} agents, {} messages re-embedded", report.agents, report.messages);
-/// # Ok(())
-/// # }
+/// assert!(!report.cleared, "an empty store holds no vectors to forget");
+/// # Ok::<_, memgpt_core::Error>(())
+/// # }).unwrap();
 /// ```
 pub async fn reindex_store(
     storage: &Storage,

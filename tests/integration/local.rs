@@ -148,7 +148,10 @@ fn the_encoder_matches_the_previous_candle_embedder() {
     let exact = LocalEmbedder::load(&dir, Precision::F32).unwrap();
     let got = exact.embed_blocking(&refs).unwrap();
     let worst = min_cosine(&want, &got);
-    assert!(worst > 0.999_99, "f32 encoder vs candle: worst cosine {worst}");
+    assert!(
+        worst > 0.999_99,
+        "f32 encoder vs candle: worst cosine {worst}"
+    );
     let fastest = LocalEmbedder::from_dir(&dir).unwrap();
     let worst = min_cosine(&want, &fastest.embed_blocking(&refs).unwrap());
     assert!(
@@ -185,7 +188,10 @@ fn long_texts_are_embedded_window_by_window() {
     assert!(near[near.len() - 1] > near[0] + 0.2, "{near:?}");
     // At most `max_windows`.
     let huge = "word ".repeat(5_000);
-    assert_eq!(embedder.embed_windows_blocking(&[&huge]).unwrap()[0].len(), 3);
+    assert_eq!(
+        embedder.embed_windows_blocking(&[&huge]).unwrap()[0].len(),
+        3
+    );
 }
 
 #[test]
@@ -193,10 +199,8 @@ fn mpnet_matches_an_independent_reference() {
     let Some(dir) = model_dir(&ALL_MPNET_BASE_V2) else {
         return;
     };
-    let fixture: serde_json::Value = serde_json::from_str(include_str!(
-        "../fixtures/mpnet_reference.json"
-    ))
-    .unwrap();
+    let fixture: serde_json::Value =
+        serde_json::from_str(include_str!("../fixtures/mpnet_reference.json")).unwrap();
     let texts: Vec<&str> = fixture["texts"]
         .as_array()
         .unwrap()
@@ -216,12 +220,19 @@ fn mpnet_matches_an_independent_reference() {
         })
         .collect();
     let exact = LocalEmbedder::load(&dir, Precision::F32).unwrap();
-    assert_eq!(exact.max_tokens(), 384, "sentence_bert_config.json's window");
+    assert_eq!(
+        exact.max_tokens(),
+        384,
+        "sentence_bert_config.json's window"
+    );
     let worst = min_cosine(&want, &exact.embed_blocking(&texts).unwrap());
     assert!(worst > 0.999_99, "f32 MPNet vs the reference: {worst}");
     let fastest = LocalEmbedder::from_dir(&dir).unwrap();
     let worst = min_cosine(&want, &fastest.embed_blocking(&texts).unwrap());
-    assert!(worst > 0.999, "default precision MPNet vs the reference: {worst}");
+    assert!(
+        worst > 0.999,
+        "default precision MPNet vs the reference: {worst}"
+    );
 }
 
 #[tokio::test]

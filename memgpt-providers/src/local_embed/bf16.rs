@@ -47,7 +47,7 @@ pub(super) struct PackedWeights {
 impl PackedWeights {
     /// Packs `w` (`k x n`, row-major). `n` must be a multiple of 32.
     pub(super) fn pack(w: &[f32], k: usize, n: usize) -> Option<Self> {
-        if n % NR != 0 || w.len() != k * n {
+        if !n.is_multiple_of(NR) || w.len() != k * n {
             return None;
         }
         let pairs = k.div_ceil(2);

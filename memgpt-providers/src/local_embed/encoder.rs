@@ -328,7 +328,7 @@ impl Encoder {
         let t = Tensors { inner, prefix };
         let hidden = config.hidden_size;
         let heads = config.num_attention_heads;
-        if heads == 0 || hidden % heads != 0 {
+        if heads == 0 || !hidden.is_multiple_of(heads) {
             return Err(format!(
                 "{hidden} hidden units do not split into {heads} heads"
             ));
@@ -493,7 +493,7 @@ impl Encoder {
             // Feed-forward block: x = norm(x + gelu(x · W1 + b1) · W2 + b2).
             linear(&mut up, &x, &layer.up, None, total);
             let gelu = self.kernels.gelu;
-            up.par_chunks_mut(inter * 16).for_each(|c| gelu(c));
+            up.par_chunks_mut(inter * 16).for_each(gelu);
             let residual = x.clone();
             linear(&mut x, &up, &layer.down, Some(&residual), total);
             self.norm_rows(&mut x, &layer.output_norm);
