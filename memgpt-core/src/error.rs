@@ -151,3 +151,12 @@ impl Error {
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<crate::indexing::IndexingError> for Error {
+    fn from(e: crate::indexing::IndexingError) -> Self {
+        match e {
+            crate::indexing::IndexingError::Embed(e) => Error::Embed(e),
+            crate::indexing::IndexingError::Store(e) => Error::Store(e),
+        }
+    }
+}

@@ -28,9 +28,12 @@ pub(crate) const EMBED_BATCH: usize = 64;
 
 /// Why filling in embeddings stopped.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum IndexingError {
+#[non_exhaustive]
+pub enum IndexingError {
+    /// The embedder failed (nothing of the failed batch was stored).
     #[error(transparent)]
     Embed(#[from] EmbedError),
+    /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -83,15 +86,6 @@ pub(crate) async fn embed_messages(
         }
     }
     Ok(out)
-}
-
-impl From<IndexingError> for crate::Error {
-    fn from(e: IndexingError) -> Self {
-        match e {
-            IndexingError::Embed(e) => crate::Error::Embed(e),
-            IndexingError::Store(e) => crate::Error::Store(e),
-        }
-    }
 }
 
 /// Embeds and stores up to `limit` of the agent's unembedded conversation messages, oldest
@@ -185,14 +179,14 @@ pub struct ReindexProgress<'a> {
 /// .await?;
 /// println!("{} agents, {} messages re-embedded", report.agents, report.messages);
 /// assert!(!report.cleared, "an empty store holds no vectors to forget");
-/// # Ok::<_, memgpt_core::Error>(())
+/// # Ok::<_, memgpt_core::indexing::IndexingError>(())
 /// # }).unwrap();
 /// ```
 pub async fn reindex_store(
     storage: &Storage,
     embedder: &dyn Embedder,
     progress: &mut (dyn FnMut(ReindexProgress<'_>) + Send),
-) -> crate::Result<ReindexReport> {
+) -> Result<ReindexReport, IndexingError> {
     let mut report = ReindexReport::default();
     if let Some(space) = storage.agents.embedding_space().await?
         && space
@@ -211,9 +205,7 @@ pub async fn reindex_store(
         report.agents += 1;
         let (mut messages, mut passages) = (0usize, 0usize);
         loop {
-            let (done, more) = embed_pending(storage, embedder, agent.id, EMBED_BATCH)
-                .await
-                .map_err(crate::Error::from)?;
+            let (done, more) = embed_pending(storage, embedder, agent.id, EMBED_BATCH).await?;
             messages += done;
             progress(ReindexProgress {
                 agent: &agent,
