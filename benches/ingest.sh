@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Ingest throughput and peak memory of `memgpt ingest` (release build) on about a million tokens
 # of Wikipedia prose (the NaturalQuestions-Open gold passages in ../shared/data, three passes),
-# once without embeddings (text search only) and once with the local MiniLM embedder.
+# once without embeddings (text search only) and once with the local MiniLM embedder (passages
+# then also fit the embedder's window, so that run has more chunks).
 #
 #   benches/ingest.sh [MEMGPT_HOME]     (default: $MEMGPT_HOME, where the local models are)
 #

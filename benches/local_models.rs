@@ -4,7 +4,7 @@
 //! function-call grammar).
 //!
 //! ```text
-//! cargo run --release --example models --features models -- pull smollm2-135m-instruct all-minilm-l6-v2
+//! cargo run --release --features cli -- models pull smollm2-135m-instruct all-minilm-l6-v2 all-mpnet-base-v2
 //! cargo bench --bench local_models --features local,local-embed,models
 //! MEMGPT_TEST_MODELS=/path/to/cache cargo bench --bench local_models --features local,local-embed,models
 //! ```

@@ -139,24 +139,12 @@ impl AgentStore for SqliteStore {
         if embeddings.is_empty() {
             return Ok(());
         }
-        let writer = self.writer.lock().await;
-        let mut tx = self
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(|e| db("starting to store embeddings", e))?;
         let vectors: Vec<&Embedding> = embeddings.iter().map(|e| &e.embedding).collect();
-        let space = fix_space(&mut tx, &vectors, self.space.get().as_ref()).await?;
+        let mut write = self.embedding_write(&vectors).await?;
         let mut batch = Batch::new("storing message embeddings");
-        insert_message_embeddings(&mut tx, &mut batch, agent, embeddings).await?;
-        batch.send(&mut tx).await?;
-        tx.commit()
-            .await
-            .map_err(|e| db("committing message embeddings", e))?;
-        drop(writer);
-        if let Some(space) = space {
-            self.space.set(space);
-        }
+        insert_message_embeddings(&mut write.tx, &mut batch, agent, embeddings).await?;
+        batch.send(&mut write.tx).await?;
+        self.finish_embedding_write(write).await?;
         self.after_commit(agent, embeddings.len()).await;
         Ok(())
     }
@@ -173,14 +161,9 @@ impl AgentStore for SqliteStore {
         if embeddings.is_empty() {
             return Ok(());
         }
-        let writer = self.writer.lock().await;
-        let mut tx = self
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(|e| db("starting to store passage embeddings", e))?;
         let vectors: Vec<&Embedding> = embeddings.iter().map(|e| &e.embedding).collect();
-        let space = fix_space(&mut tx, &vectors, self.space.get().as_ref()).await?;
+        let mut write = self.embedding_write(&vectors).await?;
+        let tx = &mut write.tx;
         let mut batch = Batch::new("storing passage embeddings");
         for e in embeddings {
             batch
@@ -191,16 +174,10 @@ impl AgentStore for SqliteStore {
                 .sql(" AND agent_id = ")
                 .bind(agent.as_uuid())
                 .sql(" AND embedding IS NULL");
-            batch.send_if_full(&mut tx).await?;
+            batch.send_if_full(tx).await?;
         }
-        batch.send(&mut tx).await?;
-        tx.commit()
-            .await
-            .map_err(|e| db("committing passage embeddings", e))?;
-        drop(writer);
-        if let Some(space) = space {
-            self.space.set(space);
-        }
+        batch.send(tx).await?;
+        self.finish_embedding_write(write).await?;
         // The usearch index replays rows newer than its watermark; passages embedded after the
         // fact may be older, so the agent's index is rebuilt on its next search.
         #[cfg(feature = "usearch")]
@@ -248,6 +225,53 @@ impl AgentStore for SqliteStore {
         #[cfg(feature = "usearch")]
         for indexes in [&self.usearch, &self.recall_vectors].into_iter().flatten() {
             indexes.forget_all()?;
+        }
+        Ok(())
+    }
+}
+
+/// A write of embeddings after the fact (`store_*_embeddings`): the writer lock, its
+/// transaction, and the embedding space the vectors fix when the store had none.
+struct EmbeddingWrite<'a> {
+    _writer: tokio::sync::MutexGuard<'a, ()>,
+    tx: sqlx::Transaction<'static, sqlx::Sqlite>,
+    space: Option<EmbeddingSpace>,
+}
+
+impl SqliteStore {
+    /// Takes the writer lock and opens the transaction that stores `vectors`, after checking
+    /// them against the store's embedding space.
+    async fn embedding_write(
+        &self,
+        vectors: &[&Embedding],
+    ) -> Result<EmbeddingWrite<'_>, StoreError> {
+        let writer = self.writer.lock().await;
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| db("starting to store embeddings", e))?;
+        let space = fix_space(&mut tx, vectors, self.space.get().as_ref()).await?;
+        Ok(EmbeddingWrite {
+            _writer: writer,
+            tx,
+            space,
+        })
+    }
+
+    /// Commits `write`, then remembers the space it fixed.
+    async fn finish_embedding_write(&self, write: EmbeddingWrite<'_>) -> Result<(), StoreError> {
+        let EmbeddingWrite {
+            _writer: writer,
+            tx,
+            space,
+        } = write;
+        tx.commit()
+            .await
+            .map_err(|e| db("committing embeddings", e))?;
+        drop(writer);
+        if let Some(space) = space {
+            self.space.set(space);
         }
         Ok(())
     }
