@@ -370,7 +370,8 @@ mod tests {
         for (buf, side) in [(&b, Side::Plain), (&bt, Side::Transposed)] {
             let mut dst = [1.0f32; 4];
             let (rows, cols) = if side == Side::Plain { (3, 2) } else { (2, 3) };
-            unsafe {
+            // dst = alpha * a @ b (+ dst when accumulating)
+            let mut product = |alpha: f32, accumulate: bool| unsafe {
                 matmul(
                     ViewMut {
                         ptr: dst.as_mut_ptr(),
@@ -391,39 +392,14 @@ mod tests {
                         stride: cols,
                     },
                     side,
-                    1.0,
-                    false,
+                    alpha,
+                    accumulate,
                     Parallelism::None,
-                )
+                );
+                dst
             };
-            assert_eq!(dst, want);
-            unsafe {
-                matmul(
-                    ViewMut {
-                        ptr: dst.as_mut_ptr(),
-                        rows: 2,
-                        cols: 2,
-                        stride: 2,
-                    },
-                    View {
-                        ptr: a.as_ptr(),
-                        rows: 2,
-                        cols: 3,
-                        stride: 3,
-                    },
-                    View {
-                        ptr: buf.as_ptr(),
-                        rows,
-                        cols,
-                        stride: cols,
-                    },
-                    side,
-                    0.5,
-                    true,
-                    Parallelism::None,
-                )
-            };
-            assert_eq!(dst, want.map(|w| w * 1.5));
+            assert_eq!(product(1.0, false), want);
+            assert_eq!(product(0.5, true), want.map(|w| w * 1.5));
         }
     }
 }
