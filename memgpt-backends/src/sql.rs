@@ -6,8 +6,29 @@ use std::collections::HashMap;
 
 use memgpt_core::ids::AgentId;
 use memgpt_core::message::Message;
+use memgpt_core::retrieval::{CandidateKey, RecallCandidate};
 use memgpt_core::store::{EmbeddingSpace, Hit, Page, Passage, RecallQuery, SearchPage, StoreError};
 use sqlx::{Database, QueryBuilder};
+
+/// Adds one row of a search-candidates query to `out`. The query returns one row per window of
+/// a message (its messages in order, each message's windows in order): a row of the message
+/// `out` ends with adds its window's vector there; a row of another message becomes a new
+/// candidate, made by `candidate` (whose `embeddings` this fills).
+pub(crate) fn push_candidate_window(
+    out: &mut Vec<RecallCandidate>,
+    key: CandidateKey,
+    vector: Option<Vec<f32>>,
+    candidate: impl FnOnce() -> Result<RecallCandidate, StoreError>,
+) -> Result<(), StoreError> {
+    if let Some(last) = out.last_mut().filter(|c| c.key == key) {
+        last.embeddings.extend(vector);
+        return Ok(());
+    }
+    let mut new = candidate()?;
+    new.embeddings = vector.into_iter().collect();
+    out.push(new);
+    Ok(())
+}
 
 /// One SQL backend's dialect: how it binds values, filters, decodes rows and runs queries.
 /// The listings of this module are written once against it.

@@ -16,7 +16,7 @@ use super::PgStore;
 use super::dialect::{MESSAGE_COLUMNS, message_from_row, push_filters};
 use super::documents::{statistics, terms_tsquery};
 use crate::codec::db;
-use crate::sql::{self, sql_int};
+use crate::sql::{self, push_candidate_window, sql_int};
 
 #[async_trait]
 impl RecallStore for PgStore {
@@ -143,16 +143,14 @@ impl RecallStore for PgStore {
             let get = |e| db("reading search candidates", e);
             let key: i64 = row.try_get("seq").map_err(get)?;
             let vector: Option<Vec<f32>> = row.try_get("embedding").map_err(get)?;
-            if let Some(last) = out.last_mut().filter(|c| c.key == key) {
-                last.embeddings.extend(vector);
-                continue;
-            }
-            out.push(RecallCandidate {
-                key,
-                message: message_from_row(row)?,
-                document: row.try_get("search_text").map_err(get)?,
-                embeddings: vector.into_iter().collect(),
-            });
+            push_candidate_window(&mut out, key, vector, || {
+                Ok(RecallCandidate {
+                    key,
+                    message: message_from_row(row)?,
+                    document: row.try_get("search_text").map_err(get)?,
+                    embeddings: Vec::new(),
+                })
+            })?;
         }
         Ok(out)
     }

@@ -15,7 +15,7 @@ use super::SqliteStore;
 use super::agents::agent_token;
 use super::dialect::{MESSAGE_COLUMNS, message_from_row, push_filters};
 use crate::codec::{blob_to_vector, blob_to_vector_into, db, from_micros, fts5_terms_query};
-use crate::sql::{self, sql_int};
+use crate::sql::{self, push_candidate_window, sql_int};
 use crate::vector::{TopK, cosine_to_unit, normalized};
 
 /// Rows read per batch by the exact vector scan.
@@ -197,19 +197,14 @@ impl RecallStore for SqliteStore {
                 let key: i64 = row.try_get("seq").map_err(get)?;
                 let blob: Option<&[u8]> = row.try_get("embedding").map_err(get)?;
                 let vector = blob.map(blob_to_vector).transpose()?;
-                if let Some(last) = out
-                    .last_mut()
-                    .filter(|c: &&mut RecallCandidate| c.key == key)
-                {
-                    last.embeddings.extend(vector);
-                    continue;
-                }
-                out.push(RecallCandidate {
-                    key,
-                    message: message_from_row(row)?,
-                    document: row.try_get("document").map_err(get)?,
-                    embeddings: vector.into_iter().collect(),
-                });
+                push_candidate_window(&mut out, key, vector, || {
+                    Ok(RecallCandidate {
+                        key,
+                        message: message_from_row(row)?,
+                        document: row.try_get("document").map_err(get)?,
+                        embeddings: Vec::new(),
+                    })
+                })?;
             }
         }
         Ok(out)

@@ -163,25 +163,18 @@ impl RecallRanking {
             "date_boost": {"bm25_factor": 1.5, "cosine_bonus": 0.05},
             "bm25": Bm25::default(),
         });
-        let close = |a: &serde_json::Value, b: &serde_json::Value| match (a.as_f64(), b.as_f64()) {
-            (Some(x), Some(y)) => (x - y).abs() < 1e-6,
-            _ => a == b,
-        };
-        fn same(
-            a: &serde_json::Value,
-            b: &serde_json::Value,
-            close: &dyn Fn(&serde_json::Value, &serde_json::Value) -> bool,
-        ) -> bool {
-            match (a.as_object(), b.as_object()) {
-                (Some(x), Some(y)) => {
+        /// Equal objects, with numbers equal up to f32 rounding (stored as f32).
+        fn same(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+            match (a.as_object(), b.as_object(), a.as_f64(), b.as_f64()) {
+                (Some(x), Some(y), ..) => {
                     x.len() == y.len()
-                        && x.iter()
-                            .all(|(k, v)| y.get(k).is_some_and(|w| same(v, w, close)))
+                        && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
                 }
-                _ => close(a, b),
+                (_, _, Some(x), Some(y)) => (x - y).abs() < 1e-6,
+                _ => a == b,
             }
         }
-        same(stored, &legacy, &close)
+        same(stored, &legacy)
     }
 
     /// Deserializes a stored ranking, mapping [legacy defaults](RecallRanking::is_legacy_default)
