@@ -250,13 +250,8 @@ impl LocalEmbedder {
     /// Embeds texts on the calling thread (blocking; [`Embedder::embed`] runs this on tokio's
     /// blocking pool): each text's first window.
     pub fn embed_blocking(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let windows = self.windows(texts, 1)?;
-        let mut vectors = self.run(&windows)?;
-        Ok(texts
-            .iter()
-            .enumerate()
-            .map(|(i, _)| std::mem::take(&mut vectors[i]))
-            .collect())
+        // One window per text (an empty text too), so the vectors are in text order.
+        self.run(&self.windows(texts, 1)?)
     }
 
     /// Embeds texts on the calling thread: every window of each text (at most
