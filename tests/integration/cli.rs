@@ -822,3 +822,160 @@ async fn models_and_reindex_switch_a_store_to_another_embedder() {
         "the search result reached the model: {prompt}"
     );
 }
+
+/// Letta's sample agent with its model changed to `model`, written to `name` in the test folder.
+fn letta_agent_with_model(cli: &Cli, name: &str, model: &str) -> PathBuf {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("memgpt-core/src/agent_file/testdata/letta_v2.af");
+    let mut file: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    file["agents"][0]["llm_config"]["model"] = json!(model);
+    let path = cli.path(name);
+    write(&path, serde_json::to_string(&file).unwrap().as_bytes());
+    path
+}
+
+/// The `functions` line of `memgpt agents show`.
+fn functions_line(show: &str) -> String {
+    show.lines()
+        .find(|l| l.starts_with("functions"))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn an_imported_agent_keeps_its_functions_and_runs_the_model_it_is_given() {
+    let cli = Cli::new().await;
+    let file = letta_agent_with_model(&cli, "basic.af", "gpt-4.1-mini");
+    cli.ok(
+        &[
+            "agents",
+            "import",
+            file.to_str().unwrap(),
+            "--name",
+            "basic",
+        ],
+        "",
+    )
+    .await;
+    let imported = functions_line(&cli.ok(&["agents", "show", "basic"], "").await);
+    assert!(
+        imported.contains("core_memory_append") && !imported.contains("archival_memory_insert"),
+        "the file's tools, mapped: {imported}"
+    );
+
+    // No model set by the user: the agent's own is sent, and printed.
+    cli.server.push(say("Hello."));
+    let mut command = cli.command(&["chat", "--agent", "basic"]);
+    command.env_remove("MEMGPT_MODEL");
+    let out = run(command, "Hi\n").await;
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("model gpt-4.1-mini at"), "{stdout}");
+    assert_eq!(
+        cli.server.agent_requests().last().unwrap().body["model"],
+        "gpt-4.1-mini"
+    );
+    // One step later the agent still has exactly the functions it was imported with.
+    let show = cli.ok(&["agents", "show", "basic"], "").await;
+    assert_eq!(functions_line(&show), imported, "{show}");
+
+    // A model the user gives wins, and the banner says what is sent.
+    cli.server.push(say("Hello again."));
+    let out = cli
+        .ok(
+            &["chat", "--agent", "basic", "--model", "gpt-4o-mini"],
+            "Hi\n/model\n",
+        )
+        .await;
+    assert_eq!(
+        out.matches("model gpt-4o-mini at").count(),
+        2,
+        "banner and /model: {out}"
+    );
+    assert_eq!(
+        cli.server.agent_requests().last().unwrap().body["model"],
+        "gpt-4o-mini"
+    );
+
+    // A Claude agent on an OpenAI endpoint runs on the endpoint's model, and says so.
+    let file = letta_agent_with_model(&cli, "claude.af", "claude-sonnet-4-5-20250929");
+    cli.ok(
+        &[
+            "agents",
+            "import",
+            file.to_str().unwrap(),
+            "--name",
+            "claude",
+        ],
+        "",
+    )
+    .await;
+    cli.server.push(say("Hi."));
+    let mut command = cli.command(&["chat", "--agent", "claude"]);
+    command.env_remove("MEMGPT_MODEL");
+    let out = run(command, "Hi\n").await;
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("claude-sonnet-4-5-20250929") && stderr.contains("--model"),
+        "{stderr}"
+    );
+    let sent = cli.server.agent_requests().last().unwrap().body["model"].clone();
+    assert_eq!(sent, "gpt-4o-mini", "the endpoint's default model");
+    assert!(stdout.contains("model gpt-4o-mini at"), "{stdout}");
+}
+
+#[tokio::test]
+async fn agents_can_be_read_while_a_chat_holds_the_store() {
+    let cli = Cli::new().await;
+    cli.server.push(say("Noted."));
+    let mut chat = cli
+        .command(&["chat", "--agent", "sam"])
+        .spawn()
+        .expect("the memgpt binary");
+    let mut input = chat.stdin.take().unwrap();
+    input.write_all(b"I keep bees.\n").await.unwrap();
+    // The step is committed once the model's reply was taken.
+    for _ in 0..600 {
+        if cli.server.remaining() == 0 && cli.path("memgpt-data/memgpt.db").exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Every reading command works next to the writer.
+    let list = cli.ok(&["agents", "list"], "").await;
+    assert!(list.contains("sam"), "{list}");
+    let show = cli.ok(&["agents", "show", "sam"], "").await;
+    assert!(show.contains("agent      sam"), "{show}");
+    let context = cli.ok(&["context", "sam"], "").await;
+    assert!(context.contains("===== totals"), "{context}");
+    cli.ok(&["agents", "export", "sam", "-o", "sam.af"], "")
+        .await;
+    assert!(
+        std::fs::read_to_string(cli.path("sam.af"))
+            .unwrap()
+            .contains("I keep bees."),
+        "the export holds the committed step"
+    );
+    // A second writer is told what to do instead of failing obscurely.
+    let second = cli.run(&["chat", "--agent", "sam"], "").await;
+    let (_, err) = text(&second);
+    assert!(
+        !second.status.success() && err.contains("in use by another memgpt process"),
+        "{err}"
+    );
+    drop(input);
+    let out = tokio::time::timeout(Duration::from_secs(60), chat.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // Nothing is written by a reader: an empty folder stays empty.
+    let empty = tempfile::tempdir().unwrap();
+    let mut command = cli.command(&["agents", "list"]);
+    command.current_dir(empty.path());
+    let out = run(command, "").await;
+    assert!(out.status.success() && text(&out).0.contains("no agents"));
+    assert!(!empty.path().join("memgpt-data").exists());
+}

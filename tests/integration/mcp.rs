@@ -216,6 +216,40 @@ fn memgpt_mcp(dir: &std::path::Path, llm: &FakeOpenAi) -> McpServerConfig {
     config.timeout(Duration::from_secs(60))
 }
 
+/// The `memgpt` binary with the environment of [`memgpt_mcp`], run to completion.
+async fn memgpt_cli(
+    dir: &std::path::Path,
+    llm: &FakeOpenAi,
+    args: &[&str],
+    stdin: &str,
+) -> std::process::Output {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_memgpt"))
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("MEMGPT_DATA_DIR", dir.join("data"))
+        .env("MEMGPT_HOME", dir.join("home"))
+        .env("MEMGPT_BASE_URL", llm.base_url())
+        .env("MEMGPT_MODEL", "gpt-4o-mini")
+        .env("MEMGPT_EMBEDDER", "none")
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the memgpt binary");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap()
+}
+
 async fn call(
     client: &memgpt::mcp::client::McpClient,
     tool: &str,
@@ -232,6 +266,21 @@ async fn call(
 async fn memgpt_mcp_serves_an_agents_memory_to_an_mcp_client() {
     let dir = tempfile::tempdir().unwrap();
     let llm = FakeOpenAi::start().await;
+    // `memgpt mcp` serves agents that exist: a typo is an error, and creates nothing.
+    let typo = memgpt_cli(dir.path(), &llm, &["mcp", "--agent", "nots"], "").await;
+    let stderr = String::from_utf8_lossy(&typo.stderr);
+    assert!(
+        !typo.status.success() && stderr.contains("no agent named `nots`"),
+        "{stderr}"
+    );
+    let listed = memgpt_cli(dir.path(), &llm, &["agents", "list"], "").await;
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("no agents"),
+        "{listed:?}"
+    );
+    // `memgpt chat` creates on first use (end of input right away: no step).
+    let created = memgpt_cli(dir.path(), &llm, &["chat", "--agent", "notes"], "").await;
+    assert!(created.status.success(), "{created:?}");
     let client = memgpt_mcp(dir.path(), &llm).connect().await.unwrap();
     let tools: Vec<&str> = client
         .server_tools()

@@ -84,6 +84,11 @@ pub struct SqliteOptions {
     pub full_sync: bool,
     /// Pool size (readers run in parallel; SQLite serialises writers).
     pub max_connections: u32,
+    /// Opens the database for reading only, next to a process that writes it: no migration,
+    /// no derived index (tantivy and usearch allow one process per directory; text search
+    /// falls back to FTS5 and vector search to an exact scan), and every write refused.
+    /// The directory must hold a store already.
+    pub read_only: bool,
 }
 
 impl SqliteOptions {
@@ -95,6 +100,7 @@ impl SqliteOptions {
             vectors: VectorIndex::default(),
             full_sync: false,
             max_connections: 8,
+            read_only: false,
         }
     }
 
@@ -192,6 +198,9 @@ impl SqliteStore {
     /// Opens (creating if needed) the store in `options.dir`, applies pending migrations, and
     /// brings the derived indexes up to date with the database.
     pub async fn open(options: SqliteOptions) -> Result<Self, StoreError> {
+        if options.read_only {
+            return Self::open_read_only(options).await;
+        }
         std::fs::create_dir_all(&options.dir).map_err(|e| {
             db(
                 &format!("creating data directory {}", options.dir.display()),
@@ -254,6 +263,55 @@ impl SqliteStore {
             space: SpaceCache::default(),
         };
         Ok(store)
+    }
+
+    /// [`SqliteStore::open`] with [`SqliteOptions::read_only`]: SQLite in WAL mode lets this
+    /// process read while another writes.
+    async fn open_read_only(options: SqliteOptions) -> Result<Self, StoreError> {
+        let file = options.dir.join("memgpt.db");
+        if !file.exists() {
+            return Err(StoreError::Unsupported(format!(
+                "reading {}: there is no store there yet",
+                file.display()
+            )));
+        }
+        let connect = SqliteConnectOptions::new()
+            .filename(file)
+            .read_only(true)
+            .busy_timeout(Duration::from_secs(30))
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(options.max_connections.max(1))
+            .test_before_acquire(false)
+            .connect_with(connect)
+            .await
+            .map_err(|e| db("opening the SQLite database for reading", e))?;
+        let applied: Option<i64> = sqlx::query_scalar("SELECT MAX(version) FROM memgpt_migrations")
+            .fetch_one(&pool)
+            .await
+            .map_err(|e| db("reading applied migrations", e))?;
+        let latest = MIGRATIONS.last().map_or(0, |m| m.0);
+        if applied.unwrap_or(0) < latest {
+            return Err(StoreError::Unsupported(format!(
+                "reading a store at schema version {} (this program needs {latest}): open it \
+                 once for writing to upgrade it",
+                applied.unwrap_or(0)
+            )));
+        }
+        Ok(Self {
+            #[cfg(feature = "tantivy")]
+            tantivy: None,
+            #[cfg(feature = "usearch")]
+            usearch: None,
+            #[cfg(feature = "usearch")]
+            recall_vectors: None,
+            pool,
+            dir: options.dir,
+            unindexed: std::sync::atomic::AtomicUsize::new(0),
+            builders: documents::BuilderCache::default(),
+            writer: tokio::sync::Mutex::new(()),
+            space: SpaceCache::default(),
+        })
     }
 
     /// Opens `dir` with the recommended stack ([`SqliteOptions::recommended`]).

@@ -10,7 +10,8 @@ impl SqliteOptions {
     /// or `/abs/path` as `sqlite:///abs/path`) with [`SqliteOptions::recommended`] indexes,
     /// changed by the parameters `recall=fts5|tantivy`, `vectors=exact|usearch`,
     /// `quantization=f32|f16|bf16|i8`, `ef_search=N`, `ef_construction=N`, `connectivity=N`
-    /// (usearch HNSW parameters) and `sync=normal|full`.
+    /// (usearch HNSW parameters), `sync=normal|full` and `mode=rw|ro` (see
+    /// [`SqliteOptions::read_only`]).
     ///
     /// ```
     /// use memgpt_backends::{RecallIndex, SqliteOptions};
@@ -102,6 +103,9 @@ impl SqliteOptions {
                 ("sync", "normal") => options.full_sync = false,
                 ("sync", "full") => options.full_sync = true,
                 ("sync", _) => return Err(invalid("normal or full")),
+                ("mode", "rw") => options.read_only = false,
+                ("mode", "ro") => options.read_only = true,
+                ("mode", _) => return Err(invalid("rw or ro")),
                 _ => {
                     return Err(invalid(
                         "one of recall, vectors, quantization, ef_search, ef_construction, \

@@ -65,7 +65,7 @@ async fn load_offline(storage: Storage, state: &AgentState) -> Result<Agent> {
 }
 
 pub async fn list(settings: &Settings) -> Result<()> {
-    let storage = open::storage(settings).await?;
+    let storage = open::reader(settings).await?;
     let agents = storage.agents.list_agents().await?;
     if agents.is_empty() {
         println!(
@@ -74,15 +74,21 @@ pub async fn list(settings: &Settings) -> Result<()> {
         );
         return Ok(());
     }
+    let width = agents
+        .iter()
+        .map(|a| a.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(20);
     println!(
-        "{:<20} {:>9} {:>9} {:<12} UPDATED",
+        "{:<width$} {:>9} {:>9} {:<12} UPDATED",
         "NAME", "MESSAGES", "PASSAGES", "POLICY"
     );
     for state in agents {
         let messages = storage.recall.count_messages(state.id).await?;
         let passages = storage.archival.count_passages(state.id).await?;
         println!(
-            "{:<20} {messages:>9} {passages:>9} {:<12} {}",
+            "{:<width$} {messages:>9} {passages:>9} {:<12} {}",
             state.name,
             state.config.policy,
             state.updated_at.format("%Y-%m-%d %H:%M")
@@ -92,7 +98,7 @@ pub async fn list(settings: &Settings) -> Result<()> {
 }
 
 pub async fn show(settings: &Settings, name: &str) -> Result<()> {
-    let storage = open::storage(settings).await?;
+    let storage = open::reader(settings).await?;
     let state = load_state(&storage, name).await?;
     let messages = storage.recall.count_messages(state.id).await?;
     let passages = storage.archival.count_passages(state.id).await?;
@@ -155,7 +161,7 @@ pub async fn delete(settings: &Settings, name: &str) -> Result<()> {
 }
 
 pub async fn context(settings: &Settings, name: &str) -> Result<()> {
-    let storage = open::storage(settings).await?;
+    let storage = open::reader(settings).await?;
     let state = load_state(&storage, name).await?;
     let agent = load_offline(storage, &state).await?;
     let request = agent.request();
@@ -193,7 +199,7 @@ pub async fn context(settings: &Settings, name: &str) -> Result<()> {
 }
 
 pub async fn export(settings: &Settings, name: &str, output: Option<PathBuf>) -> Result<()> {
-    let storage = open::storage(settings).await?;
+    let storage = open::reader(settings).await?;
     let state = load_state(&storage, name).await?;
     let file = agent_file::export(&storage, state.id).await?;
     let path = output.unwrap_or_else(|| PathBuf::from(format!("{name}.af")));

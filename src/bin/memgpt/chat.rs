@@ -62,7 +62,7 @@ pub async fn run(settings: &Settings, name: &str) -> Result<()> {
         settings.store_url(),
         agent.context().counts().recall,
         agent.context().counts().archival,
-        llm.description
+        open::describe_model(&llm, &agent)
     );
     println!("{}", style.dim("/help for commands, Ctrl-D to leave"));
 
@@ -141,7 +141,7 @@ pub async fn run(settings: &Settings, name: &str) -> Result<()> {
             "/model" => {
                 println!(
                     "{} (context window {} tokens)",
-                    llm.description,
+                    open::describe_model(&llm, &agent),
                     agent.config().context_window
                 );
                 continue;

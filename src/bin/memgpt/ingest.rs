@@ -47,6 +47,7 @@ pub async fn run(settings: &Settings, name: &str, paths: &[PathBuf]) -> Result<(
             open::stored_space(&storage).await?.as_ref(),
         )
         .await?,
+        kind: open::ProviderKind::OpenAi,
         description: String::new(),
     };
     let mut agent = open::builder(&llm, storage.clone())

@@ -103,6 +103,7 @@ pub async fn llm(
     };
     Ok(Some(Llm {
         provider: Arc::new(provider),
+        kind: crate::open::ProviderKind::Local,
         description: format!(
             "local model {} on {threads} thread(s){}, offline",
             SMOLLM2_135M_INSTRUCT.name,

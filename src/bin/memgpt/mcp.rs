@@ -14,11 +14,18 @@ pub async fn run(settings: &Settings, name: &str) -> Result<()> {
     let Some(llm) = open::llm(settings, stored.as_ref()).await? else {
         bail!("{}", crate::local::HOW_TO_CONFIGURE);
     };
-    let (agent, created) = open::open_or_create(settings, &llm, storage, name).await?;
+    // Serving memory that does not exist helps no client: a typo must not make an empty agent.
+    if open::find_agent(&storage, name).await?.is_none() {
+        bail!(
+            "no agent named `{name}` in {} (create it with `memgpt chat --agent {name}` or \
+             `memgpt agents import`; `memgpt agents list` shows the agents)",
+            settings.store_url()
+        );
+    }
+    let (agent, _) = open::open_or_create(settings, &llm, storage, name).await?;
     let server = MemoryServer::new(agent);
     eprintln!(
-        "memgpt mcp: {} agent {name} in {}; serving {} tools on stdio",
-        if created { "created" } else { "resumed" },
+        "memgpt mcp: agent {name} in {}; serving {} tools on stdio",
         settings.store_url(),
         server.tools().len()
     );

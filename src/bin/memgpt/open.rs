@@ -17,8 +17,38 @@ use crate::settings::Settings;
 pub struct Llm {
     pub provider: Arc<dyn LlmProvider>,
     pub embedder: Option<Arc<dyn Embedder>>,
-    /// For the banner and `/model`.
+    /// Which API the provider speaks: decides whether an agent's own model can be sent to it.
+    pub kind: ProviderKind,
+    /// For the banner and `/model`: where the model runs (`at http://...`), or the whole
+    /// description of the local model.
     pub description: String,
+}
+
+/// The API an [`Llm`] speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProviderKind {
+    /// An OpenAI-compatible endpoint.
+    OpenAi,
+    /// Anthropic's Messages API.
+    Anthropic,
+    /// The local model (it runs one model whatever is asked).
+    Local,
+}
+
+impl ProviderKind {
+    /// Whether a model named `model` can be asked of this provider: a model name of another
+    /// vendor's family (`claude-...` of an OpenAI endpoint, `gpt-...` of Anthropic) cannot.
+    fn serves(self, model: &str) -> bool {
+        let model = model.to_ascii_lowercase();
+        let openai = ["gpt-", "o1", "o3", "o4", "chatgpt"]
+            .iter()
+            .any(|p| model.starts_with(p));
+        match self {
+            ProviderKind::OpenAi => !model.starts_with("claude"),
+            ProviderKind::Anthropic => !openai,
+            ProviderKind::Local => false,
+        }
+    }
 }
 
 impl std::fmt::Debug for Llm {
@@ -39,6 +69,26 @@ pub async fn storage(settings: &Settings) -> Result<Storage> {
         .parse()
         .with_context(|| format!("setting `store`: {url} is not a store URL"))?;
     config.open().await.map_err(|e| explain_busy(&url, e))
+}
+
+/// The store the settings name, opened for reading only: commands that only look (`agents
+/// list`, `agents show`, `context`, `export`) work next to a running `memgpt chat`, `mcp` or
+/// `serve`. An embedded store that does not exist yet reads as empty (nothing is created).
+pub async fn reader(settings: &Settings) -> Result<Storage> {
+    let url = settings.store_url();
+    let mut config: StoreConfig = url
+        .parse()
+        .with_context(|| format!("setting `store`: {url} is not a store URL"))?;
+    if let StoreConfig::Sqlite(options) = &mut config {
+        if !options.dir.join("memgpt.db").exists() {
+            return Ok(Storage::in_memory());
+        }
+        options.read_only = true;
+    }
+    config
+        .open()
+        .await
+        .with_context(|| format!("opening the store {url} for reading"))
 }
 
 /// An error of opening the store at `url`, explained when another process holds it (tantivy
@@ -97,7 +147,8 @@ pub async fn llm(settings: &Settings, stored: Option<&EmbeddingSpace>) -> Result
             Ok(Some(Llm {
                 provider,
                 embedder,
-                description: format!("model {} at {}", config.model, config.base_url),
+                kind: ProviderKind::OpenAi,
+                description: format!("at {}", config.base_url),
             }))
         }
         None if chosen == "auto" => crate::local::llm(settings, stored).await,
@@ -133,10 +184,11 @@ fn anthropic(settings: &Settings) -> Result<Llm> {
         other => lookup(other),
     })
     .context("reading the Anthropic settings (api_key, base_url, model)")?;
-    let description = format!("model {} at {}", config.model, config.base_url);
+    let description = format!("at {}", config.base_url);
     Ok(Llm {
         provider: Arc::new(AnthropicProvider::new(config)?),
         embedder: None,
+        kind: ProviderKind::Anthropic,
         description,
     })
 }
@@ -266,16 +318,59 @@ pub async fn stored_space(storage: &Storage) -> Result<Option<EmbeddingSpace>> {
         .context("reading the store's embedding model")
 }
 
-/// The builder every command starts from: provider, storage, embedder and the functions.
+/// The builder every command starts from: provider, storage and embedder. Configuration
+/// (functions, model, rules) is left to the stored agent, or to the defaults for a new one.
 pub fn builder(llm: &Llm, storage: Storage) -> AgentBuilder {
     let mut builder = Agent::builder()
         .provider(llm.provider.clone())
-        .storage(storage)
-        .functions(DEFAULT_FUNCTIONS.iter().copied());
+        .storage(storage);
     if let Some(embedder) = &llm.embedder {
         builder = builder.embedder(embedder.clone());
     }
     builder
+}
+
+/// The model a stored agent should be sent to, when it is not the one it stored: the `model`
+/// the user set (flag, environment, `memgpt.toml`) always wins; otherwise an agent's own model
+/// stays unless this provider cannot serve it (an imported Claude agent on an OpenAI endpoint),
+/// which falls back to the provider's model with a note.
+pub fn model_for(settings: &Settings, llm: &Llm, stored: &AgentState) -> Option<String> {
+    if llm.kind == ProviderKind::Local {
+        // The local provider runs its one model: say so rather than keep a name it ignores.
+        return (!stored.config.model.is_empty()).then(String::new);
+    }
+    let user_set = !matches!(
+        settings.source("model"),
+        None | Some(crate::settings::Source::Default)
+    );
+    if user_set {
+        let model = settings.get("model").unwrap_or_default();
+        return (model != stored.config.model).then(|| model.to_owned());
+    }
+    let own = &stored.config.model;
+    if own.is_empty() || llm.kind.serves(own) {
+        return None;
+    }
+    eprintln!(
+        "note: agent {} was made for the model {own}, which this {:?} provider cannot serve: \
+         using {} (set --model to choose)",
+        stored.name,
+        llm.kind,
+        llm.provider.model()
+    );
+    Some(String::new())
+}
+
+/// What the agent is sent to, as one line: `model gpt-4o-mini at http://...`.
+pub fn describe_model(llm: &Llm, agent: &Agent) -> String {
+    if llm.kind == ProviderKind::Local {
+        return llm.description.clone();
+    }
+    let model = match agent.config().model.as_str() {
+        "" => llm.provider.model(),
+        own => own,
+    };
+    format!("model {model} {}", llm.description)
 }
 
 /// Resumes the agent called `name`, or creates it; `true` when it was created.
@@ -291,14 +386,20 @@ pub async fn open_or_create(
         builder = builder.context_window(window);
     }
     match existing {
-        Some(state) => Ok((
-            builder
-                .load(state.id)
-                .await
-                .with_context(|| format!("loading agent {name}"))?,
-            false,
-        )),
+        Some(state) => {
+            if let Some(model) = model_for(settings, llm, &state) {
+                builder = builder.model(model);
+            }
+            Ok((
+                builder
+                    .load(state.id)
+                    .await
+                    .with_context(|| format!("loading agent {name}"))?,
+                false,
+            ))
+        }
         None => {
+            builder = builder.functions(DEFAULT_FUNCTIONS.iter().copied());
             if let Some(policy) = settings.get("policy") {
                 builder = builder.policy_named(policy);
             }
