@@ -65,6 +65,30 @@ pub struct AgentConfig {
     pub tool_rules: Vec<crate::rules::ToolRule>,
     /// How a step decides to go on after a function call (see [`LoopStyle`]).
     pub loop_style: LoopStyle,
+    /// The agents this one was related to in an agent file (Letta's groups: a sleep-time
+    /// companion, a supervisor): kept, and written back when the agent is exported with them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<AgentGroup>,
+    /// Fields of an imported agent file that memgpt does not use (Letta's `tags`,
+    /// `description`, `timezone`, `llm_config` parameters...), kept so that an export gives
+    /// them back.
+    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+    pub carried: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Agents that work together, as an agent file relates them (Letta's `groups`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AgentGroup {
+    /// Letta's manager type: `sleeptime` (a companion that consolidates the manager's memory),
+    /// `round_robin`, `supervisor`, `dynamic`...
+    pub kind: String,
+    /// The agent that manages the group, if the kind has one.
+    pub manager: Option<crate::ids::AgentId>,
+    /// The other agents.
+    pub members: Vec<crate::ids::AgentId>,
+    /// The rest of the group's settings as the file gave them (`sleeptime_agent_frequency`...).
+    pub settings: serde_json::Map<String, serde_json::Value>,
 }
 
 /// How the agent loop decides whether a step goes on after a function call.
@@ -170,6 +194,8 @@ impl Default for AgentConfig {
             defer_message_embeddings: false,
             tool_rules: Vec::new(),
             loop_style: LoopStyle::Heartbeat,
+            group: None,
+            carried: serde_json::Map::new(),
         }
     }
 }

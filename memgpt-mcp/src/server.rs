@@ -86,6 +86,7 @@ impl MemoryServer {
             if strip_heartbeat(&mut parameters) {
                 takes_heartbeat.push(name.to_owned());
             }
+            single_types(&mut parameters);
             let Value::Object(parameters) = parameters else {
                 continue;
             };
@@ -149,6 +150,22 @@ impl MemoryServer {
             ));
         }
         let mut arguments = arguments.unwrap_or_default();
+        // Checked against the schema this server published (no heartbeat flag), so an error
+        // names only fields the client can send. Numbers sent as strings (form-based clients
+        // such as the MCP Inspector) are read as numbers first.
+        if let Some(tool) = self.tools.iter().find(|tool| tool.name == name) {
+            let schema = Value::Object(tool.input_schema.as_ref().clone());
+            // `null` for an optional field means leaving it out.
+            arguments.retain(|_, value| !value.is_null());
+            numbers_from_strings(&schema, &mut arguments);
+            if let Err(message) = memgpt_core::function::validate_arguments(
+                name,
+                &schema,
+                &Value::Object(arguments.clone()),
+            ) {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(message)]));
+            }
+        }
         if self.takes_heartbeat.iter().any(|f| f == name) {
             arguments.insert(HEARTBEAT.into(), Value::Bool(false));
         }
@@ -215,6 +232,51 @@ fn strip_heartbeat(parameters: &mut Value) -> bool {
         required.retain(|r| r != HEARTBEAT);
     }
     removed
+}
+
+/// `"type": ["integer", "null"]` as `"type": "integer"` in each property: an optional field
+/// is one that may be left out, and some clients (the MCP Inspector) cannot render a list of
+/// types and send strings instead.
+fn single_types(parameters: &mut Value) {
+    let Some(properties) = parameters
+        .get_mut("properties")
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    for property in properties.values_mut() {
+        let Some(types) = property.get("type").and_then(Value::as_array) else {
+            continue;
+        };
+        let kinds: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+        if let [only] = kinds.as_slice() {
+            property["type"] = only.clone();
+        }
+    }
+}
+
+/// Arguments whose property is a number or an integer, sent as a string of one: the number.
+fn numbers_from_strings(schema: &Value, arguments: &mut Map<String, Value>) {
+    for (name, value) in arguments.iter_mut() {
+        let Value::String(text) = value else {
+            continue;
+        };
+        let kind = schema
+            .pointer(&format!("/properties/{name}/type"))
+            .and_then(Value::as_str);
+        let number = match kind {
+            Some("integer") => text.trim().parse::<i64>().ok().map(Value::from),
+            Some("number") => text
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .and_then(|n| serde_json::Number::from_f64(n).map(Value::Number)),
+            _ => None,
+        };
+        if let Some(number) = number {
+            *value = number;
+        }
+    }
 }
 
 fn render_blocks(agent: &Agent) -> String {

@@ -103,7 +103,11 @@ async fn letta_files_import_with_their_tools_mapped() {
     let unmapped = report.unmapped.join("\n");
     assert!(unmapped.contains("memory_rethink"), "{unmapped}");
     assert!(unmapped.contains("roll_d20"), "{unmapped}");
-    assert_eq!(report.unmapped.len(), 2, "{unmapped}");
+    assert!(
+        unmapped.contains("message message-5: 1 call(s) without a result"),
+        "{unmapped}"
+    );
+    assert_eq!(report.unmapped.len(), 3, "{unmapped}");
 
     let state = storage.agents.load_agent(report.id).await.unwrap().unwrap();
     assert_eq!(
@@ -150,7 +154,8 @@ async fn letta_files_import_with_their_tools_mapped() {
         all.hits[2].item.text,
         "The user mentioned their sister. I should remember this."
     );
-    assert_eq!(all.hits[2].item.tool_calls[0].name, "memory_insert");
+    // Calls to Letta's tools read as calls to the functions that took their place.
+    assert_eq!(all.hits[2].item.tool_calls[0].name, "core_memory_append");
     assert_eq!(all.hits[3].item.text, "None");
 
     // It is searchable and steps like any agent.
@@ -191,18 +196,19 @@ async fn bad_files_are_refused_and_write_nothing() {
         ("not json".into(), "not an agent file"),
         (
             LETTA.replace("\"block-1\"]", "\"block-9\"]"),
-            "block `block-9`",
+            "agents[0].block_ids[1]: `block-9` is not in the file",
         ),
         (
             LETTA.replace("\"id\": \"message-5\"", "\"id\": \"message-4\""),
             "used twice",
         ),
         (
-            LETTA.replace(
-                "\"agents\": [",
-                "\"agents\": [{\"id\": \"agent-1\", \"name\": \"x\"},",
-            ),
-            "exactly one",
+            LETTA.replace("\"limit\": 5000", "\"limit\": \"large\""),
+            "blocks[0].limit: invalid type: string \"large\"",
+        ),
+        (
+            LETTA.replace("\"context_window\": 32000", "\"context_window\": 32000.5"),
+            "agents[0].llm_config.context_window: expected a whole number",
         ),
     ];
     for (text, expected) in cases {
@@ -281,4 +287,437 @@ async fn the_loop_style_travels_as_letta_agent_type() {
         .unwrap();
     let state = other.agents.load_agent(imported.id).await.unwrap().unwrap();
     assert_eq!(state.config.loop_style, memgpt::LoopStyle::UntilReply);
+}
+
+/// Letta's published agent files (tests/fixtures/letta, see its PROVENANCE.md), by path.
+fn published_letta_files() -> Vec<(String, String)> {
+    use std::io::Read;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/letta");
+    let mut files = Vec::new();
+    for folder in ["agent-file", "letta-tests"] {
+        let mut paths: Vec<_> = std::fs::read_dir(root.join(folder))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        paths.sort();
+        for path in paths {
+            let mut text = String::new();
+            flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap())
+                .read_to_string(&mut text)
+                .unwrap();
+            let name = format!("{folder}/{}", path.file_name().unwrap().to_string_lossy());
+            files.push((name, text));
+        }
+    }
+    files
+}
+
+/// The JSON Schema derived from Letta's `AgentFileSchema` (tests/fixtures/letta).
+fn letta_schema() -> jsonschema::Validator {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/letta/letta_agent_file.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    jsonschema::validator_for(&schema).expect("Letta's schema compiles")
+}
+
+/// Every violation of Letta's schema, with its path.
+fn letta_violations(validator: &jsonschema::Validator, file: &serde_json::Value) -> Vec<String> {
+    validator
+        .iter_errors(file)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect()
+}
+
+/// A Letta message as the words it carries: the user's text (unwrapped from memgpt's
+/// envelope), an assistant's calls, a tool's result.
+fn message_words(message: &serde_json::Value) -> Option<(String, String)> {
+    let role = message["role"].as_str()?.to_owned();
+    let content = match &message["content"] {
+        serde_json::Value::String(text) => text.clone(),
+        serde_json::Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str().or(p["reasoning"].as_str()))
+            .collect::<Vec<_>>()
+            .join("\n")
+            .trim()
+            .to_owned(),
+        _ => String::new(),
+    };
+    let envelope: Option<serde_json::Value> = serde_json::from_str(&content).ok();
+    let unwrapped = |field: &str| {
+        envelope
+            .as_ref()
+            .and_then(|e| e.get(field))
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+    };
+    let words = match role.as_str() {
+        "system" => return None,
+        "user" => match unwrapped("type").as_deref() {
+            // memgpt keeps what the user said; other envelopes by their kind.
+            Some("user_message") | None => unwrapped("message").unwrap_or(content),
+            Some(kind) => kind.to_owned(),
+        },
+        "assistant" | "approval" => {
+            let calls = message["tool_calls"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            if calls.is_empty() {
+                // Approval answers and replies without calls: memgpt keeps the text only.
+                if role == "approval" {
+                    return None;
+                }
+                content
+            } else {
+                calls
+                    .iter()
+                    .map(|c| c["id"].as_str().unwrap_or_default().to_owned())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            }
+        }
+        "tool" => message["tool_call_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        _ => return None,
+    };
+    let role = if role == "approval" {
+        "assistant".to_owned()
+    } else {
+        role
+    };
+    Some((role, words))
+}
+
+/// Every message of an agent in the file: its context, and memgpt's history.
+fn all_messages<'f>(file: &'f serde_json::Value, agent: &str) -> Vec<&'f serde_json::Value> {
+    let context = file["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == agent)
+        .map(|a| a["messages"].as_array().unwrap().iter().collect::<Vec<_>>())
+        .unwrap_or_default();
+    let history = file["memgpt"]["agents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|x| x["agent"] == agent)
+        .flat_map(|x| x["history"].as_array().unwrap().iter());
+    context.into_iter().chain(history).collect()
+}
+
+/// The chat request is one OpenAI accepts: every tool result answers a call made before it,
+/// and every call is answered.
+fn calls_are_paired(messages: &[serde_json::Value]) -> Result<(), String> {
+    let mut open: Vec<String> = Vec::new();
+    for (i, message) in messages.iter().enumerate() {
+        match message["role"].as_str() {
+            Some("tool") => {
+                let id = message["tool_call_id"].as_str().unwrap_or_default();
+                let at = open.iter().position(|c| c == id).ok_or(format!(
+                    "message {i}: a result of {id}, which was not called"
+                ))?;
+                open.remove(at);
+            }
+            _ if !open.is_empty() => return Err(format!("message {i}: calls {open:?} unanswered")),
+            Some("assistant") => {
+                open = message["tool_calls"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|c| c["id"].as_str().unwrap_or_default().to_owned())
+                    .collect();
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn every_published_letta_file_chats_and_exports_what_letta_loads() {
+    use crate::fake_openai::{FakeOpenAi, Reply, is_agent_request};
+    use serde_json::Value;
+
+    let schema = letta_schema();
+    let server = FakeOpenAi::start().await;
+    // A model that replies, calling first what the agent's tool rules say must come first.
+    server.respond_with(|body| {
+        if !is_agent_request(body) {
+            return Reply::text("The conversation so far, summarised.");
+        }
+        // The latest function result, if the model's last turn called something.
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let last = messages
+            .iter()
+            .rev()
+            .take_while(|m| m["role"] != "assistant")
+            .find(|m| m["role"] == "tool")
+            .cloned();
+        let required = last
+            .and_then(|m| m["content"].as_str().map(str::to_owned))
+            .and_then(|text| {
+                let (_, rest) = text.split_once("must be `")?;
+                Some(rest.split('`').next()?.to_owned())
+            });
+        match required {
+            Some(function) => Reply::call(
+                &function,
+                json!({"query": "who is this", "request_heartbeat": true}),
+            ),
+            None => Reply::call("send_message", json!({"message": "Hello from memgpt."})),
+        }
+    });
+    let files = published_letta_files();
+    assert_eq!(
+        files.len(),
+        15,
+        "12 of letta-ai/agent-file, 3 of Letta's tests"
+    );
+    for (name, text) in files {
+        let original: Value = {
+            let value: Value = serde_json::from_str(&text).unwrap();
+            match value {
+                Value::String(inner) => serde_json::from_str(&inner).unwrap(),
+                other => other,
+            }
+        };
+        assert_eq!(
+            letta_violations(&schema, &original),
+            Vec::<String>::new(),
+            "{name}: the published file itself"
+        );
+        let storage = Storage::in_memory();
+        let file = parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let report = import(&storage, &file, ImportOptions::default())
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let imported = 1 + report.related.len();
+        assert_eq!(
+            imported,
+            original["agents"].as_array().unwrap().len(),
+            "{name}"
+        );
+
+        // What memgpt drops is reported: secrets, files, sources, MCP servers, unused blocks.
+        let notes = report.unmapped.join("\n");
+        for (field, words) in [
+            ("files", "files: memgpt does not import"),
+            ("sources", "sources: memgpt does not import"),
+            ("mcp_servers", "MCP servers: memgpt does not import"),
+        ] {
+            let count = original[field].as_array().map_or(0, Vec::len);
+            assert_eq!(count > 0, notes.contains(words), "{name}: {field}: {notes}");
+        }
+        for agent in original["agents"].as_array().unwrap() {
+            let present = |v: &Value| {
+                v.as_array().is_some_and(|v| !v.is_empty())
+                    || v.as_object().is_some_and(|v| !v.is_empty())
+            };
+            let secrets =
+                present(&agent["tool_exec_environment_variables"]) || present(&agent["secrets"]);
+            let all_notes: String = std::iter::once(&report)
+                .chain(&report.related)
+                .flat_map(|r| r.unmapped.iter().cloned())
+                .collect::<Vec<_>>()
+                .join("\n");
+            assert_eq!(
+                secrets,
+                all_notes.contains("secrets are not imported"),
+                "{name}: {all_notes}"
+            );
+        }
+
+        // One step against the fake OpenAI server: the request is one OpenAI accepts.
+        let before = server.agent_requests().len();
+        let mut agent = Agent::builder()
+            .provider(crate::provider(&server))
+            .storage(storage.clone())
+            .load(report.id)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: loading: {e}"));
+        let functions = agent.config().functions.clone();
+        let step = agent
+            .step("Hello! Who are you?")
+            .await
+            .unwrap_or_else(|e| panic!("{name}: stepping: {e}"));
+        assert_eq!(step.reply(), "Hello from memgpt.", "{name}: {step:#?}");
+        let requests = server.agent_requests();
+        let request = requests[before..]
+            .iter()
+            .find(|r| r.is_agent())
+            .unwrap_or_else(|| panic!("{name}: no agent request"));
+        calls_are_paired(request.messages()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(
+            request.body["model"], original["agents"][0]["llm_config"]["model"],
+            "{name}: the agent's own model"
+        );
+        drop(agent);
+        let state = storage.agents.load_agent(report.id).await.unwrap().unwrap();
+        assert_eq!(state.config.functions, functions, "{name}: functions kept");
+
+        // The export is a file Letta loads...
+        let exported = serde_json::to_value(export(&storage, report.id).await.unwrap()).unwrap();
+        assert_eq!(
+            letta_violations(&schema, &exported),
+            Vec::<String>::new(),
+            "{name}: the export"
+        );
+        // ... and says what the original said, field by field.
+        let agents = original["agents"].as_array().unwrap();
+        let out_agents = exported["agents"].as_array().unwrap();
+        assert_eq!(out_agents.len(), agents.len(), "{name}: agents");
+        assert_eq!(
+            exported["groups"].as_array().unwrap().len(),
+            original["groups"].as_array().map_or(0, Vec::len),
+            "{name}: groups"
+        );
+        for theirs in agents {
+            let ours = out_agents
+                .iter()
+                .find(|a| a["name"] == theirs["name"])
+                .unwrap_or_else(|| panic!("{name}: agent {} missing", theirs["name"]));
+            let context = format!("{name}: {}", theirs["name"]);
+            let system = theirs["system"].as_str().filter(|s| !s.is_empty());
+            if let Some(system) = system {
+                assert_eq!(ours["system"], system, "{context}: system");
+            }
+            for field in ["agent_type", "description", "timezone", "tags", "metadata"] {
+                let empty = |v: &Value| {
+                    v.is_null()
+                        || v.as_str() == Some("")
+                        || v.as_array().is_some_and(Vec::is_empty)
+                        || v.as_object().is_some_and(serde_json::Map::is_empty)
+                };
+                if !empty(&theirs[field]) {
+                    assert_eq!(ours[field], theirs[field], "{context}: {field}");
+                }
+            }
+            for field in [
+                "model",
+                "model_endpoint_type",
+                "model_endpoint",
+                "context_window",
+                "temperature",
+                "max_tokens",
+                "put_inner_thoughts_in_kwargs",
+                "handle",
+            ] {
+                let value = &theirs["llm_config"][field];
+                if !value.is_null() {
+                    let same = ours["llm_config"][field] == *value
+                        || ours["llm_config"][field].as_f64() == value.as_f64()
+                            && value.as_f64().is_some();
+                    assert!(
+                        same,
+                        "{context}: llm_config.{field}: {} vs {value}",
+                        ours["llm_config"][field]
+                    );
+                }
+            }
+            assert_eq!(
+                ours["embedding_config"], theirs["embedding_config"],
+                "{context}: embedding_config"
+            );
+            // Blocks: the same labels, values and flags.
+            let blocks = |file: &Value, agent: &Value| -> Vec<(String, String, bool)> {
+                let mut blocks: Vec<_> = agent["block_ids"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|id| {
+                        let block = file["blocks"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .find(|b| b["id"] == *id)
+                            .unwrap();
+                        (
+                            block["label"].as_str().unwrap().to_owned(),
+                            block["value"].as_str().unwrap_or_default().to_owned(),
+                            block["read_only"].as_bool().unwrap_or(false),
+                        )
+                    })
+                    .collect();
+                blocks.sort();
+                blocks
+            };
+            assert_eq!(
+                blocks(&exported, ours),
+                blocks(&original, theirs),
+                "{context}: blocks"
+            );
+            // Tools: each is exported, or reported.
+            let all_notes: String = std::iter::once(&report)
+                .chain(&report.related)
+                .flat_map(|r| r.unmapped.iter().cloned())
+                .collect::<Vec<_>>()
+                .join("\n");
+            let tool_names = |file: &Value, agent: &Value| -> Vec<String> {
+                agent["tool_ids"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|id| {
+                        let tool = file["tools"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .find(|t| t["id"] == *id)
+                            .unwrap();
+                        tool["name"].as_str().unwrap_or_default().to_owned()
+                    })
+                    .collect()
+            };
+            let exported_tools = tool_names(&exported, ours);
+            for tool in tool_names(&original, theirs) {
+                let mapped = match tool.as_str() {
+                    "memory_insert" => "core_memory_append",
+                    "memory_replace" => "core_memory_replace",
+                    "conversation_search_date" => "conversation_search",
+                    other => other,
+                };
+                assert!(
+                    exported_tools.iter().any(|t| t == mapped)
+                        || all_notes.contains(&format!("tool `{tool}`")),
+                    "{context}: tool {tool} neither exported nor reported: {all_notes}"
+                );
+            }
+            // Messages: every one is in the export (context or history), or reported.
+            let ours_words: Vec<(String, String)> =
+                all_messages(&exported, ours["id"].as_str().unwrap())
+                    .into_iter()
+                    .filter_map(message_words)
+                    .collect();
+            for message in all_messages(&original, theirs["id"].as_str().unwrap()) {
+                let Some(words) = message_words(message) else {
+                    continue;
+                };
+                let id = message["id"].as_str().unwrap_or_default();
+                let reported = all_notes.contains(&format!("message {id}:"))
+                    || all_notes.contains(&format!("message {id} "));
+                let kept = ours_words.iter().any(|w| w.0 == words.0 && w.1.contains(&words.1))
+                    // A tool message with several parallel returns becomes several.
+                    || (words.0 == "tool" && ours_words.iter().any(|w| w.0 == "tool"));
+                assert!(
+                    kept || reported,
+                    "{context}: message {id} ({}) neither exported nor reported",
+                    words.0
+                );
+            }
+        }
+        // Importing the export again gives the same agents (names aside).
+        let again = Storage::in_memory();
+        let round = import(
+            &again,
+            &parse(&exported.to_string()).unwrap(),
+            ImportOptions::default(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{name}: re-import: {e}"));
+        assert_eq!(1 + round.related.len(), imported, "{name}");
+    }
 }

@@ -453,14 +453,15 @@ async fn an_interrupted_ingest_resumes_without_duplicates() {
     let db = cli.path("memgpt-data");
     // Interrupt once some batches are committed.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-    // While ingest holds the embedded indexes, another memgpt process is refused clearly.
+    // While ingest holds the embedded indexes, another writing process is refused clearly
+    // (readers such as `agents show` work alongside).
     let busy = loop {
         assert!(
             tokio::time::Instant::now() < deadline,
             "ingest never opened the store"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let output = cli.run(&["agents", "show", "sam"], "").await;
+        let output = cli.run(&["chat", "--agent", "sam"], "").await;
         if !output.status.success() {
             break text(&output).1;
         }
@@ -978,4 +979,259 @@ async fn agents_can_be_read_while_a_chat_holds_the_store() {
     let out = run(command, "").await;
     assert!(out.status.success() && text(&out).0.contains("no agents"));
     assert!(!empty.path().join("memgpt-data").exists());
+}
+
+#[tokio::test]
+async fn a_letta_file_with_a_sleep_time_companion_imports_whole_or_by_choice() {
+    use std::io::Read;
+    let cli = Cli::new().await;
+    let mut evie = String::new();
+    flate2::read::GzDecoder::new(
+        std::fs::File::open(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/letta/agent-file/evie.af.gz"),
+        )
+        .unwrap(),
+    )
+    .read_to_string(&mut evie)
+    .unwrap();
+    write(&cli.path("evie.af"), evie.as_bytes());
+
+    // A refused import in an empty folder leaves no data directory behind, and names the field.
+    let broken = evie.replacen("\"limit\": ", "\"limit\": \"many\", \"x\": ", 1);
+    write(&cli.path("broken.af"), broken.as_bytes());
+    let output = cli.run(&["agents", "import", "broken.af"], "").await;
+    let (_, err) = text(&output);
+    assert!(!output.status.success(), "{err}");
+    assert!(err.contains("blocks[0].limit: invalid type"), "{err}");
+    assert!(!cli.path("memgpt-data").exists());
+
+    // Both agents, related; what is not imported is listed.
+    let out = cli.ok(&["agents", "import", "evie.af"], "").await;
+    assert!(out.contains("imported agent Evie ("), "{out}");
+    assert!(
+        out.contains("imported agent companion-sleeptime_copy ("),
+        "{out}"
+    );
+    assert!(
+        out.contains("related: companion-sleeptime_copy (exported together with Evie)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("kept for export, not used by memgpt:"),
+        "{out}"
+    );
+    assert!(out.contains("timezone"), "{out}");
+    assert!(out.contains("each has its own copy"), "{out}");
+    // Exporting either gives the pair and their group back.
+    cli.ok(&["agents", "export", "Evie", "-o", "pair.af"], "")
+        .await;
+    let pair: Value =
+        serde_json::from_str(&std::fs::read_to_string(cli.path("pair.af")).unwrap()).unwrap();
+    assert_eq!(pair["agents"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        pair["groups"][0]["manager_config"]["manager_type"],
+        "sleeptime"
+    );
+    assert_eq!(
+        pair["groups"][0]["manager_config"]["manager_agent_id"],
+        "agent-0"
+    );
+    assert_eq!(pair["groups"][0]["agent_ids"], json!(["agent-1"]));
+
+    // One agent of the two, chosen.
+    let out = cli
+        .ok(
+            &[
+                "agents", "import", "evie.af", "--agent", "Evie", "--name", "solo",
+            ],
+            "",
+        )
+        .await;
+    assert!(out.contains("imported agent solo ("), "{out}");
+    assert!(
+        out.contains("agent agent-1 `companion-sleeptime_copy`: not chosen"),
+        "{out}"
+    );
+    assert!(
+        out.contains("the relation is dropped") || !out.contains("related:"),
+        "{out}"
+    );
+    let list = cli.ok(&["agents", "list"], "").await;
+    assert_eq!(list.lines().count(), 4, "header + 3 agents: {list}");
+}
+
+/// The Python interpreter and the folder holding the MCP SDK (`.ci/python-mcp.sh`), or `None`
+/// (the test then says it is skipped; under `CI=true` it fails instead).
+fn fastmcp_python() -> Option<(String, String)> {
+    let Ok(path) = std::env::var("MEMGPT_TEST_MCP_PYTHONPATH") else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but MEMGPT_TEST_MCP_PYTHONPATH is unset: .ci/run installs the MCP SDK"
+        );
+        eprintln!(
+            "SKIPPED: MEMGPT_TEST_MCP_PYTHONPATH is unset (run .ci/python-mcp.sh and export its output)"
+        );
+        return None;
+    };
+    let output = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3");
+    let python = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    Some((python, path))
+}
+
+#[tokio::test]
+async fn mcp_servers_from_memgpt_toml_give_agents_their_tools() {
+    let Some((python, pythonpath)) = fastmcp_python() else {
+        return;
+    };
+    let cli = Cli::new().await;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/fastmcp_calc.py");
+    // The same FastMCP server twice: over stdio for every agent, over HTTP for sam only.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut http = tokio::process::Command::new(&python)
+        .arg(&script)
+        .args(["http", &port.to_string()])
+        .env("PYTHONPATH", &pythonpath)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    write(
+        &cli.path("memgpt.toml"),
+        format!(
+            r#"
+[mcp_servers.calc]
+command = {python:?}
+args = [{script:?}]
+env = {{ PYTHONPATH = {pythonpath:?} }}
+
+[mcp_servers.loud]
+url = "http://127.0.0.1:{port}/mcp"
+agents = ["sam"]
+timeout_secs = 30
+"#,
+            script = script.display().to_string(),
+        )
+        .as_bytes(),
+    );
+    let config = cli.ok(&["config"], "").await;
+    assert!(
+        config.contains("mcp_servers.calc = stdio") && config.contains("tools for sam"),
+        "{config}"
+    );
+
+    // The model calls the stdio server's tool, then the HTTP server's, then replies.
+    cli.server.push(Reply::calls(
+        "Adding.",
+        &[(
+            "calc__add",
+            json!({"a": 2, "b": 3, "request_heartbeat": true}),
+        )],
+    ));
+    cli.server.push(Reply::calls(
+        "Shouting.",
+        &[(
+            "loud__shout",
+            json!({"text": "five", "request_heartbeat": true}),
+        )],
+    ));
+    cli.server.push(say("2 + 3 = 5."));
+    let out = cli
+        .ok(&["chat", "--agent", "sam"], "What is 2 + 3?\n/help\n")
+        .await;
+    assert!(out.contains("sam> 2 + 3 = 5."), "{out}");
+    assert!(
+        out.contains("MCP server calc: calc__add, calc__shout")
+            && out.contains("MCP server loud: loud__add, loud__shout"),
+        "/help lists the tools: {out}"
+    );
+    let results: Vec<String> = cli
+        .server
+        .agent_requests()
+        .last()
+        .unwrap()
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].to_string())
+        .collect();
+    assert!(results.iter().any(|r| r.contains('5')), "{results:?}");
+    assert!(results.iter().any(|r| r.contains("FIVE")), "{results:?}");
+    let offered: Vec<String> = cli.server.agent_requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(offered.contains(&"calc__add".to_owned()), "{offered:?}");
+
+    let show = cli.ok(&["agents", "show", "sam"], "").await;
+    assert!(
+        show.contains("calc__add") && show.contains("loud__shout"),
+        "{show}"
+    );
+    assert!(show.contains("mcp        calc (stdio:"), "{show}");
+    assert!(
+        show.contains("mcp        loud (http: http://127.0.0.1:"),
+        "{show}"
+    );
+
+    // Another agent gets only the servers meant for every agent.
+    cli.server.push(say("Hi."));
+    cli.ok(&["chat", "--agent", "bob"], "Hi\n").await;
+    let show = cli.ok(&["agents", "show", "bob"], "").await;
+    assert!(
+        show.contains("calc__add") && !show.contains("loud__"),
+        "{show}"
+    );
+
+    // A server left out of memgpt.toml takes its tools with it, with a note; the agent loads.
+    write(
+        &cli.path("memgpt.toml"),
+        format!(
+            "[mcp_servers.calc]\ncommand = {python:?}\nargs = [{:?}]\nenv = {{ PYTHONPATH = {pythonpath:?} }}\n",
+            script.display().to_string()
+        )
+        .as_bytes(),
+    );
+    cli.server.push(say("Still here."));
+    let output = cli.run(&["chat", "--agent", "sam"], "Hello\n").await;
+    let (out, err) = text(&output);
+    assert!(output.status.success(), "{out}\n{err}");
+    assert!(err.contains("goes without loud__add, loud__shout"), "{err}");
+    let show = cli.ok(&["agents", "show", "sam"], "").await;
+    assert!(
+        show.contains("calc__add") && !show.contains("loud__"),
+        "{show}"
+    );
+
+    // A bad table is one clear line.
+    write(
+        &cli.path("memgpt.toml"),
+        b"[mcp_servers.x]\ncommand = \"a\"\nurl = \"b\"\n",
+    );
+    let output = cli.run(&["config"], "").await;
+    let (_, err) = text(&output);
+    assert!(
+        err.contains("either `command` (stdio) or `url` (HTTP), not both"),
+        "{err}"
+    );
+    http.kill().await.unwrap();
 }

@@ -337,6 +337,32 @@ async fn memgpt_mcp_serves_an_agents_memory_to_an_mcp_client() {
     )
     .await;
     assert!(!ok && text.contains("limit"), "{text}");
+    // Optional fields have one type (form-based clients cannot render a list of types), and
+    // numbers sent as strings, as the MCP Inspector sends them, are read as numbers.
+    let search = client
+        .server_tools()
+        .iter()
+        .find(|t| t.name == "conversation_search")
+        .unwrap();
+    assert_eq!(search.input_schema["properties"]["page"]["type"], "integer");
+    let (ok, text) = call(
+        &client,
+        "conversation_search",
+        json!({"query": "sailing", "page": "0"}),
+    )
+    .await;
+    assert!(ok, "{text}");
+    // An unknown field is named with the fields this server offers (no heartbeat flag).
+    let (ok, text) = call(
+        &client,
+        "archival_memory_search",
+        json!({"query": "boat", "colour": "red"}),
+    )
+    .await;
+    assert!(
+        !ok && text.contains("unknown field `colour`") && !text.contains("request_heartbeat"),
+        "{text}"
+    );
     let (ok, text) = call(&client, "core_memory_append", json!({"label": 7})).await;
     assert!(
         !ok && text.contains("invalid arguments for `core_memory_append`"),

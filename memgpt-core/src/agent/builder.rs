@@ -333,6 +333,12 @@ impl AgentBuilder {
         if config.context_window == 0 {
             config.context_window = self.default_window();
         }
+        // The agent records the model it runs on, so that what it says and exports is true.
+        if config.model.is_empty()
+            && let Some(provider) = &self.provider
+        {
+            config.model = provider.model().to_owned();
+        }
         let system = self
             .system
             .take()
@@ -465,6 +471,10 @@ impl AgentBuilder {
         // An agent on the default instructions of one loop style that changes style gets the
         // other style's defaults (custom instructions are left alone).
         let style = state.config.loop_style;
+        // An agent stored without instructions (imported from a file that had none) gets them.
+        if state.system.trim().is_empty() {
+            state.system = prompt::default_system_prompt(style).to_owned();
+        }
         for other in [LoopStyle::Heartbeat, LoopStyle::UntilReply] {
             if other != style && state.system == prompt::default_system_prompt(other) {
                 state.system = prompt::default_system_prompt(style).to_owned();

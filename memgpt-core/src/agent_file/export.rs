@@ -1,10 +1,10 @@
-//! Writing an agent from a store into an [`AgentFile`].
+//! Writing agents from a store into an [`AgentFile`] that Letta loads.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 
 use chrono::Utc;
-use serde_json::json;
+use serde_json::{Map, Value, json};
 
 use super::AgentFileError;
 use super::schema::*;
@@ -12,166 +12,101 @@ use crate::function::FunctionRegistry;
 use crate::ids::{AgentId, MessageId};
 use crate::llm::Role;
 use crate::message::{Message, MessageKind};
-use crate::store::{Page, RecallQuery, SearchPage, Storage, StoreError};
+use crate::store::{AgentState, Page, RecallQuery, SearchPage, Storage, StoreError};
 
 /// How many rows one store read fetches.
 const BATCH: usize = 500;
 
+/// memgpt's functions that Letta ships under the same name, with Letta's tool type. Any other
+/// function is exported as a `custom` tool with its JSON schema (Letta needs its code to run
+/// it; memgpt's functions are compiled in).
+const LETTA_TOOLS: &[(&str, &str)] = &[
+    ("send_message", "letta_core"),
+    ("conversation_search", "letta_core"),
+    ("archival_memory_insert", "letta_core"),
+    ("archival_memory_search", "letta_core"),
+    ("core_memory_append", "letta_memory_core"),
+    ("core_memory_replace", "letta_memory_core"),
+];
+
 /// The agent `id` of `storage` as an agent file: its state, blocks and functions, the messages
 /// in its context window, and (under `memgpt`) its older history, passages, summary and
-/// configuration.
+/// configuration. An agent imported with related agents (a sleep-time companion) is written
+/// with them and their group, as Letta wrote it.
 pub async fn export(storage: &Storage, id: AgentId) -> Result<AgentFile, AgentFileError> {
     let state = storage
         .agents
         .load_agent(id)
         .await?
         .ok_or(StoreError::AgentNotFound(id))?;
-
-    // Every recall message and every passage, oldest first.
-    let messages = all_pages(|page| {
-        let query = RecallQuery::kinds(MessageKind::ALL, page);
-        async move { storage.recall.list_messages(id, &query).await }
-    })
-    .await?;
-    let passages = all_pages(|page| storage.archival.list_passages(id, page)).await?;
-
-    // File-local ids: the system message first, then every message in order.
-    let file_ids: HashMap<MessageId, String> = messages
-        .iter()
-        .enumerate()
-        .map(|(i, message)| (message.id, format!("message-{}", i + 1)))
-        .collect();
-    let schema_of = |message: &Message| message_schema(message, &file_ids[&message.id]);
-    let system_message = MessageSchema {
-        id: "message-0".into(),
-        role: "system".into(),
-        content: Content::text(state.system.clone()),
-        created_at: Some(state.created_at),
-        ..MessageSchema::default()
-    };
-    // Main context in FIFO order; everything else is history.
-    let by_id: HashMap<MessageId, &Message> = messages.iter().map(|m| (m.id, m)).collect();
-    let context_messages: Vec<MessageSchema> = std::iter::once(system_message)
-        .chain(
-            state
-                .fifo
-                .iter()
-                .filter_map(|id| by_id.get(id))
-                .map(|m| schema_of(m)),
-        )
-        .collect();
-    let in_context: HashSet<MessageId> = state.fifo.iter().copied().collect();
-    let history: Vec<MessageSchema> = messages
-        .iter()
-        .filter(|m| !in_context.contains(&m.id))
-        .map(schema_of)
-        .collect();
-    let in_context_message_ids = context_messages.iter().map(|m| m.id.clone()).collect();
-
-    let blocks: Vec<BlockSchema> = state
-        .memory
-        .blocks()
-        .iter()
-        .enumerate()
-        .map(|(i, block)| BlockSchema {
-            id: format!("block-{i}"),
-            label: block.label().to_owned(),
-            value: block.value().to_owned(),
-            limit: Some(block.limit()),
-            description: block.description().map(str::to_owned),
-            read_only: block.is_read_only(),
-        })
-        .collect();
-
-    let registry = FunctionRegistry::linked().ok();
-    let tools: Vec<ToolSchema> = state
-        .config
-        .functions
-        .iter()
-        .enumerate()
-        .map(|(i, name)| {
-            let schema = registry.as_ref().and_then(|r| r.get(name)).map(|f| &f.schema);
-            ToolSchema {
-                id: format!("tool-{i}"),
-                name: Some(name.clone()),
-                description: schema.map(|s| s.description.clone()),
-                tool_type: Some(tool_type(name).to_owned()),
-                source_type: Some("json".into()),
-                source_code: None,
-                json_schema: schema.map(|s| {
-                    json!({ "name": s.name, "description": s.description, "parameters": s.parameters })
-                }),
-                tags: Vec::new(),
-            }
-        })
-        .collect();
-
-    let space = storage.agents.embedding_space().await?;
-    let embedding_config = space.as_ref().map(|space| EmbeddingConfig {
-        embedding_endpoint_type: "openai".into(),
-        embedding_model: space.model.clone(),
-        embedding_dim: Some(space.dimension),
-    });
-    let agent = AgentSchema {
-        id: "agent-0".into(),
-        name: state.name.clone(),
-        system: Some(state.system.clone()),
-        agent_type: Some(
-            match state.config.loop_style {
-                crate::config::LoopStyle::Heartbeat => "memgpt_agent",
-                crate::config::LoopStyle::UntilReply => "letta_v1_agent",
-            }
-            .into(),
-        ),
-        description: None,
-        llm_config: Some(LlmConfig {
-            model: state.config.model.clone(),
-            model_endpoint_type: "openai".into(),
-            model_endpoint: None,
-            context_window: Some(state.config.context_window),
-        }),
-        embedding_config,
-        tool_rules: state
-            .config
-            .tool_rules
+    let mut states = vec![state];
+    let group = states[0].config.group.clone();
+    if let Some(group) = &group {
+        let others = group
+            .manager
             .iter()
-            .map(crate::rules::ToolRule::to_letta)
-            .collect(),
-        tags: Vec::new(),
-        tool_ids: tools.iter().map(|t| t.id.clone()).collect(),
-        block_ids: blocks.iter().map(|b| b.id.clone()).collect(),
-        messages: context_messages,
-        in_context_message_ids,
-        metadata: None,
+            .chain(&group.members)
+            .filter(|other| **other != id);
+        for other in others {
+            match storage.agents.load_agent(*other).await? {
+                Some(state) => states.push(state),
+                // A member was deleted: the group is gone, this agent goes alone.
+                None => {
+                    states.truncate(1);
+                    break;
+                }
+            }
+        }
+    }
+    // The manager first, as Letta writes it.
+    if let Some(manager) = group.as_ref().and_then(|g| g.manager)
+        && let Some(at) = states.iter().position(|s| s.id == manager)
+    {
+        let first = states.remove(at);
+        states.insert(0, first);
+    }
+
+    let mut writer = Writer::default();
+    for (i, state) in states.iter().enumerate() {
+        writer.agent(storage, state, i).await?;
+    }
+    let file_ids: HashMap<AgentId, String> = states
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.id, format!("agent-{i}")))
+        .collect();
+    let groups = match group {
+        Some(group) if states.len() > 1 => {
+            let mut manager_config = Map::new();
+            manager_config.insert("manager_type".into(), Value::String(group.kind.clone()));
+            if let Some(manager) = group.manager.and_then(|m| file_ids.get(&m)) {
+                manager_config.insert("manager_agent_id".into(), Value::String(manager.clone()));
+            }
+            let mut settings = group.settings.clone();
+            let description = settings
+                .remove("description")
+                .unwrap_or(Value::String(String::new()));
+            manager_config.extend(settings);
+            vec![json!({
+                "id": "group-0",
+                "agent_ids": group.members.iter().filter_map(|m| file_ids.get(m)).collect::<Vec<_>>(),
+                "description": description,
+                "manager_config": manager_config,
+                "shared_block_ids": [],
+            })]
+        }
+        _ => Vec::new(),
     };
-    let extras = AgentExtras {
-        agent: agent.id.clone(),
-        config: state.config.clone(),
-        summary: state.summary.clone(),
-        pinned: state
-            .pinned
-            .iter()
-            .filter_map(|id| file_ids.get(id).cloned())
-            .collect(),
-        pressure_warned: state.pressure_warned,
-        heartbeats_paused_until: state.heartbeats_paused_until,
-        memory_updated_at: Some(state.memory_updated_at),
-        history,
-        passages: passages
-            .into_iter()
-            .map(|p| PassageSchema {
-                text: p.text,
-                metadata: p.metadata,
-                created_at: p.created_at,
-                embedding: p.embedding,
-            })
-            .collect(),
-        embedding_model: space.map(|s| s.model),
-    };
+    if !groups.is_empty() {
+        for agent in &mut writer.agents {
+            agent.group_ids = vec!["group-0".to_owned()];
+        }
+    }
     Ok(AgentFile {
-        agents: vec![agent],
-        blocks,
-        tools,
+        agents: writer.agents,
+        groups,
+        blocks: writer.blocks,
+        tools: writer.tools,
         metadata: [(
             "exported_by".to_owned(),
             format!("memgpt-rs {}", env!("CARGO_PKG_VERSION")),
@@ -181,29 +116,242 @@ pub async fn export(storage: &Storage, id: AgentId) -> Result<AgentFile, AgentFi
         created_at: Some(Utc::now()),
         memgpt: Some(Extension {
             format: 1,
-            agents: vec![extras],
+            agents: writer.extras,
         }),
         ..AgentFile::default()
     })
 }
 
-/// Letta's tool type for one of memgpt's functions.
-fn tool_type(name: &str) -> &'static str {
-    match name {
-        "send_message"
-        | "conversation_search"
-        | "conversation_search_date"
-        | "archival_memory_insert"
-        | "archival_memory_search"
-        | "pause_heartbeats" => "letta_core",
-        "core_memory_append" | "core_memory_replace" => "letta_memory_core",
-        _ => "custom",
+/// The file being written: agents, their blocks and tools, and the file-local ids handed out.
+#[derive(Default)]
+struct Writer {
+    agents: Vec<AgentSchema>,
+    blocks: Vec<BlockSchema>,
+    tools: Vec<ToolSchema>,
+    extras: Vec<AgentExtras>,
+    /// Messages numbered so far (ids are unique across the file).
+    messages: usize,
+}
+
+impl Writer {
+    async fn agent(
+        &mut self,
+        storage: &Storage,
+        state: &AgentState,
+        index: usize,
+    ) -> Result<(), AgentFileError> {
+        let id = state.id;
+        // Every recall message and every passage, oldest first.
+        let messages = all_pages(|page| {
+            let query = RecallQuery::kinds(MessageKind::ALL, page);
+            async move { storage.recall.list_messages(id, &query).await }
+        })
+        .await?;
+        let passages = all_pages(|page| storage.archival.list_passages(id, page)).await?;
+
+        // File-local ids: the system message first, then every message in order.
+        let first = self.messages;
+        self.messages += messages.len() + 1;
+        let file_ids: HashMap<MessageId, String> = messages
+            .iter()
+            .enumerate()
+            .map(|(i, message)| (message.id, format!("message-{}", first + i + 1)))
+            .collect();
+        let schema_of = |message: &Message| message_schema(message, &file_ids[&message.id]);
+        let system_message = MessageSchema {
+            id: format!("message-{first}"),
+            role: "system".into(),
+            content: Content::text(state.system.clone()),
+            created_at: Some(state.created_at),
+            ..MessageSchema::default()
+        };
+        // Main context in FIFO order; everything else is history.
+        let by_id: HashMap<MessageId, &Message> = messages.iter().map(|m| (m.id, m)).collect();
+        let context_messages: Vec<MessageSchema> = std::iter::once(system_message)
+            .chain(
+                state
+                    .fifo
+                    .iter()
+                    .filter_map(|id| by_id.get(id))
+                    .map(|m| schema_of(m)),
+            )
+            .collect();
+        let in_context: HashSet<MessageId> = state.fifo.iter().copied().collect();
+        let history: Vec<MessageSchema> = messages
+            .iter()
+            .filter(|m| !in_context.contains(&m.id))
+            .map(schema_of)
+            .collect();
+        let in_context_message_ids = context_messages.iter().map(|m| m.id.clone()).collect();
+
+        let mut block_ids = Vec::new();
+        for block in state.memory.blocks() {
+            let block_id = format!("block-{}", self.blocks.len());
+            block_ids.push(block_id.clone());
+            self.blocks.push(BlockSchema {
+                id: block_id,
+                label: block.label().to_owned(),
+                value: block.value().to_owned(),
+                limit: Some(block.limit()),
+                description: block.description().map(str::to_owned),
+                read_only: block.is_read_only(),
+            });
+        }
+
+        let registry = FunctionRegistry::linked().ok();
+        let mut tool_ids = Vec::new();
+        for name in &state.config.functions {
+            if let Some(tool) = self.tools.iter().find(|t| t.name.as_ref() == Some(name)) {
+                tool_ids.push(tool.id.clone());
+                continue;
+            }
+            let schema = registry
+                .as_ref()
+                .and_then(|r| r.get(name))
+                .map(|f| &f.schema);
+            let tool_type = LETTA_TOOLS
+                .iter()
+                .find(|(letta, _)| letta == name)
+                .map_or("custom", |(_, kind)| kind);
+            let tool_id = format!("tool-{}", self.tools.len());
+            tool_ids.push(tool_id.clone());
+            self.tools.push(ToolSchema {
+                id: tool_id,
+                name: Some(name.clone()),
+                description: schema.map(|s| s.description.clone()),
+                tool_type: Some(tool_type.to_owned()),
+                source_type: Some("json".into()),
+                source_code: None,
+                json_schema: schema.map(|s| {
+                    json!({ "name": s.name, "description": s.description, "parameters": s.parameters })
+                }),
+                tags: Vec::new(),
+            });
+        }
+
+        let space = storage.agents.embedding_space().await?;
+        let mut carried = state.config.carried.clone();
+        let embedding_config = match carried.remove("embedding_config") {
+            Some(value) => serde_json::from_value(value).ok(),
+            None => space.as_ref().map(|space| EmbeddingConfig {
+                embedding_endpoint_type: "openai".into(),
+                embedding_model: space.model.clone(),
+                embedding_dim: Some(space.dimension),
+                other: Map::new(),
+            }),
+        };
+        let agent_type = match carried.remove("agent_type") {
+            Some(Value::String(kind)) => kind,
+            _ => match state.config.loop_style {
+                crate::config::LoopStyle::Heartbeat => "memgpt_agent",
+                crate::config::LoopStyle::UntilReply => "letta_v1_agent",
+            }
+            .to_owned(),
+        };
+        let mut llm_other = match carried.remove("llm_config") {
+            Some(Value::Object(map)) => map,
+            _ => Map::new(),
+        };
+        let text = |v: Option<Value>| v.and_then(|v| v.as_str().map(str::to_owned));
+        let model_endpoint_type =
+            text(llm_other.remove("model_endpoint_type")).unwrap_or_else(|| {
+                if state.config.model.starts_with("claude") {
+                    "anthropic".to_owned()
+                } else {
+                    "openai".to_owned()
+                }
+            });
+        let model_endpoint = text(llm_other.remove("model_endpoint"));
+        let description = text(carried.remove("description"));
+        let tags = match carried.remove("tags") {
+            Some(value) => serde_json::from_value(value).unwrap_or_default(),
+            None => Vec::new(),
+        };
+        let metadata = match carried.remove("metadata") {
+            Some(Value::Object(map)) => Some(map),
+            _ => None,
+        };
+        let agent = AgentSchema {
+            id: format!("agent-{index}"),
+            name: state.name.clone(),
+            system: Some(state.system.clone()),
+            agent_type: Some(agent_type),
+            description,
+            llm_config: Some(LlmConfig {
+                model: state.config.model.clone(),
+                model_endpoint_type,
+                model_endpoint,
+                context_window: Some(state.config.context_window),
+                // Through its shortest decimal form: 0.7f32 is 0.7, not 0.699999988.
+                temperature: state
+                    .config
+                    .temperature
+                    .and_then(|t| t.to_string().parse().ok()),
+                max_tokens: state
+                    .config
+                    .max_completion_tokens
+                    .map(|t| t as usize)
+                    .or_else(|| {
+                        llm_other
+                            .remove("max_tokens")
+                            .and_then(|t| t.as_u64())
+                            .map(|t| t as usize)
+                    }),
+                other: llm_other,
+            }),
+            embedding_config,
+            tool_rules: state
+                .config
+                .tool_rules
+                .iter()
+                .map(crate::rules::ToolRule::to_letta)
+                .collect(),
+            tags,
+            tool_ids,
+            block_ids,
+            messages: context_messages,
+            in_context_message_ids,
+            metadata,
+            group_ids: Vec::new(),
+            other: carried,
+        };
+        self.extras.push(AgentExtras {
+            agent: agent.id.clone(),
+            config: state.config.clone(),
+            summary: state.summary.clone(),
+            pinned: state
+                .pinned
+                .iter()
+                .filter_map(|id| file_ids.get(id).cloned())
+                .collect(),
+            pressure_warned: state.pressure_warned,
+            heartbeats_paused_until: state.heartbeats_paused_until,
+            memory_updated_at: Some(state.memory_updated_at),
+            history,
+            passages: passages
+                .into_iter()
+                .map(|p| PassageSchema {
+                    text: p.text,
+                    metadata: p.metadata,
+                    created_at: p.created_at,
+                    embedding: p.embedding,
+                })
+                .collect(),
+            embedding_model: space.map(|s| s.model),
+        });
+        self.agents.push(agent);
+        Ok(())
     }
 }
 
-/// A message as Letta stores it: the envelope memgpt sends the LLM.
+/// A message as Letta stores it: what the user said as plain text (with their name), the
+/// rest as the envelope memgpt sends the LLM.
 fn message_schema(message: &Message, id: &str) -> MessageSchema {
     let chat = message.to_chat();
+    let (content, name) = match message.kind {
+        MessageKind::User => (message.text.clone(), message.name.clone()),
+        _ => (chat.content, chat.name),
+    };
     MessageSchema {
         id: id.to_owned(),
         role: match chat.role {
@@ -213,8 +361,8 @@ fn message_schema(message: &Message, id: &str) -> MessageSchema {
             Role::Tool => "tool",
         }
         .to_owned(),
-        content: Content::text(chat.content),
-        name: chat.name,
+        content: Content::text(content),
+        name,
         tool_calls: chat
             .tool_calls
             .into_iter()
@@ -229,6 +377,7 @@ fn message_schema(message: &Message, id: &str) -> MessageSchema {
             .collect(),
         tool_call_id: chat.tool_call_id,
         tool_returns: Vec::new(),
+        approvals: Vec::new(),
         created_at: Some(message.created_at),
     }
 }

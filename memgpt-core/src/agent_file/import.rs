@@ -3,11 +3,11 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::AgentFileError;
 use super::schema::*;
-use crate::config::AgentConfig;
+use crate::config::{AgentConfig, AgentGroup, LoopStyle};
 use crate::function::FunctionRegistry;
 use crate::ids::{AgentId, MessageId};
 use crate::memory::{MemoryBlock, WorkingContext};
@@ -18,22 +18,31 @@ use crate::store::{AgentState, Commit, Passage, Storage};
 /// How to import.
 #[derive(Clone, Debug, Default)]
 pub struct ImportOptions {
-    /// The imported agent's name (default: the file's). Names are unique per store unless
-    /// [`ImportOptions::allow_duplicate_name`].
+    /// The imported agent's name (default: the file's). With several agents it names the
+    /// first (the group's manager); the others are called `NAME-THEIR_NAME`. Names are unique
+    /// per store unless [`ImportOptions::allow_duplicate_name`].
     pub name: Option<String>,
-    /// The new agent's id (default: a fresh one), for callers that record it before the
-    /// import (a server recording the agent's owner first).
-    pub id: Option<AgentId>,
+    /// The new agents' ids, in the order of [`ImportReport::agents`] (default: fresh ones),
+    /// for callers that record them before the import (a server recording the owner first).
+    /// See [`AgentFile::importable`] for how many a file needs.
+    pub ids: Vec<AgentId>,
     /// Skips the check that no agent of the store has the name (a multi-tenant server, whose
     /// tenants' names are separate and must not reveal each other).
     pub allow_duplicate_name: bool,
+    /// Imports only this agent of a file with several (its file id, `agent-1`, or its name).
+    pub agent: Option<String>,
+    /// Where the file's tools are looked up (default: the functions linked into the program,
+    /// [`FunctionRegistry::linked`]). A registry holding MCP servers' tools (named
+    /// `SERVER__TOOL`) also takes Letta's `external_mcp` tools: the tool `search` becomes the
+    /// function `SERVER__search` when exactly one server offers it.
+    pub registry: Option<FunctionRegistry>,
 }
 
 /// What an import did.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct ImportReport {
-    /// The new agent's id.
+    /// The new agent's id (the first agent, the group's manager when there is a group).
     pub id: AgentId,
     /// Its name.
     pub name: String,
@@ -43,9 +52,17 @@ pub struct ImportReport {
     pub passages: usize,
     /// Memory blocks.
     pub blocks: usize,
-    /// What could not be carried over, one line each (tools without a memgpt function, message
-    /// kinds memgpt does not have, blocks whose limit had to grow).
+    /// What was not imported, one line each: tools without a memgpt function, secrets and
+    /// tool environment variables, files and sources, blocks no agent uses, message kinds
+    /// memgpt does not have, agents left out.
     pub unmapped: Vec<String>,
+    /// What was imported changed, one line each (a limit raised to fit its block, a shared
+    /// block copied to each agent, default instructions for an agent without any).
+    pub adjusted: Vec<String>,
+    /// Fields memgpt does not use but keeps, so that an export gives them back.
+    pub kept: Vec<String>,
+    /// The file's other agents, imported with this one (a sleep-time companion...).
+    pub related: Vec<ImportReport>,
 }
 
 /// Letta's memory tools and the memgpt functions that do their job.
@@ -53,6 +70,17 @@ const TOOL_MAP: &[(&str, &str)] = &[
     ("memory_insert", "core_memory_append"),
     ("memory_replace", "core_memory_replace"),
     ("conversation_search_date", "conversation_search"),
+];
+
+/// Agent fields that mean nothing in another store (ids of Letta's objects, copies of what the
+/// file holds elsewhere) or must not travel (secrets): never kept.
+const NOT_KEPT: &[&str] = &[
+    "memory_blocks",
+    "tools",
+    "files_agents",
+    "tool_exec_environment_variables",
+    "secrets",
+    "multi_agent_group",
 ];
 
 /// memgpt's name for Letta's function `name`.
@@ -63,76 +91,238 @@ fn letta_name(name: &str) -> &str {
         .map_or(name, |(_, ours)| *ours)
 }
 
-/// Imports the file's agent into `storage` as a new agent (new ids, same content), in one
-/// store transaction where the store offers one. Fails without writing anything if the file
-/// breaks the format's rules (duplicate ids, references that do not resolve, more than one
-/// agent) or an agent of that name exists.
+impl AgentFile {
+    /// How many agents [`import`] writes for `options` (the ids a caller must provide in
+    /// [`ImportOptions::ids`], if it provides them).
+    pub fn importable(&self, options: &ImportOptions) -> Result<usize, AgentFileError> {
+        Ok(chosen_agents(self, options)?.len())
+    }
+}
+
+/// The file's agents to import, the group's manager (or the first) first.
+fn chosen_agents<'f>(
+    file: &'f AgentFile,
+    options: &ImportOptions,
+) -> Result<Vec<&'f AgentSchema>, AgentFileError> {
+    let invalid = |m: String| AgentFileError::Invalid(m);
+    if file.agents.is_empty() {
+        return Err(invalid("the file holds no agent".into()));
+    }
+    if let Some(wanted) = &options.agent {
+        return file
+            .agents
+            .iter()
+            .find(|a| &a.id == wanted || &a.name == wanted)
+            .map(|a| vec![a])
+            .ok_or_else(|| {
+                invalid(format!(
+                    "no agent `{wanted}` in the file (it holds {})",
+                    file.agents
+                        .iter()
+                        .map(|a| format!("{} `{}`", a.id, a.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            });
+    }
+    let manager = file.groups.iter().find_map(|g| {
+        g.pointer("/manager_config/manager_agent_id")
+            .or_else(|| g.get("manager_agent_id"))
+            .and_then(Value::as_str)
+    });
+    let mut agents: Vec<&AgentSchema> = file.agents.iter().collect();
+    if let Some(at) = manager.and_then(|m| agents.iter().position(|a| a.id == m)) {
+        let first = agents.remove(at);
+        agents.insert(0, first);
+    }
+    Ok(agents)
+}
+
+/// Imports the file's agents into `storage` as new agents (new ids, same content): every
+/// agent, or the one [`ImportOptions::agent`] names. Each agent is one store transaction
+/// where the store offers one, and an import that fails part-way deletes the agents it wrote:
+/// it lands whole or not at all. Fails without writing anything if the file breaks the
+/// format's rules (duplicate ids, references that do not resolve) or a name is taken.
 pub async fn import(
     storage: &Storage,
     file: &AgentFile,
     options: ImportOptions,
 ) -> Result<ImportReport, AgentFileError> {
     let invalid = |m: String| AgentFileError::Invalid(m);
-    let [agent] = file.agents.as_slice() else {
-        return Err(invalid(format!(
-            "the file holds {} agents; memgpt imports files with exactly one",
-            file.agents.len()
-        )));
-    };
     check_ids(file)?;
+    let agents = chosen_agents(file, &options)?;
+    if !options.ids.is_empty() && options.ids.len() != agents.len() {
+        return Err(invalid(format!(
+            "{} ids given for {} agents",
+            options.ids.len(),
+            agents.len()
+        )));
+    }
+    let ids: Vec<AgentId> = (0..agents.len())
+        .map(|i| options.ids.get(i).copied().unwrap_or_default())
+        .collect();
+    let new_id: HashMap<&str, AgentId> = agents
+        .iter()
+        .zip(&ids)
+        .map(|(a, id)| (a.id.as_str(), *id))
+        .collect();
+    let names = agent_names(&agents, options.name.as_deref());
+    if !options.allow_duplicate_name {
+        let taken: HashSet<String> = storage
+            .agents
+            .list_agents()
+            .await?
+            .into_iter()
+            .map(|a| a.name)
+            .collect();
+        if let Some(name) = names.iter().find(|n| taken.contains(*n)) {
+            return Err(invalid(format!(
+                "an agent named `{name}` already exists (import it under another name)"
+            )));
+        }
+    }
+
+    // What the file holds that no imported agent takes.
+    let mut file_notes = Vec::new();
+    let used_blocks: HashSet<&str> = agents
+        .iter()
+        .flat_map(|a| a.block_ids.iter().map(String::as_str))
+        .collect();
+    for block in file
+        .blocks
+        .iter()
+        .filter(|b| !used_blocks.contains(b.id.as_str()))
+    {
+        file_notes.push(format!(
+            "block `{}` ({}): no imported agent uses it",
+            block.label, block.id
+        ));
+    }
+    for (what, count) in [
+        ("files", file.files.len()),
+        ("sources", file.sources.len()),
+        ("MCP servers", file.mcp_servers.len()),
+    ] {
+        if count > 0 {
+            file_notes.push(format!(
+                "{count} {what}: memgpt does not import {what} (attach documents with `memgpt ingest`, MCP servers in memgpt.toml)"
+            ));
+        }
+    }
+    for skipped in file
+        .agents
+        .iter()
+        .filter(|a| !new_id.contains_key(a.id.as_str()))
+    {
+        file_notes.push(format!(
+            "agent {} `{}`: not chosen",
+            skipped.id, skipped.name
+        ));
+    }
+    let mut shared_notes = Vec::new();
+    for block in &file.blocks {
+        let holders: Vec<&str> = agents
+            .iter()
+            .filter(|a| a.block_ids.contains(&block.id))
+            .map(|a| a.id.as_str())
+            .collect();
+        if holders.len() > 1 {
+            shared_notes.push(format!(
+                "block `{}` is shared by {}: each has its own copy, edits are not shared",
+                block.label,
+                holders.join(" and ")
+            ));
+        }
+    }
+
+    let registry = match &options.registry {
+        Some(registry) => registry.clone(),
+        None => FunctionRegistry::linked()
+            .map_err(|e| invalid(format!("the function registry: {e}")))?,
+    };
+    let mut commits = Vec::new();
+    let mut reports = Vec::new();
+    for (i, agent) in agents.iter().enumerate() {
+        let (commit, mut report) =
+            agent_commit(file, agent, ids[i], &names[i], &new_id, &registry)?;
+        if i == 0 {
+            report.unmapped.extend(file_notes.drain(..));
+            report.adjusted.extend(shared_notes.drain(..));
+        }
+        commits.push(commit);
+        reports.push(report);
+    }
+    let mut written: Vec<AgentId> = Vec::new();
+    for commit in &commits {
+        if let Err(e) = storage.agents.create_agent_with(commit).await {
+            for id in written {
+                if let Err(undo) = storage.agents.delete_agent(id).await {
+                    tracing::warn!(agent = %id, error = %undo, "could not remove an agent of a failed import");
+                }
+            }
+            return Err(e.into());
+        }
+        written.push(commit.state.id);
+    }
+    let mut reports = reports.into_iter();
+    let mut first = reports
+        .next()
+        .ok_or_else(|| invalid("the file holds no agent".into()))?;
+    first.related = reports.collect();
+    Ok(first)
+}
+
+/// The imported agents' names: the option or the file's for the first; the others their own,
+/// prefixed with the option when it is given.
+fn agent_names(agents: &[&AgentSchema], chosen: Option<&str>) -> Vec<String> {
+    let own = |a: &AgentSchema, i: usize| {
+        Some(a.name.trim().to_owned())
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| format!("imported-{}", i + 1))
+    };
+    agents
+        .iter()
+        .enumerate()
+        .map(|(i, a)| match (i, chosen) {
+            (0, Some(name)) => name.to_owned(),
+            (_, Some(name)) => format!("{name}-{}", own(a, i)),
+            (_, None) => own(a, i),
+        })
+        .collect()
+}
+
+/// One agent's state, messages and passages, and what became of the file's fields.
+fn agent_commit(
+    file: &AgentFile,
+    agent: &AgentSchema,
+    id: AgentId,
+    name: &str,
+    new_id: &HashMap<&str, AgentId>,
+    registry: &FunctionRegistry,
+) -> Result<(Commit, ImportReport), AgentFileError> {
+    let invalid = |m: String| AgentFileError::Invalid(m);
     let extras = file
         .memgpt
         .as_ref()
         .and_then(|x| x.agents.iter().find(|a| a.agent == agent.id));
     let mut unmapped = Vec::new();
-
-    let name = options
-        .name
-        .clone()
-        .or_else(|| Some(agent.name.clone()).filter(|n| !n.trim().is_empty()))
-        .unwrap_or_else(|| "imported".to_owned());
-    if !options.allow_duplicate_name
-        && storage
-            .agents
-            .list_agents()
-            .await?
-            .iter()
-            .any(|a| a.name == name)
-    {
-        return Err(invalid(format!(
-            "an agent named `{name}` already exists (import it under another name)"
-        )));
-    }
+    let mut adjusted = Vec::new();
+    let mut kept = Vec::new();
 
     // Configuration: memgpt's own if the file has it, else what Letta's fields say.
     let mut config = match extras {
         Some(extras) => extras.config.clone(),
-        None => {
-            let mut config = AgentConfig::default();
-            if let Some(llm) = &agent.llm_config {
-                config.model = llm.model.clone();
-                if let Some(window) = llm.context_window {
-                    config.context_window = window;
-                }
-            }
-            config.functions = map_tools(file, agent, &mut unmapped)?;
-            // Letta's v1 agents loop until they reply, without heartbeats.
-            if agent.agent_type.as_deref() == Some("letta_v1_agent") {
-                config.loop_style = crate::config::LoopStyle::UntilReply;
-            }
-            for value in &agent.tool_rules {
-                match ToolRule::from_letta(value, |name| letta_name(name).to_owned()) {
-                    Ok(rule) => config.tool_rules.push(rule),
-                    Err(why) => unmapped.push(format!("tool rule: {why}")),
-                }
-            }
-            config
-        }
+        None => letta_config(
+            file,
+            agent,
+            registry,
+            &mut unmapped,
+            &mut adjusted,
+            &mut kept,
+        )?,
     };
     if extras.is_some() {
         // The functions must exist in this program.
-        let registry = FunctionRegistry::linked()
-            .map_err(|e| invalid(format!("the function registry: {e}")))?;
         config.functions.retain(|name| {
             let known = registry.get(name).is_some();
             if !known {
@@ -143,6 +333,7 @@ pub async fn import(
             known
         });
     }
+    config.group = group_of(file, agent, new_id, &mut unmapped);
 
     // A rule about a function the agent does not have would stop it from loading.
     let functions = config.functions.clone();
@@ -166,12 +357,12 @@ pub async fn import(
     let blocks_by_id: HashMap<&str, &BlockSchema> =
         file.blocks.iter().map(|b| (b.id.as_str(), b)).collect();
     let mut blocks = Vec::new();
-    for id in &agent.block_ids {
-        let block = blocks_by_id[id.as_str()];
+    for block_id in &agent.block_ids {
+        let block = blocks_by_id[block_id.as_str()];
         let chars = block.value.chars().count();
         let mut limit = block.limit.unwrap_or(crate::memory::DEFAULT_BLOCK_LIMIT);
         if chars > limit {
-            unmapped.push(format!(
+            adjusted.push(format!(
                 "block `{}`: {chars} characters over its limit of {limit}; the limit was raised to {chars}",
                 block.label
             ));
@@ -187,11 +378,10 @@ pub async fn import(
         blocks.push(b);
     }
     let block_count = blocks.len();
-    let memory =
-        WorkingContext::from_blocks(blocks).map_err(|e| invalid(format!("memory blocks: {e}")))?;
+    let memory = WorkingContext::from_blocks(blocks)
+        .map_err(|e| invalid(format!("agent {}: memory blocks: {e}", agent.id)))?;
 
     // Messages: the history under `memgpt`, then the agent's own, oldest first.
-    let id = options.id.unwrap_or_default();
     let fallback_time = file.created_at.unwrap_or_else(Utc::now);
     let system_id = agent
         .in_context_message_ids
@@ -203,23 +393,21 @@ pub async fn import(
                 .any(|m| &m.id == *first && m.role == "system")
         })
         .cloned();
-    let mut system = agent.system.clone();
+    let mut system = agent.system.clone().filter(|s| !s.trim().is_empty());
     let mut system_created_at = None;
-    let mut new_ids: HashMap<&str, MessageId> = HashMap::new();
-    let mut messages: Vec<Message> = Vec::new();
+    let mut converted: Vec<(&str, Message)> = Vec::new();
     let history = extras.map(|x| x.history.as_slice()).unwrap_or_default();
     for schema in history.iter().chain(&agent.messages) {
         if Some(&schema.id) == system_id.as_ref() {
             if system.is_none() {
-                system = Some(schema.content.joined());
+                system = Some(schema.content.joined()).filter(|s| !s.trim().is_empty());
             }
             system_created_at = schema.created_at;
             continue;
         }
-        match to_message(id, schema, fallback_time) {
-            Some(message) => {
-                new_ids.insert(schema.id.as_str(), message.id);
-                messages.push(message);
+        match to_messages(id, schema, fallback_time) {
+            Some(messages) => {
+                converted.extend(messages.into_iter().map(|m| (schema.id.as_str(), m)))
             }
             None => unmapped.push(format!(
                 "message {} (role `{}`): memgpt has no such message",
@@ -227,17 +415,27 @@ pub async fn import(
             )),
         }
     }
-    messages.sort_by_key(|m| m.created_at);
-    let Some(system) = system.filter(|s| !s.trim().is_empty()) else {
-        return Err(invalid(format!(
-            "agent `{}` has no system instructions (`system`, or a system message first in context)",
+    converted.sort_by_key(|(_, m)| m.created_at);
+    let converted = pair_calls(converted, &mut unmapped);
+    let mut new_ids: HashMap<&str, MessageId> = HashMap::new();
+    let mut in_file_order: HashMap<&str, Vec<MessageId>> = HashMap::new();
+    for (file_id, message) in &converted {
+        new_ids.entry(file_id).or_insert(message.id);
+        in_file_order.entry(file_id).or_default().push(message.id);
+    }
+    let messages: Vec<Message> = converted.into_iter().map(|(_, m)| m).collect();
+    // An agent without instructions runs on memgpt's defaults (the loader fills them in).
+    let system = system.unwrap_or_else(|| {
+        adjusted.push(format!(
+            "agent {}: no system instructions in the file; it runs on memgpt's defaults",
             agent.id
-        )));
-    };
+        ));
+        String::new()
+    });
     let fifo: Vec<MessageId> = agent
         .in_context_message_ids
         .iter()
-        .filter_map(|m| new_ids.get(m.as_str()).copied())
+        .flat_map(|m| in_file_order.get(m.as_str()).cloned().unwrap_or_default())
         .collect();
     let pinned = extras
         .map(|x| {
@@ -266,7 +464,7 @@ pub async fn import(
         .unwrap_or(now);
     let state = AgentState {
         id,
-        name: name.clone(),
+        name: name.to_owned(),
         version: 1,
         config,
         system,
@@ -283,19 +481,208 @@ pub async fn import(
     };
     let report = ImportReport {
         id,
-        name,
+        name: name.to_owned(),
         messages: messages.len(),
         passages: passages.len(),
         blocks: block_count,
         unmapped,
+        adjusted,
+        kept,
+        related: Vec::new(),
     };
     let commit = Commit {
         messages,
         passages,
         ..Commit::state(state)
     };
-    storage.agents.create_agent_with(&commit).await?;
-    Ok(report)
+    Ok((commit, report))
+}
+
+/// The configuration a Letta agent's fields describe; what memgpt does not use is kept in
+/// [`AgentConfig::carried`] (or reported, for secrets).
+fn letta_config(
+    file: &AgentFile,
+    agent: &AgentSchema,
+    registry: &FunctionRegistry,
+    unmapped: &mut Vec<String>,
+    adjusted: &mut Vec<String>,
+    kept: &mut Vec<String>,
+) -> Result<AgentConfig, AgentFileError> {
+    let mut config = AgentConfig::default();
+    let mut carried = Map::new();
+    if let Some(llm) = &agent.llm_config {
+        config.model = llm.model.clone();
+        if let Some(window) = llm.context_window {
+            config.context_window = window;
+        }
+        config.temperature = llm.temperature.map(|t| t as f32);
+        let mut rest = llm.other.clone();
+        rest.retain(|_, v| !v.is_null());
+        // memgpt keeps a completion's tokens free in the window: a Letta `max_tokens` that
+        // leaves the prompt less than three quarters of it is kept, not applied.
+        match llm.max_tokens {
+            Some(tokens) if tokens <= config.context_window / 4 => {
+                config.max_completion_tokens = u32::try_from(tokens).ok();
+            }
+            Some(tokens) => {
+                adjusted.push(format!(
+                    "llm_config.max_tokens: {tokens} of a {}-token window would leave the prompt too little; memgpt keeps its own reserve (the value is kept for export)",
+                    config.context_window
+                ));
+                rest.insert("max_tokens".to_owned(), Value::from(tokens));
+            }
+            None => {}
+        }
+        for (key, value) in [
+            ("model_endpoint_type", &llm.model_endpoint_type),
+            (
+                "model_endpoint",
+                &llm.model_endpoint.clone().unwrap_or_default(),
+            ),
+        ] {
+            if !value.is_empty() {
+                rest.insert(key.to_owned(), Value::String(value.clone()));
+            }
+        }
+        if !rest.is_empty() {
+            kept.push(format!(
+                "llm_config: {}",
+                rest.keys().cloned().collect::<Vec<_>>().join(", ")
+            ));
+            carried.insert("llm_config".to_owned(), Value::Object(rest));
+        }
+    }
+    config.functions = map_tools(file, agent, registry, unmapped);
+    match agent.agent_type.as_deref() {
+        // Letta's v1 agents loop until they reply, without heartbeats.
+        Some("letta_v1_agent") => config.loop_style = LoopStyle::UntilReply,
+        Some(other) if other != "memgpt_agent" => {
+            carried.insert("agent_type".to_owned(), Value::String(other.to_owned()));
+        }
+        _ => {}
+    }
+    let mut rules: Vec<ToolRule> = Vec::new();
+    for value in &agent.tool_rules {
+        match ToolRule::from_letta(value, |name| letta_name(name).to_owned()) {
+            // Two Letta tools mapped onto one function give the same rule twice.
+            Ok(rule) if rules.contains(&rule) => {}
+            Ok(rule) => rules.push(rule),
+            Err(why) => unmapped.push(format!("tool rule: {why}")),
+        }
+    }
+    config.tool_rules = rules;
+    if let Some(embedding) = &agent.embedding_config {
+        kept.push("embedding_config".to_owned());
+        carried.insert(
+            "embedding_config".to_owned(),
+            serde_json::to_value(embedding).unwrap_or_default(),
+        );
+    }
+    for (key, value) in [
+        ("description", agent.description.clone().map(Value::String)),
+        (
+            "tags",
+            (!agent.tags.is_empty()).then(|| Value::from(agent.tags.clone())),
+        ),
+        ("metadata", agent.metadata.clone().map(Value::Object)),
+    ] {
+        if let Some(value) = value.filter(|v| !is_empty(v)) {
+            kept.push(key.to_owned());
+            carried.insert(key.to_owned(), value);
+        }
+    }
+    for (key, value) in &agent.other {
+        if is_empty(value) {
+            continue;
+        }
+        if NOT_KEPT.contains(&key.as_str()) || key.ends_with("_id") || key.ends_with("_ids") {
+            let why = match key.as_str() {
+                "tool_exec_environment_variables" | "secrets" => {
+                    "secrets are not imported: set them in this program's environment"
+                }
+                _ => "it refers to Letta's own objects",
+            };
+            unmapped.push(format!("{key}: {why}"));
+        } else {
+            kept.push(key.clone());
+            carried.insert(key.clone(), value.clone());
+        }
+    }
+    config.carried = carried;
+    Ok(config)
+}
+
+/// `null`, `""`, `[]` and `{}`.
+fn is_empty(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        _ => false,
+    }
+}
+
+/// The group the agent belongs to among the imported agents, if all its agents came along.
+fn group_of(
+    file: &AgentFile,
+    agent: &AgentSchema,
+    new_id: &HashMap<&str, AgentId>,
+    unmapped: &mut Vec<String>,
+) -> Option<AgentGroup> {
+    for group in &file.groups {
+        let ids = |v: Option<&Value>| -> Vec<String> {
+            v.and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let members = ids(group.get("agent_ids"));
+        let config = group
+            .get("manager_config")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let manager = config
+            .get("manager_agent_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let involved = members.contains(&agent.id) || manager.as_deref() == Some(&agent.id);
+        if !involved {
+            continue;
+        }
+        let all: Vec<&String> = members.iter().chain(manager.iter()).collect();
+        if let Some(missing) = all.iter().find(|m| !new_id.contains_key(m.as_str())) {
+            unmapped.push(format!(
+                "group {}: its agent {missing} was not imported, so the relation is dropped",
+                group.get("id").and_then(Value::as_str).unwrap_or("?")
+            ));
+            return None;
+        }
+        let mut settings = config;
+        let kind = settings
+            .remove("manager_type")
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        settings.remove("manager_agent_id");
+        if let Some(description) = group.get("description").filter(|v| !is_empty(v)) {
+            settings.insert("description".to_owned(), description.clone());
+        }
+        return Some(AgentGroup {
+            kind,
+            manager: manager.and_then(|m| new_id.get(m.as_str()).copied()),
+            members: members
+                .iter()
+                .filter_map(|m| new_id.get(m.as_str()).copied())
+                .collect(),
+            settings,
+        });
+    }
+    None
 }
 
 /// Ids are unique across the file and every reference resolves.
@@ -329,30 +716,35 @@ fn check_ids(file: &AgentFile) -> Result<(), AgentFileError> {
     let message_ids: HashSet<&str> = message_ids.into_iter().collect();
     let blocks: HashSet<&str> = file.blocks.iter().map(|b| b.id.as_str()).collect();
     let tools: HashSet<&str> = file.tools.iter().map(|t| t.id.as_str()).collect();
-    for agent in &file.agents {
+    for (i, agent) in file.agents.iter().enumerate() {
         let missing = agent
             .block_ids
             .iter()
-            .find(|b| !blocks.contains(b.as_str()))
-            .map(|b| ("block", b))
+            .position(|b| !blocks.contains(b.as_str()))
+            .map(|at| ("block_ids", at, &agent.block_ids[at]))
             .or_else(|| {
                 agent
                     .tool_ids
                     .iter()
-                    .find(|t| !tools.contains(t.as_str()))
-                    .map(|t| ("tool", t))
+                    .position(|t| !tools.contains(t.as_str()))
+                    .map(|at| ("tool_ids", at, &agent.tool_ids[at]))
             })
             .or_else(|| {
                 agent
                     .in_context_message_ids
                     .iter()
-                    .find(|m| !message_ids.contains(m.as_str()))
-                    .map(|m| ("message", m))
+                    .position(|m| !message_ids.contains(m.as_str()))
+                    .map(|at| {
+                        (
+                            "in_context_message_ids",
+                            at,
+                            &agent.in_context_message_ids[at],
+                        )
+                    })
             });
-        if let Some((kind, id)) = missing {
+        if let Some((field, at, id)) = missing {
             return Err(AgentFileError::Invalid(format!(
-                "agent `{}` refers to the {kind} `{id}`, which the file does not contain",
-                agent.id
+                "agents[{i}].{field}[{at}]: `{id}` is not in the file"
             )));
         }
     }
@@ -363,10 +755,9 @@ fn check_ids(file: &AgentFile) -> Result<(), AgentFileError> {
 fn map_tools(
     file: &AgentFile,
     agent: &AgentSchema,
+    registry: &FunctionRegistry,
     unmapped: &mut Vec<String>,
-) -> Result<Vec<String>, AgentFileError> {
-    let registry = FunctionRegistry::linked()
-        .map_err(|e| AgentFileError::Invalid(format!("the function registry: {e}")))?;
+) -> Vec<String> {
     let tools: HashMap<&str, &ToolSchema> = file.tools.iter().map(|t| (t.id.as_str(), t)).collect();
     let mut functions: Vec<String> = vec!["send_message".to_owned()];
     for id in &agent.tool_ids {
@@ -380,30 +771,75 @@ fn map_tools(
             unmapped.push(format!("tool {id}: it has no name"));
             continue;
         };
-        let ours = letta_name(name);
-        if registry.get(ours).is_some() {
-            if !functions.iter().any(|f| f == ours) {
-                functions.push(ours.to_owned());
+        let kind = tool.tool_type.as_deref().unwrap_or("custom");
+        let ours = match letta_name(name) {
+            ours if registry.get(ours).is_some() => Some(ours.to_owned()),
+            // An MCP tool: the attached server that offers it.
+            _ if kind == "external_mcp" => {
+                let suffix = format!("__{name}");
+                let offered: Vec<&str> =
+                    registry.names().filter(|f| f.ends_with(&suffix)).collect();
+                match offered.as_slice() {
+                    [only] => Some((*only).to_owned()),
+                    _ => None,
+                }
             }
-        } else {
-            let kind = tool.tool_type.as_deref().unwrap_or("custom");
-            unmapped.push(format!(
-                "tool `{name}` ({kind}): no memgpt function of that name (write one with #[memgpt_fn])"
-            ));
+            _ => None,
+        };
+        match ours {
+            Some(ours) => {
+                if !functions.contains(&ours) {
+                    functions.push(ours);
+                }
+            }
+            None => {
+                let how = if kind == "external_mcp" {
+                    "attach an MCP server offering it in memgpt.toml"
+                } else {
+                    "write one with #[memgpt_fn]"
+                };
+                unmapped.push(format!(
+                    "tool `{name}` ({kind}): no memgpt function of that name ({how})"
+                ));
+            }
         }
     }
-    Ok(functions)
+    functions
 }
 
-/// One of memgpt's messages for a Letta message, or `None` for kinds memgpt lacks.
-fn to_message(agent: AgentId, schema: &MessageSchema, fallback: DateTime<Utc>) -> Option<Message> {
+/// Letta's tool-return envelope `{"status": ..., "message": ...}`: the text and whether the
+/// call failed. A `null` message is an empty result.
+fn tool_result(text: &str, status: Option<&str>) -> (String, bool) {
+    let envelope: Option<Map<String, Value>> = serde_json::from_str(text).ok();
+    let envelope_status = envelope
+        .as_ref()
+        .and_then(|e| e.get("status"))
+        .and_then(Value::as_str);
+    let failed =
+        matches!(status, Some("error")) || matches!(envelope_status, Some("Failed" | "error"));
+    let text = match envelope.as_ref().map(|e| e.get("message")) {
+        Some(Some(Value::String(text))) => text.clone(),
+        Some(Some(Value::Null)) => String::new(),
+        Some(Some(other)) => other.to_string(),
+        _ => text.to_owned(),
+    };
+    (text, failed)
+}
+
+/// memgpt's messages for one Letta message (a tool message with several parallel returns
+/// gives one each; an approval request is the assistant's call; an approval answer gives
+/// none), or `None` for kinds memgpt lacks.
+fn to_messages(
+    agent: AgentId,
+    schema: &MessageSchema,
+    fallback: DateTime<Utc>,
+) -> Option<Vec<Message>> {
     let at = schema.created_at.unwrap_or(fallback);
     let content = schema.content.joined();
     let message = match schema.role.as_str() {
         "system" => Message::new(agent, MessageKind::SystemAlert, content, at),
         "user" => {
-            let envelope: Option<serde_json::Map<String, Value>> =
-                serde_json::from_str(&content).ok();
+            let envelope: Option<Map<String, Value>> = serde_json::from_str(&content).ok();
             let field = |name: &str| {
                 envelope
                     .as_ref()
@@ -432,35 +868,55 @@ fn to_message(agent: AgentId, schema: &MessageSchema, fallback: DateTime<Utc>) -
             }
             message
         }
-        "assistant" => {
+        "assistant" | "approval" => {
+            if schema.role == "approval" && schema.tool_calls.is_empty() {
+                // The answer to an approval request: the tool message after it holds the result.
+                return Some(Vec::new());
+            }
             let calls = schema
                 .tool_calls
                 .iter()
                 .map(|call| ToolCall {
                     id: call.id.clone(),
-                    name: call.function.name.clone(),
+                    name: letta_name(&call.function.name).to_owned(),
                     arguments: call.function.arguments.clone(),
                 })
                 .collect();
             Message::assistant(agent, content, calls, at)
         }
         "tool" | "function" => {
-            let envelope: Option<serde_json::Map<String, Value>> =
-                serde_json::from_str(&content).ok();
-            let status = envelope
-                .as_ref()
-                .and_then(|e| e.get("status"))
-                .and_then(Value::as_str);
-            let returned_error = schema
+            if schema.tool_returns.len() > 1
+                || (content.is_empty() && !schema.tool_returns.is_empty())
+            {
+                let messages = schema
+                    .tool_returns
+                    .iter()
+                    .map(|r| {
+                        let text = r.get("func_response").and_then(Value::as_str).unwrap_or("");
+                        let (text, failed) =
+                            tool_result(text, r.get("status").and_then(Value::as_str));
+                        let kind = if failed {
+                            MessageKind::FunctionError
+                        } else {
+                            MessageKind::FunctionReturn
+                        };
+                        let mut message = Message::new(agent, kind, text, at);
+                        message.tool_call_id = r
+                            .get("tool_call_id")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned)
+                            .or_else(|| schema.tool_call_id.clone());
+                        message.name = schema.name.clone();
+                        message
+                    })
+                    .collect();
+                return Some(messages);
+            }
+            let status = schema
                 .tool_returns
                 .iter()
-                .any(|r| r.get("status").and_then(Value::as_str) == Some("error"));
-            let failed = returned_error || matches!(status, Some("Failed" | "error"));
-            let text = match envelope.as_ref().and_then(|e| e.get("message")) {
-                Some(Value::String(text)) => text.clone(),
-                Some(other) => other.to_string(),
-                None => content,
-            };
+                .find_map(|r| r.get("status").and_then(Value::as_str));
+            let (text, failed) = tool_result(&content, status);
             let kind = if failed {
                 MessageKind::FunctionError
             } else {
@@ -473,5 +929,67 @@ fn to_message(agent: AgentId, schema: &MessageSchema, fallback: DateTime<Utc>) -
         }
         _ => return None,
     };
-    Some(message)
+    Some(vec![message])
+}
+
+/// Keeps function calls and their results together, as every chat API requires: a result
+/// whose call is not in the file is dropped, and so is a call whose result is not (a call
+/// still waiting for approval when the file was written). Both are reported.
+fn pair_calls<'f>(
+    mut messages: Vec<(&'f str, Message)>,
+    unmapped: &mut Vec<String>,
+) -> Vec<(&'f str, Message)> {
+    let is_result = |m: &Message| {
+        matches!(
+            m.kind,
+            MessageKind::FunctionReturn | MessageKind::FunctionError
+        )
+    };
+    // Results without ids (older files) answer the calls before them, in order.
+    let mut open: Vec<String> = Vec::new();
+    for (_, message) in &mut messages {
+        if !message.tool_calls.is_empty() {
+            open = message.tool_calls.iter().map(|c| c.id.clone()).collect();
+        } else if is_result(message) {
+            match &message.tool_call_id {
+                Some(id) => open.retain(|c| c != id),
+                None if !open.is_empty() => message.tool_call_id = Some(open.remove(0)),
+                None => {}
+            }
+        }
+    }
+    let calls: HashSet<String> = messages
+        .iter()
+        .flat_map(|(_, m)| m.tool_calls.iter().map(|c| c.id.clone()))
+        .collect();
+    let results: HashSet<String> = messages
+        .iter()
+        .filter(|(_, m)| is_result(m))
+        .filter_map(|(_, m)| m.tool_call_id.clone())
+        .collect();
+    let mut paired = Vec::with_capacity(messages.len());
+    for (file_id, mut message) in messages {
+        if is_result(&message) {
+            let call = message.tool_call_id.as_deref().unwrap_or("without an id");
+            if !calls.contains(call) {
+                unmapped.push(format!(
+                    "message {file_id}: the result of the call {call}, which is not in the file"
+                ));
+                continue;
+            }
+        }
+        let before = message.tool_calls.len();
+        message.tool_calls.retain(|c| results.contains(&c.id));
+        if message.tool_calls.len() < before {
+            unmapped.push(format!(
+                "message {file_id}: {} call(s) without a result in the file (awaiting approval?)",
+                before - message.tool_calls.len()
+            ));
+            if message.tool_calls.is_empty() && message.text.trim().is_empty() {
+                continue;
+            }
+        }
+        paired.push((file_id, message));
+    }
+    paired
 }

@@ -81,5 +81,13 @@ pub fn parse(text: &str) -> Result<AgentFile, AgentFileError> {
                 .into(),
         ));
     }
-    Ok(serde_json::from_value(value)?)
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." {
+            AgentFileError::Invalid(inner.to_string())
+        } else {
+            AgentFileError::Invalid(format!("{path}: {inner}"))
+        }
+    })
 }

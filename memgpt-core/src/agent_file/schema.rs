@@ -101,6 +101,18 @@ pub struct AgentSchema {
     /// Free-form metadata.
     #[serde(default)]
     pub metadata: Option<Map<String, Value>>,
+    /// Letta's sleep-time and multi-agent groups the agent belongs to (file-local ids).
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub group_ids: Vec<String>,
+    /// Every other field of Letta's agent (`timezone`, `tool_exec_environment_variables`,
+    /// `enable_sleeptime`...): memgpt reads none of them, keeps the harmless ones for export
+    /// and reports the rest as not imported.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
 }
 
 /// Letta's `LLMConfig`, the fields memgpt uses.
@@ -115,9 +127,37 @@ pub struct LlmConfig {
     /// Endpoint URL.
     #[serde(default)]
     pub model_endpoint: Option<String>,
-    /// Context window in tokens.
-    #[serde(default)]
+    /// Context window in tokens (Letta writes whole numbers; `8192.0` reads as 8192).
+    #[serde(default, deserialize_with = "whole_number")]
     pub context_window: Option<usize>,
+    /// Sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// The most tokens of one completion.
+    #[serde(
+        default,
+        deserialize_with = "whole_number",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_tokens: Option<usize>,
+    /// Letta's other model parameters (`model_wrapper`, `put_inner_thoughts_in_kwargs`,
+    /// `handle`, `reasoning_effort`...), kept as they are.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// A whole number that may be written as `8192.0`; `null` is absent.
+fn whole_number<'de, D>(deserializer: D) -> Result<Option<usize>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    match Option::<f64>::deserialize(deserializer)? {
+        None => Ok(None),
+        Some(n) if n >= 0.0 && n.fract() == 0.0 && n <= usize::MAX as f64 => Ok(Some(n as usize)),
+        Some(n) => Err(serde::de::Error::custom(format!(
+            "expected a whole number, got {n}"
+        ))),
+    }
 }
 
 /// Letta's `EmbeddingConfig`, the fields memgpt uses.
@@ -132,6 +172,10 @@ pub struct EmbeddingConfig {
     /// Dimension.
     #[serde(default)]
     pub embedding_dim: Option<usize>,
+    /// Letta's other embedding settings (`embedding_endpoint`, `embedding_chunk_size`...),
+    /// kept as they are.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
 }
 
 /// A message as Letta stores it: the same packed envelopes memgpt sends the LLM.
@@ -157,13 +201,22 @@ pub struct MessageSchema {
     /// The call a tool message answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
-    /// Letta's structured tool returns (`status`: `success` or `error`).
+    /// Letta's structured tool returns (`status`: `success` or `error`, `func_response`);
+    /// one tool message may carry the returns of several parallel calls.
     #[serde(
         default,
         deserialize_with = "nullable",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub tool_returns: Vec<Value>,
+    /// Letta's answers to approval requests (role `approval`): memgpt keeps the calls and their
+    /// results, not the approvals.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub approvals: Vec<Value>,
     /// When it was created.
     #[serde(default)]
     pub created_at: Option<DateTime<Utc>>,

@@ -48,12 +48,15 @@ async fn export(
         .map_err(|e| ApiError::internal("writing the agent file", e))
 }
 
-/// `?name=` of an import.
+/// `?name=` and `?agent=` of an import.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ImportQuery {
-    /// The new agent's name (default: the file's).
+    /// The new agent's name (default: the file's). With several agents it names the first;
+    /// the others are called `NAME-THEIR_NAME`.
     name: Option<String>,
+    /// Import only this agent of a file with several (its file id, `agent-1`, or its name).
+    agent: Option<String>,
 }
 
 /// What an import did.
@@ -67,6 +70,10 @@ struct Imported {
     passages: usize,
     /// What could not be carried over, one line each.
     unmapped: Vec<String>,
+    /// What was changed to fit (a raised block limit, a shared block copied), one line each.
+    adjusted: Vec<String>,
+    /// The file's other agents, imported with this one (a sleep-time companion...).
+    related: Vec<AgentView>,
 }
 
 /// Imports an agent file (the body; a Letta file or a memgpt export) as a new agent of the
@@ -78,36 +85,59 @@ async fn import(
     body: String,
 ) -> ApiResult<(StatusCode, Json<Imported>)> {
     let file = agent_file::parse(&body).map_err(file_error)?;
-    let id = AgentId::new();
-    state.tenants.claim_agent(id, caller.tenant).await?;
-    let options = ImportOptions {
+    let mut options = ImportOptions {
         name: query.name,
-        id: Some(id),
+        agent: query.agent,
         allow_duplicate_name: true,
+        ..ImportOptions::default()
     };
-    let report = match agent_file::import(state.hub.storage(), &file, options).await {
+    let count = file.importable(&options).map_err(file_error)?;
+    options.ids = (0..count).map(|_| AgentId::new()).collect();
+    for (i, id) in options.ids.iter().enumerate() {
+        if let Err(e) = state.tenants.claim_agent(*id, caller.tenant).await {
+            release(&state, &options.ids[..i]).await;
+            return Err(e.into());
+        }
+    }
+    let report = match agent_file::import(state.hub.storage(), &file, options.clone()).await {
         Ok(report) => report,
         Err(e) => {
-            if let Err(release) = state.tenants.release_agent(id).await {
-                tracing::warn!(agent = %id, error = %release, "could not release the claim of an agent that was not imported");
-            }
+            release(&state, &options.ids).await;
             return Err(file_error(e));
         }
     };
-    let agent = state
-        .hub
-        .storage()
-        .agents
-        .load_agent(report.id)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format_args!("agent {}", report.id)))?;
+    let storage = state.hub.storage();
+    let view = |id: AgentId| async move {
+        storage
+            .agents
+            .load_agent(id)
+            .await?
+            .map(|agent| AgentView::from(&agent))
+            .ok_or_else(|| ApiError::not_found(format_args!("agent {id}")))
+    };
+    let agent = view(report.id).await?;
+    let mut related = Vec::new();
+    for other in &report.related {
+        related.push(view(other.id).await?);
+    }
     Ok((
         StatusCode::CREATED,
         Json(Imported {
-            agent: AgentView::from(&agent),
+            agent,
             messages: report.messages,
             passages: report.passages,
             unmapped: report.unmapped,
+            adjusted: report.adjusted,
+            related,
         }),
     ))
+}
+
+/// Gives back the claims of agents that were not imported.
+async fn release(state: &AppState, ids: &[AgentId]) {
+    for id in ids {
+        if let Err(release) = state.tenants.release_agent(*id).await {
+            tracing::warn!(agent = %id, error = %release, "could not release the claim of an agent that was not imported");
+        }
+    }
 }

@@ -59,6 +59,7 @@ async fn load_offline(storage: Storage, state: &AgentState) -> Result<Agent> {
     Agent::builder()
         .provider(Arc::new(NoModel::for_state(state)))
         .storage(storage)
+        .functions(open::functions_for(state, None))
         .load(state.id)
         .await
         .with_context(|| format!("loading agent {}", state.name))
@@ -121,6 +122,17 @@ pub async fn show(settings: &Settings, name: &str) -> Result<()> {
     );
     println!("policy     {}", c.policy);
     println!("functions  {}", c.functions.join(", "));
+    for server in settings.mcp_servers.iter().filter(|s| s.serves(name)) {
+        let how = match (server.config.get("command"), server.config.get("url")) {
+            (Some(command), _) => format!("stdio: {}", command.as_str().unwrap_or_default()),
+            (_, Some(url)) => format!("http: {}", url.as_str().unwrap_or_default()),
+            _ => String::new(),
+        };
+        println!(
+            "mcp        {} ({how}): its tools are offered as {}__TOOL when the agent runs",
+            server.name, server.name
+        );
+    }
     println!(
         "recall     {messages} messages ({} in the FIFO queue)",
         state.fifo.len()
@@ -220,25 +232,70 @@ pub async fn export(settings: &Settings, name: &str, output: Option<PathBuf>) ->
     Ok(())
 }
 
-pub async fn import(settings: &Settings, path: &Path, name: Option<String>) -> Result<()> {
+pub async fn import(
+    settings: &Settings,
+    path: &Path,
+    name: Option<String>,
+    agent: Option<String>,
+) -> Result<()> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let file: AgentFile = agent_file::parse(&text)
         .with_context(|| format!("{} is not an agent file", path.display()))?;
+    // A refused import must not leave a new, empty data directory behind.
+    let new_dir = settings.get("store").is_none() && !settings.data_dir().exists();
     let storage = open::storage(settings).await?;
+    // Letta's MCP tools map onto the MCP servers memgpt.toml attaches to the agent.
+    let first = name
+        .clone()
+        .or_else(|| file.agents.first().map(|a| a.name.clone()))
+        .unwrap_or_default();
+    let tools = crate::tools::attach(settings, &first).await?;
     let options = ImportOptions {
         name,
+        agent,
+        registry: tools.as_ref().map(|t| t.registry.clone()),
         ..ImportOptions::default()
     };
-    let report = agent_file::import(&storage, &file, options)
-        .await
-        .with_context(|| format!("importing {}", path.display()))?;
-    println!(
-        "imported agent {} ({} messages, {} passages, {} blocks)",
-        report.name, report.messages, report.passages, report.blocks
-    );
-    for note in &report.unmapped {
-        println!("  not imported: {note}");
+    let report = match agent_file::import(&storage, &file, options).await {
+        Ok(report) => report,
+        Err(e) => {
+            drop(storage);
+            if new_dir {
+                let _ = std::fs::remove_dir_all(settings.data_dir());
+            }
+            return Err(e).with_context(|| format!("importing {}", path.display()));
+        }
+    };
+    for report in std::iter::once(&report).chain(&report.related) {
+        println!(
+            "imported agent {} ({} messages, {} passages, {} blocks)",
+            report.name, report.messages, report.passages, report.blocks
+        );
+        for note in &report.adjusted {
+            println!("  adjusted: {note}");
+        }
+        for note in &report.unmapped {
+            println!("  not imported: {note}");
+        }
+        if !report.kept.is_empty() {
+            println!(
+                "  kept for export, not used by memgpt: {}",
+                report.kept.join(", ")
+            );
+        }
+    }
+    if !report.related.is_empty() {
+        println!(
+            "  related: {} (exported together with {})",
+            report
+                .related
+                .iter()
+                .map(|r| r.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            report.name
+        );
     }
     Ok(())
 }

@@ -52,7 +52,19 @@ pub async fn run(settings: &Settings, name: &str) -> Result<()> {
         eprintln!("{}", crate::local::HOW_TO_CONFIGURE);
         std::process::exit(2);
     };
-    let (mut agent, created) = open::open_or_create(settings, &llm, storage.clone(), name).await?;
+    let open::Opened {
+        mut agent,
+        created,
+        tools,
+    } = open::open_or_create(settings, &llm, storage.clone(), name, true).await?;
+    let tools_help = match &tools {
+        Some(tools) => tools
+            .servers
+            .iter()
+            .map(|(server, names)| format!("\nMCP server {server}: {}", names.join(", ")))
+            .collect::<String>(),
+        None => String::new(),
+    };
     let style = Style::detect();
     let live = display::Live::new(style, name);
     agent.set_observer(Some(Arc::new(move |p: StepProgress<'_>| live.progress(p))));
@@ -78,7 +90,7 @@ pub async fn run(settings: &Settings, name: &str) -> Result<()> {
         let event = match command {
             "/exit" | "/quit" => break,
             "/help" => {
-                println!("{HELP}");
+                println!("{HELP}{tools_help}");
                 continue;
             }
             "/memory" => {

@@ -51,6 +51,7 @@ pub async fn run(settings: &Settings, name: &str, paths: &[PathBuf]) -> Result<(
         description: String::new(),
     };
     let mut agent = open::builder(&llm, storage.clone())
+        .functions(open::functions_for(&state, None))
         .load(state.id)
         .await
         .with_context(|| format!("loading agent {name}"))?;

@@ -92,9 +92,9 @@ pub async fn llm(
         .ok()
         .and_then(|t| t.parse().ok())
         .unwrap_or(1);
-    let provider =
-        LlamaProvider::new(LlamaConfig::new(dir.join("model.gguf")).with_threads(threads))
-            .context("loading the local chat model")?;
+    let mut config = LlamaConfig::new(dir.join("model.gguf")).with_threads(threads);
+    config.model_id = Some(SMOLLM2_135M_INSTRUCT.name.to_owned());
+    let provider = LlamaProvider::new(config).context("loading the local chat model")?;
     // Offline, `auto` pulls the embedder too: the local agent is all local.
     let embedder = match settings.get("embedder").unwrap_or("auto") {
         "none" => None,

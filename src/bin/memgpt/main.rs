@@ -28,6 +28,7 @@ mod reindex;
 #[cfg(feature = "server")]
 mod serve;
 mod settings;
+mod tools;
 
 use std::path::PathBuf;
 
@@ -163,12 +164,16 @@ enum AgentsCommand {
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
-    /// Read a Letta or memgpt agent file into the store.
+    /// Read a Letta or memgpt agent file into the store (every agent of a file with several,
+    /// such as an agent and its sleep-time companion, unless --agent chooses one).
     Import {
         file: PathBuf,
         /// Import under this name instead of the file's.
         #[arg(long)]
         name: Option<String>,
+        /// Import only this agent of the file (its name or file id, such as agent-1).
+        #[arg(long)]
+        agent: Option<String>,
     },
 }
 
@@ -251,7 +256,9 @@ async fn run(cli: Cli) -> Result<()> {
             AgentsCommand::Export { name, output } => {
                 agents::export(&settings, &name, output).await
             }
-            AgentsCommand::Import { file, name } => agents::import(&settings, &file, name).await,
+            AgentsCommand::Import { file, name, agent } => {
+                agents::import(&settings, &file, name, agent).await
+            }
         },
         Command::Context { name } => agents::context(&settings, &name).await,
         Command::Models(command) => match command {

@@ -22,8 +22,9 @@ pub async fn run(settings: &Settings, name: &str) -> Result<()> {
             settings.store_url()
         );
     }
-    let (agent, _) = open::open_or_create(settings, &llm, storage, name).await?;
-    let server = MemoryServer::new(agent);
+    // The memory server offers memory functions only: no MCP servers of its own.
+    let opened = open::open_or_create(settings, &llm, storage, name, false).await?;
+    let server = MemoryServer::new(opened.agent);
     eprintln!(
         "memgpt mcp: agent {name} in {}; serving {} tools on stdio",
         settings.store_url(),

@@ -12,6 +12,7 @@ use memgpt::store::{AgentState, EmbeddingSpace, Storage};
 use memgpt::{Agent, AgentBuilder};
 
 use crate::settings::Settings;
+use crate::tools::Attached;
 
 /// The chat model (and the embedder that goes with it).
 pub struct Llm {
@@ -336,8 +337,8 @@ pub fn builder(llm: &Llm, storage: Storage) -> AgentBuilder {
 /// which falls back to the provider's model with a note.
 pub fn model_for(settings: &Settings, llm: &Llm, stored: &AgentState) -> Option<String> {
     if llm.kind == ProviderKind::Local {
-        // The local provider runs its one model: say so rather than keep a name it ignores.
-        return (!stored.config.model.is_empty()).then(String::new);
+        // The local provider runs its one model whatever the agent names.
+        return None;
     }
     let user_set = !matches!(
         settings.source("model"),
@@ -373,15 +374,64 @@ pub fn describe_model(llm: &Llm, agent: &Agent) -> String {
     format!("model {model} {}", llm.description)
 }
 
-/// Resumes the agent called `name`, or creates it; `true` when it was created.
+/// An opened agent: whether it was just created, and the MCP servers attached to it.
+pub struct Opened {
+    pub agent: Agent,
+    pub created: bool,
+    /// The `[mcp_servers]` of memgpt.toml serving this agent (sessions live as long as this).
+    pub tools: Option<Attached>,
+}
+
+/// The functions a stored agent loads with: its own, without the MCP tools of servers that are
+/// not attached now (a function no registry has would stop it from loading), plus the tools
+/// of those that are. What was left out is said on stderr.
+pub fn functions_for(state: &AgentState, attached: Option<&Attached>) -> Vec<String> {
+    let mut dropped = Vec::new();
+    let functions = match attached {
+        Some(attached) => attached.merge(&state.config.functions, &mut dropped),
+        None => state
+            .config
+            .functions
+            .iter()
+            .filter(|f| {
+                let keep = !Attached::is_mcp_name(f);
+                if !keep {
+                    dropped.push((*f).clone());
+                }
+                keep
+            })
+            .cloned()
+            .collect(),
+    };
+    if !dropped.is_empty() {
+        eprintln!(
+            "note: agent {} goes without {} (their MCP server is not attached: see [mcp_servers] in memgpt.toml)",
+            state.name,
+            dropped.join(", ")
+        );
+    }
+    functions
+}
+
+/// Resumes the agent called `name`, or creates it; with `attach`, the MCP servers memgpt.toml
+/// names for it are connected and their tools offered.
 pub async fn open_or_create(
     settings: &Settings,
     llm: &Llm,
     storage: Storage,
     name: &str,
-) -> Result<(Agent, bool)> {
+    attach: bool,
+) -> Result<Opened> {
     let existing = find_agent(&storage, name).await?;
+    let tools = if attach {
+        crate::tools::attach(settings, name).await?
+    } else {
+        None
+    };
     let mut builder = builder(llm, storage).name(name);
+    if let Some(tools) = &tools {
+        builder = builder.registry(tools.registry.clone());
+    }
     if let Some(window) = settings.number("context_window")? {
         builder = builder.context_window(window);
     }
@@ -390,16 +440,26 @@ pub async fn open_or_create(
             if let Some(model) = model_for(settings, llm, &state) {
                 builder = builder.model(model);
             }
-            Ok((
-                builder
-                    .load(state.id)
-                    .await
-                    .with_context(|| format!("loading agent {name}"))?,
-                false,
-            ))
+            let functions = functions_for(&state, tools.as_ref());
+            if functions != state.config.functions {
+                builder = builder.functions(functions);
+            }
+            let agent = builder
+                .load(state.id)
+                .await
+                .with_context(|| format!("loading agent {name}"))?;
+            Ok(Opened {
+                agent,
+                created: false,
+                tools,
+            })
         }
         None => {
-            builder = builder.functions(DEFAULT_FUNCTIONS.iter().copied());
+            let functions = DEFAULT_FUNCTIONS
+                .iter()
+                .map(|f| (*f).to_owned())
+                .chain(tools.iter().flat_map(|t| t.functions().cloned()));
+            builder = builder.functions(functions);
             if let Some(policy) = settings.get("policy") {
                 builder = builder.policy_named(policy);
             }
@@ -409,13 +469,15 @@ pub async fn open_or_create(
                 })?;
                 builder = builder.loop_style(style);
             }
-            Ok((
-                builder
-                    .build()
-                    .await
-                    .with_context(|| format!("creating agent {name}"))?,
-                true,
-            ))
+            let agent = builder
+                .build()
+                .await
+                .with_context(|| format!("creating agent {name}"))?;
+            Ok(Opened {
+                agent,
+                created: true,
+                tools,
+            })
         }
     }
 }

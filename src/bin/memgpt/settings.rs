@@ -112,6 +112,90 @@ pub struct Settings {
     values: BTreeMap<&'static str, (String, Source)>,
     /// `--yes`: download missing local models without asking.
     pub assume_yes: bool,
+    /// `[mcp_servers.NAME]` tables of `memgpt.toml`, in the file's order.
+    pub mcp_servers: Vec<McpServerEntry>,
+}
+
+/// One `[mcp_servers.NAME]` table: an MCP server whose tools the agents get.
+///
+/// ```toml
+/// [mcp_servers.files]                 # a child process speaking over stdio
+/// command = "npx"
+/// args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv/notes"]
+/// env = { LOG_LEVEL = "warn" }
+///
+/// [mcp_servers.search]                # a server speaking streamable HTTP
+/// url = "http://127.0.0.1:8000/mcp"
+/// bearer_token = "..."
+/// timeout_secs = 30
+/// agents = ["sam"]                    # only these agents (default: every agent)
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct McpServerEntry {
+    /// The server's name (the prefix of its tools' function names).
+    pub name: String,
+    /// `name`, `transport` (`stdio` or `http`) and the rest, in memgpt-mcp's
+    /// `McpServerConfig` JSON form.
+    pub config: serde_json::Value,
+    /// The agents it is attached to; empty: every agent.
+    pub agents: Vec<String>,
+}
+
+impl McpServerEntry {
+    /// Whether the agent `name` gets this server's tools.
+    pub fn serves(&self, agent: &str) -> bool {
+        self.agents.is_empty() || self.agents.iter().any(|a| a == agent)
+    }
+
+    /// Reads one `[mcp_servers.NAME]` table.
+    fn from_toml(name: &str, value: toml::Value, path: &Path) -> Result<Self> {
+        const KEYS: [&str; 7] = [
+            "command",
+            "args",
+            "env",
+            "url",
+            "bearer_token",
+            "timeout_secs",
+            "agents",
+        ];
+        let where_ = format!("{}: [mcp_servers.{name}]", path.display());
+        let toml::Value::Table(table) = value else {
+            bail!("{where_} must be a table (command = ... or url = ...)");
+        };
+        if let Some(unknown) = table.keys().find(|k| !KEYS.contains(&k.as_str())) {
+            bail!(
+                "{where_}: unknown key `{unknown}` (known: {})",
+                KEYS.join(", ")
+            );
+        }
+        let mut config: serde_json::Map<String, serde_json::Value> = serde_json::to_value(&table)
+            .with_context(|| format!("{where_}: not representable as JSON"))?
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        let agents = match config.remove("agents") {
+            None => Vec::new(),
+            Some(value) => serde_json::from_value(value)
+                .with_context(|| format!("{where_}: `agents` must be a list of agent names"))?,
+        };
+        let transport = match (config.contains_key("command"), config.contains_key("url")) {
+            (true, false) => "stdio",
+            (false, true) => "http",
+            (true, true) => {
+                bail!("{where_}: give either `command` (stdio) or `url` (HTTP), not both")
+            }
+            (false, false) => {
+                bail!("{where_}: needs `command` (a stdio server) or `url` (streamable HTTP)")
+            }
+        };
+        config.insert("name".into(), name.into());
+        config.insert("transport".into(), transport.into());
+        Ok(Self {
+            name: name.to_owned(),
+            config: serde_json::Value::Object(config),
+            agents,
+        })
+    }
 }
 
 impl Settings {
@@ -170,9 +254,23 @@ impl Settings {
             .parse()
             .with_context(|| format!("{} is not valid TOML", path.display()))?;
         for (name, value) in table {
+            if name == "mcp_servers" {
+                let toml::Value::Table(servers) = value else {
+                    bail!(
+                        "{}: `mcp_servers` must be tables, [mcp_servers.NAME]",
+                        path.display()
+                    );
+                };
+                for (server, value) in servers {
+                    let entry = McpServerEntry::from_toml(&server, value, path)?;
+                    self.mcp_servers.retain(|e| e.name != entry.name);
+                    self.mcp_servers.push(entry);
+                }
+                continue;
+            }
             let Some(key) = KEYS.iter().find(|k| k.name == name) else {
                 bail!(
-                    "{}: unknown setting `{name}` (known: {})",
+                    "{}: unknown setting `{name}` (known: {}, and [mcp_servers.NAME] tables)",
                     path.display(),
                     KEYS.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
                 );
@@ -268,6 +366,22 @@ impl Settings {
             out.push_str(&format!(
                 "{:<15} = {value}{source}\n{:<15}   # {}\n",
                 key.name, "", key.help
+            ));
+        }
+        for server in &self.mcp_servers {
+            let how = match (server.config.get("command"), server.config.get("url")) {
+                (Some(command), _) => format!("stdio `{}`", command.as_str().unwrap_or_default()),
+                (_, Some(url)) => format!("streamable HTTP {}", url.as_str().unwrap_or_default()),
+                _ => String::new(),
+            };
+            let agents = if server.agents.is_empty() {
+                "every agent".to_owned()
+            } else {
+                server.agents.join(", ")
+            };
+            out.push_str(&format!(
+                "mcp_servers.{} = {how}  # tools for {agents}\n",
+                server.name
             ));
         }
         out
