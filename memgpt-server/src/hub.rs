@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use memgpt_core::embed::Embedder;
+use memgpt_core::function::FunctionRegistry;
 use memgpt_core::ids::AgentId;
 use memgpt_core::llm::LlmProvider;
 use memgpt_core::store::Storage;
@@ -52,6 +53,7 @@ pub struct AgentHub {
     embedder: Option<Arc<dyn Embedder>>,
     live: Mutex<Live>,
     capacity: usize,
+    registry: Option<FunctionRegistry>,
 }
 
 /// An agent locked for one request; others wait until it is dropped.
@@ -92,7 +94,15 @@ impl AgentHub {
             embedder,
             live: Mutex::new(Live::default()),
             capacity: capacity.max(1),
+            registry: None,
         }
+    }
+
+    /// Agents look their functions up in `registry` instead of the linked functions (to
+    /// offer run-time functions, such as MCP servers' tools).
+    pub fn with_registry(mut self, registry: Option<FunctionRegistry>) -> Self {
+        self.registry = registry;
+        self
     }
 
     /// The store.
@@ -107,6 +117,9 @@ impl AgentHub {
             .storage(self.storage.clone());
         if let Some(embedder) = &self.embedder {
             builder = builder.embedder(embedder.clone());
+        }
+        if let Some(registry) = &self.registry {
+            builder = builder.registry(registry.clone());
         }
         builder
     }

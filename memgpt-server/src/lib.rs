@@ -146,7 +146,8 @@ impl Server {
         embedder: Option<Arc<dyn Embedder>>,
         config: ServerConfig,
     ) -> Self {
-        let hub = AgentHub::new(storage, provider, embedder, config.live_agents);
+        let hub = AgentHub::new(storage, provider, embedder, config.live_agents)
+            .with_registry(config.functions.clone());
         Self {
             directory_lock: None,
             state: Arc::new(ServerState {

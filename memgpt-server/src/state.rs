@@ -27,6 +27,11 @@ pub struct ServerConfig {
     /// How long a claimed timer stays with the process that claimed it before another may
     /// fire it (default 10 minutes: longer than any step).
     pub timer_lease: Duration,
+    /// The functions agents may be given (default: those linked into the program,
+    /// [`FunctionRegistry::linked`](memgpt_core::function::FunctionRegistry::linked)). Add
+    /// run-time ones here, such as MCP servers' tools: `memgpt serve` adds the tools of the
+    /// `[mcp_servers]` in memgpt.toml, and each agent is given those its `tools` list names.
+    pub functions: Option<memgpt_core::function::FunctionRegistry>,
 }
 
 impl Default for ServerConfig {
@@ -38,6 +43,7 @@ impl Default for ServerConfig {
             live_agents: 10_000,
             timer_poll: Duration::from_secs(1),
             timer_lease: Duration::from_secs(600),
+            functions: None,
         }
     }
 }

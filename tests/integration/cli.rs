@@ -1061,30 +1061,9 @@ async fn a_letta_file_with_a_sleep_time_companion_imports_whole_or_by_choice() {
     assert_eq!(list.lines().count(), 4, "header + 3 agents: {list}");
 }
 
-/// The Python interpreter and the folder holding the MCP SDK (`.ci/python-mcp.sh`), or `None`
-/// (the test then says it is skipped; under `CI=true` it fails instead).
-fn fastmcp_python() -> Option<(String, String)> {
-    let Ok(path) = std::env::var("MEMGPT_TEST_MCP_PYTHONPATH") else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true but MEMGPT_TEST_MCP_PYTHONPATH is unset: .ci/run installs the MCP SDK"
-        );
-        eprintln!(
-            "SKIPPED: MEMGPT_TEST_MCP_PYTHONPATH is unset (run .ci/python-mcp.sh and export its output)"
-        );
-        return None;
-    };
-    let output = std::process::Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .expect("python3");
-    let python = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-    Some((python, path))
-}
-
 #[tokio::test]
 async fn mcp_servers_from_memgpt_toml_give_agents_their_tools() {
-    let Some((python, pythonpath)) = fastmcp_python() else {
+    let Some((python, pythonpath)) = crate::fastmcp_python() else {
         return;
     };
     let cli = Cli::new().await;
@@ -1192,6 +1171,27 @@ timeout_secs = 30
         show.contains("mcp        loud (http: http://127.0.0.1:"),
         "{show}"
     );
+
+    // A Letta agent's `external_mcp` tool maps onto the attached server that offers it.
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("memgpt-core/src/agent_file/testdata/letta_v2.af");
+    let mut file: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    file["tools"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"id": "tool-9", "name": "shout", "tool_type": "external_mcp"}));
+    file["agents"][0]["tool_ids"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!("tool-9"));
+    write(
+        &cli.path("mcp.af"),
+        serde_json::to_string(&file).unwrap().as_bytes(),
+    );
+    cli.ok(&["agents", "import", "mcp.af", "--name", "lettamcp"], "")
+        .await;
+    let show = cli.ok(&["agents", "show", "lettamcp"], "").await;
+    assert!(show.contains("calc__shout"), "{show}");
 
     // Another agent gets only the servers meant for every agent.
     cli.server.push(say("Hi."));

@@ -71,3 +71,24 @@ async fn agent(server: &FakeOpenAi) -> memgpt::Agent {
         .await
         .expect("agent")
 }
+
+/// The Python interpreter and the folder holding the MCP SDK (`.ci/python-mcp.sh`), or `None`
+/// (the test then says it is skipped; under `CI=true` it fails instead).
+pub(crate) fn fastmcp_python() -> Option<(String, String)> {
+    let Ok(path) = std::env::var("MEMGPT_TEST_MCP_PYTHONPATH") else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but MEMGPT_TEST_MCP_PYTHONPATH is unset: .ci/run installs the MCP SDK"
+        );
+        eprintln!(
+            "SKIPPED: MEMGPT_TEST_MCP_PYTHONPATH is unset (run .ci/python-mcp.sh and export its output)"
+        );
+        return None;
+    };
+    let output = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3");
+    let python = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    Some((python, path))
+}

@@ -1975,3 +1975,82 @@ async fn a_call_waits_for_approval_over_http() {
         "the agent takes messages again"
     );
 }
+
+/// `memgpt serve`'s MCP servers: tools of a FastMCP server (official Python SDK) in the
+/// server's function registry; an agent created with one in its `tools` calls it, and its
+/// context (what the inspector shows) lists it.
+#[cfg(feature = "mcp")]
+#[tokio::test]
+async fn agents_of_the_server_are_given_mcp_tools_by_name() {
+    use memgpt::function::FunctionRegistry;
+    use memgpt::mcp::client::{McpServerConfig, McpTransport};
+
+    let Some((python, pythonpath)) = crate::fastmcp_python() else {
+        return;
+    };
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/fastmcp_calc.py");
+    let mut calc = McpServerConfig::stdio("calc", python, [script.display().to_string()]);
+    if let McpTransport::Stdio { env, .. } = &mut calc.transport {
+        env.insert("PYTHONPATH".into(), pythonpath);
+    }
+    let calc = calc.connect().await.unwrap();
+    let mut registry = FunctionRegistry::linked().unwrap();
+    calc.register(&mut registry).unwrap();
+    let llm = Arc::new(ScriptedProvider::new());
+    let server = Server::with_parts(
+        Storage::in_memory(),
+        ServerTables::in_memory(),
+        llm.clone(),
+        None,
+        ServerConfig {
+            functions: Some(registry),
+            ..config()
+        },
+    );
+    let s = start_with(server, llm.clone()).await;
+    let key = s.tenant("acme").await;
+    let (status, agent) = s
+        .post(
+            "/v1/agents",
+            &key,
+            json!({"name": "adder", "tools": ["send_message", "calc__add"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{agent}");
+    let id = agent["id"].as_str().unwrap().to_owned();
+    // A tool no server offers is refused as any unknown function.
+    let (status, body) = s
+        .post(
+            "/v1/agents",
+            &key,
+            json!({"name": "other", "tools": ["send_message", "calc__divide"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+
+    llm.push_call(
+        "calc__add",
+        json!({"a": 20, "b": 22, "request_heartbeat": true}),
+    );
+    llm.push_call("send_message", json!({"message": "42"}));
+    let (status, step) = s
+        .post(
+            &format!("/v1/agents/{id}/messages"),
+            &key,
+            json!({"text": "What is 20 + 22?"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{step}");
+    let text = step.to_string();
+    assert!(text.contains("calc__add") && text.contains("42"), "{text}");
+    let (status, context) = s.get(&format!("/v1/agents/{id}/context"), &key).await;
+    assert_eq!(status, StatusCode::OK);
+    let functions: Vec<&str> = context["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert!(functions.contains(&"calc__add"), "{functions:?}");
+}

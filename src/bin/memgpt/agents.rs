@@ -250,7 +250,7 @@ pub async fn import(
         .clone()
         .or_else(|| file.agents.first().map(|a| a.name.clone()))
         .unwrap_or_default();
-    let tools = crate::tools::attach(settings, &first).await?;
+    let tools = crate::tools::attach(settings, Some(&first)).await?;
     let options = ImportOptions {
         name,
         agent,

@@ -424,7 +424,7 @@ pub async fn open_or_create(
 ) -> Result<Opened> {
     let existing = find_agent(&storage, name).await?;
     let tools = if attach {
-        crate::tools::attach(settings, name).await?
+        crate::tools::attach(settings, Some(name)).await?
     } else {
         None
     };

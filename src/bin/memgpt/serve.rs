@@ -30,8 +30,19 @@ pub async fn run(settings: &Settings, listen: &str) -> Result<()> {
             "memgpt serve: MEMGPT_ADMIN_KEY is not set, so no tenant or API key can be created"
         );
     }
+    // Every MCP server of memgpt.toml: an agent is given the tools its `tools` list names.
+    let tools = crate::tools::attach(settings, None).await?;
+    if let Some(tools) = &tools {
+        for (server, names) in &tools.servers {
+            eprintln!(
+                "memgpt serve: MCP server {server} offers {}",
+                names.join(", ")
+            );
+        }
+    }
     let config = ServerConfig {
         admin_key,
+        functions: tools.as_ref().map(|t| t.registry.clone()),
         ..ServerConfig::default()
     };
     let server = Server::open(&url, llm.provider.clone(), llm.embedder.clone(), config)
@@ -50,6 +61,7 @@ pub async fn run(settings: &Settings, listen: &str) -> Result<()> {
         crate::settings::without_password(&url)
     );
     server.serve(listener, shutdown()).await?;
+    drop(tools);
     eprintln!("memgpt serve: stopped");
     Ok(())
 }

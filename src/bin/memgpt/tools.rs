@@ -51,17 +51,18 @@ impl Attached {
     }
 }
 
-/// Connects the MCP servers the settings attach to the agent `agent`; `None` when there are
-/// none.
+/// Connects the MCP servers the settings attach to the agent `agent` (every configured server
+/// for `None`: a server gives each agent the tools its `tools` list names); `None` when there
+/// are none.
 #[cfg(feature = "mcp")]
-pub async fn attach(settings: &Settings, agent: &str) -> Result<Option<Attached>> {
+pub async fn attach(settings: &Settings, agent: Option<&str>) -> Result<Option<Attached>> {
     use anyhow::Context;
     use memgpt::mcp::client::McpServerConfig;
 
     let entries: Vec<_> = settings
         .mcp_servers
         .iter()
-        .filter(|e| e.serves(agent))
+        .filter(|e| agent.is_none_or(|agent| e.serves(agent)))
         .collect();
     if entries.is_empty() {
         return Ok(None);
@@ -89,8 +90,12 @@ pub async fn attach(settings: &Settings, agent: &str) -> Result<Option<Attached>
 
 /// Without the `mcp` feature, configured MCP servers are an error, not silently ignored.
 #[cfg(not(feature = "mcp"))]
-pub async fn attach(settings: &Settings, agent: &str) -> Result<Option<Attached>> {
-    if settings.mcp_servers.iter().any(|e| e.serves(agent)) {
+pub async fn attach(settings: &Settings, agent: Option<&str>) -> Result<Option<Attached>> {
+    if settings
+        .mcp_servers
+        .iter()
+        .any(|e| agent.is_none_or(|agent| e.serves(agent)))
+    {
         anyhow::bail!(
             "memgpt.toml attaches MCP servers, but this memgpt was built without the `mcp` \
              feature (cargo install memgpt --features mcp)"
