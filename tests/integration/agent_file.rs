@@ -721,3 +721,53 @@ async fn every_published_letta_file_chats_and_exports_what_letta_loads() {
         assert_eq!(1 + round.related.len(), imported, "{name}");
     }
 }
+
+#[tokio::test]
+async fn an_agent_made_by_memgpt_exports_what_letta_loads() {
+    let schema = letta_schema();
+    let storage = Storage::in_memory();
+    let agent = busy_agent(&storage).await;
+    let file = serde_json::to_value(export(&storage, agent.id()).await.unwrap()).unwrap();
+    assert_eq!(letta_violations(&schema, &file), Vec::<String>::new());
+    // Letta runs its own core tools; memgpt's others travel as custom tools with their schema.
+    let tools = file["tools"].as_array().unwrap();
+    let kind = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .map(|t| t["tool_type"].as_str().unwrap().to_owned())
+    };
+    assert_eq!(kind("send_message").as_deref(), Some("letta_core"));
+    assert_eq!(
+        kind("core_memory_append").as_deref(),
+        Some("letta_memory_core")
+    );
+    assert_eq!(kind("pause_heartbeats").as_deref(), Some("custom"));
+    assert!(
+        tools
+            .iter()
+            .filter(|t| t["tool_type"] == "custom")
+            .all(|t| t["json_schema"]["parameters"].is_object())
+    );
+    // The model it runs on, and what the user said as plain text.
+    assert_eq!(file["agents"][0]["llm_config"]["model"], "scripted");
+    let user = file["memgpt"]["agents"][0]["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(file["agents"][0]["messages"].as_array().unwrap())
+        .find(|m| m["role"] == "user" && m["name"].is_null())
+        .unwrap()
+        .clone();
+    assert!(
+        user["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("question"),
+        "{user}"
+    );
+    // A file the schema refuses is caught: the test can fail.
+    let mut broken = file.clone();
+    broken["tools"][1]["tool_type"] = json!("letta_core");
+    assert!(!letta_violations(&schema, &broken).is_empty());
+}

@@ -1059,6 +1059,11 @@ async fn a_letta_file_with_a_sleep_time_companion_imports_whole_or_by_choice() {
     );
     let list = cli.ok(&["agents", "list"], "").await;
     assert_eq!(list.lines().count(), 4, "header + 3 agents: {list}");
+    // Names longer than 20 characters keep the columns aligned.
+    let column = list.lines().next().unwrap().find("POLICY").unwrap();
+    for line in list.lines().skip(1) {
+        assert_eq!(line.find("paper"), Some(column), "{list}");
+    }
 }
 
 #[tokio::test]

@@ -22,7 +22,8 @@ pub struct ImportOptions {
     /// first (the group's manager); the others are called `NAME-THEIR_NAME`. Names are unique
     /// per store unless [`ImportOptions::allow_duplicate_name`].
     pub name: Option<String>,
-    /// The new agents' ids, in the order of [`ImportReport::agents`] (default: fresh ones),
+    /// The new agents' ids: the first agent's ([`ImportReport::id`]), then those of
+    /// [`ImportReport::related`] in order (default: fresh ones),
     /// for callers that record them before the import (a server recording the owner first).
     /// See [`AgentFile::importable`] for how many a file needs.
     pub ids: Vec<AgentId>,
@@ -246,8 +247,8 @@ pub async fn import(
         let (commit, mut report) =
             agent_commit(file, agent, ids[i], &names[i], &new_id, &registry)?;
         if i == 0 {
-            report.unmapped.extend(file_notes.drain(..));
-            report.adjusted.extend(shared_notes.drain(..));
+            report.unmapped.append(&mut file_notes);
+            report.adjusted.append(&mut shared_notes);
         }
         commits.push(commit);
         reports.push(report);

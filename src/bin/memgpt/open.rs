@@ -31,6 +31,7 @@ pub enum ProviderKind {
     /// An OpenAI-compatible endpoint.
     OpenAi,
     /// Anthropic's Messages API.
+    #[cfg_attr(not(feature = "anthropic"), allow(dead_code))]
     Anthropic,
     /// The local model (it runs one model whatever is asked).
     Local,
