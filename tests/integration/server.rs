@@ -2054,3 +2054,69 @@ async fn agents_of_the_server_are_given_mcp_tools_by_name() {
         .collect();
     assert!(functions.contains(&"calc__add"), "{functions:?}");
 }
+
+/// A Letta file with an agent and its sleep-time companion imports as two agents of the
+/// caller's tenant (or one, chosen with `?agent=`); another tenant sees neither.
+#[tokio::test]
+async fn a_two_agent_letta_file_imports_into_one_tenant() {
+    use std::io::Read;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(
+        std::fs::File::open(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/letta/agent-file/evie.af.gz"),
+        )
+        .unwrap(),
+    )
+    .read_to_string(&mut text)
+    .unwrap();
+    let file: Value = serde_json::from_str(&text).unwrap();
+    // The file is larger than the other tests' body limit.
+    let llm = Arc::new(ScriptedProvider::new());
+    let server = Server::with_parts(
+        Storage::in_memory(),
+        ServerTables::in_memory(),
+        llm.clone(),
+        None,
+        ServerConfig {
+            max_body_bytes: 8 * 1024 * 1024,
+            ..config()
+        },
+    );
+    let s = start_with(server, llm).await;
+    let key = s.tenant("acme").await;
+    let other = s.tenant("other").await;
+    let (status, imported) = s.post("/v1/agents/import", &key, file.clone()).await;
+    assert_eq!(status, StatusCode::CREATED, "{imported}");
+    assert_eq!(imported["agent"]["name"], "Evie");
+    assert_eq!(imported["related"][0]["name"], "companion-sleeptime_copy");
+    let (_, agents) = s.get("/v1/agents", &key).await;
+    assert_eq!(agents["agents"].as_array().unwrap().len(), 2, "{agents}");
+    let (_, theirs) = s.get("/v1/agents", &other).await;
+    assert!(theirs["agents"].as_array().unwrap().is_empty(), "{theirs}");
+    // Exporting either gives the pair back.
+    let id = imported["related"][0]["id"].as_str().unwrap();
+    let (status, pair) = s.get(&format!("/v1/agents/{id}/export"), &key).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(pair["agents"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        pair["groups"][0]["manager_config"]["manager_type"],
+        "sleeptime"
+    );
+
+    let (status, one) = s
+        .post(
+            "/v1/agents/import?agent=agent-1&name=helper",
+            &key,
+            file.clone(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{one}");
+    assert_eq!(one["agent"]["name"], "helper");
+    assert!(one["related"].as_array().unwrap().is_empty());
+    let (status, body) = s.post("/v1/agents/import?agent=nobody", &key, file).await;
+    assert_eq!(status.as_u16() / 100, 4, "{body}");
+    assert!(body.to_string().contains("no agent `nobody`"), "{body}");
+    let (_, agents) = s.get("/v1/agents", &key).await;
+    assert_eq!(agents["agents"].as_array().unwrap().len(), 3, "{agents}");
+}
