@@ -38,8 +38,10 @@ pub enum ErrorCode {
     /// The admin key is missing or wrong, or the server has none.
     AdminOnly,
     /// No such agent, passage, block, tenant, key or pending call (or it belongs to another
-    /// tenant).
+    /// tenant), or no such route.
     NotFound,
+    /// The route does not take this HTTP method.
+    MethodNotAllowed,
     /// The name is taken.
     AlreadyExists,
     /// A memory block edit would exceed the block's character limit.
@@ -81,6 +83,7 @@ impl ErrorCode {
             Unauthorized => StatusCode::UNAUTHORIZED,
             AdminOnly => StatusCode::FORBIDDEN,
             NotFound => StatusCode::NOT_FOUND,
+            MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             AlreadyExists | Conflict | ApprovalPending => StatusCode::CONFLICT,
             LlmError => StatusCode::BAD_GATEWAY,
             Unavailable => StatusCode::SERVICE_UNAVAILABLE,

@@ -42,6 +42,7 @@ pub mod error;
 pub mod hub;
 mod inspector;
 pub mod metrics;
+pub mod query;
 pub mod routes;
 mod scheduler;
 pub mod state;
@@ -157,6 +158,7 @@ impl Server {
                 metrics: Metrics::default(),
                 admin_key: config.admin_key.clone(),
                 config,
+                naming: tokio::sync::Mutex::new(()),
             }),
         }
     }

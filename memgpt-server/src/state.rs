@@ -63,6 +63,9 @@ pub struct ServerState {
     pub admin_key: Option<String>,
     /// The configuration.
     pub config: ServerConfig,
+    /// Held while an agent is named (created, renamed, imported), so two requests cannot
+    /// give one tenant's agents the same name.
+    pub(crate) naming: tokio::sync::Mutex<()>,
 }
 
 /// The state handlers receive.

@@ -98,6 +98,15 @@ impl AgentFile {
     pub fn importable(&self, options: &ImportOptions) -> Result<usize, AgentFileError> {
         Ok(chosen_agents(self, options)?.len())
     }
+
+    /// The names [`import`] gives the agents it writes for `options`, in the order of
+    /// [`ImportOptions::ids`] (for callers that keep names unique their own way).
+    pub fn import_names(&self, options: &ImportOptions) -> Result<Vec<String>, AgentFileError> {
+        Ok(agent_names(
+            &chosen_agents(self, options)?,
+            options.name.as_deref(),
+        ))
+    }
 }
 
 /// The file's agents to import, the group's manager (or the first) first.

@@ -100,6 +100,8 @@ async fn create(
     Body(request): Body<CreateAgent>,
 ) -> ApiResult<(StatusCode, Json<AgentView>)> {
     let name = check_name(&request.name)?.to_owned();
+    let _naming = state.naming.lock().await;
+    name_is_free(&state, caller.tenant, &name, None).await?;
     let id = AgentId::new();
     let mut builder = state.hub.builder().id(id).name(name);
     if let Some(limit) = request.block_limit {
@@ -161,6 +163,33 @@ async fn create(
             Err(e.into())
         }
     }
+}
+
+/// Refuses a name another agent of `tenant` has (`409 already_exists`); `except` is the agent
+/// being renamed. Callers hold [`ServerState::naming`](crate::state::ServerState) until the
+/// name is stored.
+pub(crate) async fn name_is_free(
+    state: &AppState,
+    tenant: crate::tenants::TenantId,
+    name: &str,
+    except: Option<AgentId>,
+) -> ApiResult<()> {
+    for id in state.tenants.agents_of(tenant).await? {
+        if Some(id) == except {
+            continue;
+        }
+        if let Some(agent) = state.hub.storage().agents.load_agent(id).await?
+            && agent.name == name
+        {
+            return Err(ApiError::new(
+                crate::error::ErrorCode::AlreadyExists,
+                format!(
+                    "an agent named `{name}` exists already (agent {id}): names are unique per tenant"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Agents.
@@ -225,7 +254,10 @@ async fn update(
 ) -> ApiResult<Json<AgentView>> {
     let mut agent = path.live(&state, caller).await?;
     let mut builder = state.hub.builder();
+    let mut _naming = None;
     if let Some(name) = &request.name {
+        _naming = Some(state.naming.lock().await);
+        name_is_free(&state, caller.tenant, name, Some(agent.id())).await?;
         builder = builder.name(check_name(name)?);
     }
     if let Some(model) = request.model {

@@ -3,7 +3,7 @@
 use aide::axum::ApiRouter;
 use aide::axum::routing::{delete, post};
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use memgpt_core::ids::PassageId;
@@ -15,6 +15,7 @@ use super::{AgentPath, PageQuery, page_size};
 use crate::auth::Caller;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
+use crate::query::Query;
 use crate::state::AppState;
 use crate::views::{PageView, PassageView};
 

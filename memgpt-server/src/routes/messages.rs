@@ -9,7 +9,7 @@ use aide::axum::routing::post;
 use aide::generate::GenContext;
 use aide::openapi::{MediaType, Operation, Response as ApiResponse, SchemaObject};
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
@@ -25,6 +25,7 @@ use super::{AgentPath, page_size};
 use crate::auth::Caller;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::query::Query;
 use crate::state::AppState;
 use crate::views::{FlushView, MessageView, PageView, StepView};
 
@@ -104,7 +105,9 @@ impl SendMessage {
 
 /// Sends an event and answers with the step's record once it is committed.
 ///
-/// The step runs to its end even if the client goes away: it commits whole or not at all.
+/// The step runs to its end even if the client goes away: it commits whole or not at all. If
+/// the model cannot be reached (after the provider's retries) the answer is `502 llm_error`;
+/// the event that started the step is kept, as the agent saw it.
 async fn send(
     State(state): State<AppState>,
     caller: Caller,
@@ -116,6 +119,9 @@ async fn send(
     let state = state.clone();
     let step = tokio::spawn(async move {
         let record = state.metrics.step(&mut agent, event).await?;
+        if let Some(failure) = super::openai::llm_failure(&record) {
+            return Err(failure);
+        }
         Ok::<_, ApiError>(StepView::new(&record, agent.version()))
     });
     match step.await {
@@ -248,7 +254,10 @@ async fn stream_step(
     })));
     tokio::spawn(async move {
         let outcome = match state.metrics.step(&mut agent, event).await {
-            Ok(record) => Progress::Done(Box::new(StepView::new(&record, agent.version()))),
+            Ok(record) => match super::openai::llm_failure(&record) {
+                Some(failure) => Progress::Failed(failure),
+                None => Progress::Done(Box::new(StepView::new(&record, agent.version()))),
+            },
             Err(e) => Progress::Failed(e.into()),
         };
         agent.set_observer(None);

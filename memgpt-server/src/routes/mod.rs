@@ -84,11 +84,31 @@ pub(crate) fn router(state: AppState) -> Router {
                 )
             }),
         )
+        // Unknown routes and methods answer like every other error: JSON with a code.
+        .fallback(|uri: axum::http::Uri| async move {
+            ApiError::not_found(format_args!("the route {}", shortened(uri.path())))
+        })
+        .method_not_allowed_fallback(
+            |method: axum::http::Method, uri: axum::http::Uri| async move {
+                ApiError::new(
+                    ErrorCode::MethodNotAllowed,
+                    format!("{} does not take {method}", shortened(uri.path())),
+                )
+            },
+        )
         .layer(middleware::from_fn_with_state(state.clone(), timeout))
         .layer(middleware::from_fn_with_state(state.clone(), count_errors))
         .layer(middleware::from_fn(log_request))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state)
+}
+
+/// A path as an error message shows it: at most 200 characters.
+fn shortened(path: &str) -> String {
+    match path.char_indices().nth(200) {
+        Some((at, _)) => format!("{}...", &path[..at]),
+        None => path.to_owned(),
+    }
 }
 
 /// The OpenAPI document of the routes (what `/openapi.json` serves).

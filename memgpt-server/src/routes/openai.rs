@@ -36,6 +36,7 @@ pub(super) fn routes() -> ApiRouter<AppState> {
     ApiRouter::new()
         .api_route("/v1/chat/completions", post(completions))
         .api_route("/v1/models", get(models))
+        .api_route("/v1/models/{model}", get(model))
 }
 
 /// A chat completion request as OpenAI clients send it (fields memgpt does not use, such as
@@ -51,6 +52,16 @@ struct CompletionRequest {
     stream: bool,
     /// The user's name, passed on with the message.
     user: Option<String>,
+    /// Streaming options: `include_usage` adds a last chunk with the step's token usage.
+    stream_options: Option<StreamOptions>,
+}
+
+/// `stream_options` of a streamed completion.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+struct StreamOptions {
+    /// Send a last chunk, with no choices, holding the step's token usage.
+    #[serde(default)]
+    include_usage: bool,
 }
 
 /// A message of the request.
@@ -125,14 +136,23 @@ async fn named_agent(state: &AppState, caller: Caller, model: &str) -> ApiResult
         caller.owns(state, id).await?;
         return Ok(id);
     }
+    let mut named = Vec::new();
     for id in state.tenants.agents_of(caller.tenant).await? {
         if let Some(agent) = state.hub.storage().agents.load_agent(id).await?
             && agent.name == model
         {
-            return Ok(id);
+            named.push(id);
         }
     }
-    Err(ApiError::not_found(format_args!("model (agent) `{model}`")))
+    match named.as_slice() {
+        [id] => Ok(*id),
+        [] => Err(ApiError::not_found(format_args!("model (agent) `{model}`"))),
+        // Names are unique per tenant; agents created before they were may still share one.
+        _ => Err(ApiError::invalid(format!(
+            "{} agents are named `{model}`: name the one you mean by its id, or rename one",
+            named.len()
+        ))),
+    }
 }
 
 /// What to step with: the newest user message.
@@ -172,8 +192,14 @@ async fn completions(
     let completion_id = format!("chatcmpl-{}", uuid::Uuid::now_v7().simple());
     let created = chrono::Utc::now().timestamp();
     if request.stream {
-        let stream = stream_completion(state, agent, event, completion_id, created, request.model);
-        return Ok(stream.into_response());
+        let usage = request.stream_options.is_some_and(|o| o.include_usage);
+        let chunks = Chunks {
+            id: completion_id,
+            created,
+            model: request.model,
+            usage,
+        };
+        return Ok(stream_completion(state, agent, event, chunks).into_response());
     }
     let mut agent = agent;
     let step = tokio::spawn(async move {
@@ -187,11 +213,8 @@ async fn completions(
         Ok(result) => result?,
         Err(e) => return Err(ApiError::internal("the step", e)),
     };
-    if let memgpt_core::StopReason::ProviderError { message, .. } = &record.stop_reason {
-        return Err(ApiError::new(
-            crate::error::ErrorCode::LlmError,
-            message.clone(),
-        ));
+    if let Some(failure) = llm_failure(&record) {
+        return Err(failure);
     }
     Ok(Json(Completion {
         id: completion_id,
@@ -225,30 +248,91 @@ fn said(message: &Message) -> Vec<String> {
         .collect()
 }
 
+/// The step's LLM failure, if the model could not be reached: an error for the client, as
+/// OpenAI's API reports one (`502 llm_error`; in a stream, an error event).
+pub(super) fn llm_failure(record: &StepRecord) -> Option<ApiError> {
+    match &record.stop_reason {
+        memgpt_core::StopReason::ProviderError { message, .. } => Some(ApiError::new(
+            crate::error::ErrorCode::LlmError,
+            format!("the model failed: {message}"),
+        )),
+        _ => None,
+    }
+}
+
+/// What every chunk of one streamed completion shares.
+#[derive(Clone)]
+struct Chunks {
+    id: String,
+    created: i64,
+    model: String,
+    /// `stream_options.include_usage`: chunks carry `"usage": null`, and a last one the usage.
+    usage: bool,
+}
+
+impl Chunks {
+    /// A `chat.completion.chunk` with one choice.
+    fn choice(&self, delta: Value, finish: Option<&str>) -> Value {
+        let mut chunk = json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        });
+        if self.usage {
+            chunk["usage"] = Value::Null;
+        }
+        chunk
+    }
+
+    /// The last chunk of `stream_options.include_usage`: no choices, the usage.
+    fn usage(&self, record: &StepRecord) -> Value {
+        json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [],
+            "usage": {
+                "prompt_tokens": record.usage.prompt_tokens,
+                "completion_tokens": record.usage.completion_tokens,
+                "total_tokens": record.usage.total(),
+            },
+        })
+    }
+}
+
+/// An error in a stream, in OpenAI's shape (their SDKs raise it): `{"error": {"message",
+/// "type", "code"}}`.
+fn error_chunk(error: &ApiError) -> Value {
+    json!({"error": {
+        "message": error.message,
+        "type": if error.code.status().is_server_error() { "server_error" } else { "invalid_request_error" },
+        "param": null,
+        "code": error.code,
+    }})
+}
+
 /// The step streamed as OpenAI `chat.completion.chunk`s: the role first, each reply of the
-/// agent as content when it is said, the finish reason, then `[DONE]`.
+/// agent as content when it is said, the finish reason (and the usage, when asked), then
+/// `[DONE]`. A failed step (the model could not be reached) ends with an error event instead
+/// of a finish reason, so the client sees it.
 fn stream_completion(
     state: AppState,
     mut agent: LiveAgent,
     event: Event,
-    id: String,
-    created: i64,
-    model: String,
+    chunks: Chunks,
 ) -> StepStream {
-    let chunk = move |delta: Value, finish: Option<&str>| {
-        json!({
-            "id": id,
-            "object": "chat.completion.chunk",
-            "created": created,
-            "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        })
-    };
     let (tx, rx) = mpsc::unbounded_channel::<String>();
-    let _ = tx.send(chunk(json!({"role": "assistant", "content": ""}), None).to_string());
+    let _ = tx.send(
+        chunks
+            .choice(json!({"role": "assistant", "content": ""}), None)
+            .to_string(),
+    );
     let replies = Arc::new(std::sync::Mutex::new(0usize));
     let observer = {
-        let (tx, chunk, replies) = (tx.clone(), chunk.clone(), replies.clone());
+        let (tx, chunks, replies) = (tx.clone(), chunks.clone(), replies.clone());
         move |progress: StepProgress<'_>| {
             if let StepProgress::Message(m) = progress {
                 for text in said(m) {
@@ -259,7 +343,7 @@ fn stream_completion(
                         format!("\n{text}")
                     };
                     *count += 1;
-                    let _ = tx.send(chunk(json!({"content": content}), None).to_string());
+                    let _ = tx.send(chunks.choice(json!({"content": content}), None).to_string());
                 }
             }
         }
@@ -269,14 +353,22 @@ fn stream_completion(
         let outcome = state.metrics.step(&mut agent, event).await;
         let agent: &mut Agent = &mut agent;
         agent.set_observer(None);
-        let last = match outcome {
-            Ok(record) => chunk(json!({}), Some(finish_reason(&record))),
-            Err(e) => {
-                let e = ApiError::from(e);
-                json!({"error": {"code": e.code, "message": e.message}})
-            }
-        };
-        let _ = tx.send(last.to_string());
+        let mut last = Vec::new();
+        match outcome {
+            Ok(record) => match llm_failure(&record) {
+                Some(failure) => last.push(error_chunk(&failure)),
+                None => {
+                    last.push(chunks.choice(json!({}), Some(finish_reason(&record))));
+                    if chunks.usage {
+                        last.push(chunks.usage(&record));
+                    }
+                }
+            },
+            Err(e) => last.push(error_chunk(&ApiError::from(e))),
+        }
+        for chunk in last {
+            let _ = tx.send(chunk.to_string());
+        }
         let _ = tx.send("[DONE]".to_owned());
     });
     StepStream::new(Sse::new(data_events(rx)).into_response())
@@ -296,8 +388,35 @@ fn data_events(
 struct Models {
     /// `list`.
     object: &'static str,
-    /// One model per agent: `{"id": name, "object": "model", "created", "owned_by"}`.
-    data: Vec<Value>,
+    /// One model per agent.
+    data: Vec<ModelView>,
+}
+
+/// An agent as an OpenAI model.
+#[derive(Debug, Serialize, JsonSchema)]
+struct ModelView {
+    /// The agent's name (what `model` takes).
+    id: String,
+    /// `model`.
+    object: &'static str,
+    /// When the agent was created (Unix seconds).
+    created: i64,
+    /// `memgpt`.
+    owned_by: &'static str,
+    /// The agent's id (also accepted as `model`).
+    agent_id: String,
+}
+
+impl From<&memgpt_core::store::AgentState> for ModelView {
+    fn from(agent: &memgpt_core::store::AgentState) -> Self {
+        Self {
+            id: agent.name.clone(),
+            object: "model",
+            created: agent.created_at.timestamp(),
+            owned_by: "memgpt",
+            agent_id: agent.id.to_string(),
+        }
+    }
 }
 
 /// Lists the caller's agents as models (by name), for clients that ask first.
@@ -305,17 +424,35 @@ async fn models(State(state): State<AppState>, caller: Caller) -> ApiResult<Json
     let mut data = Vec::new();
     for id in state.tenants.agents_of(caller.tenant).await? {
         if let Some(agent) = state.hub.storage().agents.load_agent(id).await? {
-            data.push(json!({
-                "id": agent.name,
-                "object": "model",
-                "created": agent.created_at.timestamp(),
-                "owned_by": "memgpt",
-                "agent_id": agent.id,
-            }));
+            data.push(ModelView::from(&agent));
         }
     }
     Ok(Json(Models {
         object: "list",
         data,
     }))
+}
+
+/// `/v1/models/{model}`.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct ModelPath {
+    /// The agent's name or id.
+    model: String,
+}
+
+/// One of the caller's agents as a model, by name or id.
+async fn model(
+    State(state): State<AppState>,
+    caller: Caller,
+    axum::extract::Path(path): axum::extract::Path<ModelPath>,
+) -> ApiResult<Json<ModelView>> {
+    let id = named_agent(&state, caller, &path.model).await?;
+    let agent = state
+        .hub
+        .storage()
+        .agents
+        .load_agent(id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format_args!("model (agent) `{}`", path.model)))?;
+    Ok(Json(ModelView::from(&agent)))
 }

@@ -4,7 +4,7 @@
 use aide::axum::ApiRouter;
 use aide::axum::routing::{get, post};
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use memgpt_core::agent_file::{self, AgentFileError, ImportOptions};
 use memgpt_core::ids::AgentId;
@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::AgentPath;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::query::Query;
 use crate::state::AppState;
 use crate::views::AgentView;
 
@@ -91,6 +92,10 @@ async fn import(
         allow_duplicate_name: true,
         ..ImportOptions::default()
     };
+    let _naming = state.naming.lock().await;
+    for name in file.import_names(&options).map_err(file_error)? {
+        super::agents::name_is_free(&state, caller.tenant, &name, None).await?;
+    }
     let count = file.importable(&options).map_err(file_error)?;
     options.ids = (0..count).map(|_| AgentId::new()).collect();
     for (i, id) in options.ids.iter().enumerate() {
