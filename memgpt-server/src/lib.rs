@@ -43,6 +43,7 @@ pub mod hub;
 mod inspector;
 pub mod metrics;
 pub mod query;
+pub mod reply;
 pub mod routes;
 mod scheduler;
 pub mod state;

@@ -140,7 +140,6 @@ pub struct MessageView {
     /// The text (the assistant's inner monologue, a function's result...).
     pub text: String,
     /// The assistant's function calls.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub function_calls: Vec<CallView>,
     /// For a function's result: the call it answers.
     #[serde(skip_serializing_if = "Option::is_none")]

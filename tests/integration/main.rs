@@ -18,6 +18,8 @@ mod agent_loop;
 mod anthropic;
 #[cfg(feature = "cli")]
 mod cli;
+#[cfg(feature = "server")]
+mod contract;
 mod custom_tools;
 mod faults;
 #[cfg(feature = "server")]

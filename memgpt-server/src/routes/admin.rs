@@ -1,10 +1,9 @@
 //! Tenants and API keys, with the admin key.
 
 use aide::axum::ApiRouter;
-use aide::axum::routing::{delete, get, post};
+use aide::axum::routing::{delete, get_with, post};
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -12,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::auth::Admin;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::reply::{Created, NoContent};
 use crate::state::AppState;
 use crate::tenants::{ApiKey, ApiKeySecret, KeyId, Tenant, TenantId, TenantsError};
 
@@ -23,7 +23,10 @@ pub(super) fn routes() -> ApiRouter<AppState> {
             post(create_key).get(list_keys),
         )
         .api_route("/v1/admin/keys/{key_id}", delete(revoke_key))
-        .api_route("/v1/admin/whoami", get(whoami))
+        .api_route(
+            "/v1/admin/whoami",
+            get_with(whoami, |op| op.response_range::<4, ApiError>()),
+        )
 }
 
 /// A new tenant.
@@ -46,13 +49,13 @@ async fn create_tenant(
     _: Admin,
     State(state): State<AppState>,
     Body(request): Body<CreateTenant>,
-) -> ApiResult<(StatusCode, Json<Tenant>)> {
+) -> ApiResult<Created<Tenant>> {
     let name = request.name.trim();
     if name.is_empty() || name.chars().count() > 200 {
         return Err(ApiError::invalid("a tenant's name has 1 to 200 characters"));
     }
     match state.tenants.create_tenant(name).await {
-        Ok(tenant) => Ok((StatusCode::CREATED, Json(tenant))),
+        Ok(tenant) => Ok(Created(tenant)),
         Err(TenantsError::NameTaken(name)) => Err(ApiError::new(
             ErrorCode::AlreadyExists,
             format!("a tenant named `{name}` exists"),
@@ -124,7 +127,7 @@ async fn create_key(
     State(state): State<AppState>,
     Path(path): Path<TenantPath>,
     Body(request): Body<CreateKey>,
-) -> ApiResult<(StatusCode, Json<NewKey>)> {
+) -> ApiResult<Created<NewKey>> {
     let tenant = path.id()?;
     let secret = ApiKeySecret::generate()
         .ok_or_else(|| ApiError::internal("generating a key", "no randomness"))?;
@@ -137,17 +140,14 @@ async fn create_key(
         revoked_at: None,
     };
     state.tenants.add_key(&key, &secret.hash()).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(NewKey {
-            key: secret.expose().to_owned(),
-            id: key.id,
-            tenant_id: key.tenant_id,
-            name: key.name,
-            prefix: key.prefix,
-            created_at: key.created_at,
-        }),
-    ))
+    Ok(Created(NewKey {
+        key: secret.expose().to_owned(),
+        id: key.id,
+        tenant_id: key.tenant_id,
+        name: key.name,
+        prefix: key.prefix,
+        created_at: key.created_at,
+    }))
 }
 
 /// Lists a tenant's keys (never the keys themselves).
@@ -177,14 +177,14 @@ async fn revoke_key(
     _: Admin,
     State(state): State<AppState>,
     Path(path): Path<KeyPath>,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<NoContent> {
     let id = path
         .key_id
         .parse()
         .map(KeyId)
         .map_err(|_| ApiError::not_found(format_args!("key {}", path.key_id)))?;
     if state.tenants.revoke_key(id).await? {
-        Ok(StatusCode::NO_CONTENT)
+        Ok(NoContent)
     } else {
         Err(ApiError::not_found(format_args!("key {id}")))
     }

@@ -4,7 +4,6 @@ use aide::axum::ApiRouter;
 use aide::axum::routing::{get, post};
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use memgpt_core::LoopStyle;
 use memgpt_core::ids::AgentId;
 use memgpt_core::llm::Role;
@@ -17,6 +16,7 @@ use super::AgentPath;
 use crate::auth::Caller;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
+use crate::reply::{Created, NoContent};
 use crate::state::AppState;
 use crate::views::{AgentView, ContextView};
 
@@ -98,7 +98,7 @@ async fn create(
     State(state): State<AppState>,
     caller: Caller,
     Body(request): Body<CreateAgent>,
-) -> ApiResult<(StatusCode, Json<AgentView>)> {
+) -> ApiResult<Created<AgentView>> {
     let name = check_name(&request.name)?.to_owned();
     let _naming = state.naming.lock().await;
     name_is_free(&state, caller.tenant, &name, None).await?;
@@ -154,7 +154,7 @@ async fn create(
         Ok(agent) => {
             let view = AgentView::from(&agent);
             state.hub.adopt(agent).await;
-            Ok((StatusCode::CREATED, Json(view)))
+            Ok(Created(view))
         }
         Err(e) => {
             if let Err(release) = state.tenants.release_agent(id).await {
@@ -291,7 +291,7 @@ async fn remove(
     State(state): State<AppState>,
     caller: Caller,
     Path(path): Path<AgentPath>,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<NoContent> {
     let id = path.owned(&state, caller).await?;
     // Waits for a step in progress; the agent is gone before its owner record.
     let agent = state.hub.lock(id).await;
@@ -303,7 +303,7 @@ async fn remove(
         tracing::warn!(agent = %id, error = %e, "could not remove a deleted agent's timers");
     }
     state.tenants.release_agent(id).await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }
 
 /// The context window exactly as the LLM receives it.
@@ -415,7 +415,6 @@ struct PromptMessage {
     /// Its text.
     content: String,
     /// Function calls (assistant messages).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     function_calls: Vec<crate::views::CallView>,
     /// Its tokens.
     tokens: usize,

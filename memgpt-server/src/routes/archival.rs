@@ -4,7 +4,6 @@ use aide::axum::ApiRouter;
 use aide::axum::routing::{delete, post};
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use memgpt_core::ids::PassageId;
 use memgpt_core::store::{Page, SearchMode, TimeRange};
@@ -16,6 +15,7 @@ use crate::auth::Caller;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::query::Query;
+use crate::reply::{Created, NoContent};
 use crate::state::AppState;
 use crate::views::{PageView, PassageView};
 
@@ -54,7 +54,7 @@ async fn insert(
     caller: Caller,
     Path(path): Path<AgentPath>,
     Body(request): Body<InsertPassages>,
-) -> ApiResult<(StatusCode, Json<Inserted>)> {
+) -> ApiResult<Created<Inserted>> {
     let id = path.owned(&state, caller).await?;
     if request.text.trim().is_empty() {
         return Err(ApiError::invalid("`text` is empty"));
@@ -72,7 +72,7 @@ async fn insert(
     metadata.insert("source".to_owned(), "api".into());
     let mut agent = state.hub.lock(id).await?;
     let ids = agent.insert_archival(&request.text, metadata).await?;
-    Ok((StatusCode::CREATED, Json(Inserted { ids })))
+    Ok(Created(Inserted { ids }))
 }
 
 /// The agent's passages, oldest first, a page at a time.
@@ -161,7 +161,7 @@ async fn remove(
     State(state): State<AppState>,
     caller: Caller,
     Path(path): Path<PassagePath>,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<NoContent> {
     let agent_path = AgentPath {
         agent_id: path.agent_id.clone(),
     };
@@ -171,5 +171,5 @@ async fn remove(
     if agent.delete_archival(&[passage]).await?.is_empty() {
         return Err(not_found());
     }
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }

@@ -19,6 +19,7 @@
 mod admin;
 mod agents;
 mod archival;
+mod document;
 mod health;
 mod memory;
 mod messages;
@@ -64,7 +65,7 @@ pub(crate) fn api_router() -> ApiRouter<AppState> {
 pub(crate) fn router(state: AppState) -> Router {
     let mut api = document();
     let routes = api_router().finish_api(&mut api);
-    let document = Arc::new(api);
+    let document = Arc::new(polished(&api));
     let limit = state.config.max_body_bytes;
     routes
         .merge(crate::inspector::routes())
@@ -72,7 +73,7 @@ pub(crate) fn router(state: AppState) -> Router {
             "/openapi.json",
             axum::routing::get(move || {
                 let document = document.clone();
-                async move { axum::Json(OpenApi::clone(&document)) }
+                async move { axum::Json(serde_json::Value::clone(&document)) }
             }),
         )
         .route(
@@ -111,11 +112,18 @@ fn shortened(path: &str) -> String {
     }
 }
 
-/// The OpenAPI document of the routes (what `/openapi.json` serves).
-pub fn openapi() -> OpenApi {
+/// The OpenAPI document of the routes (what `/openapi.json` serves), as JSON.
+pub fn openapi() -> serde_json::Value {
     let mut api = document();
     let _ = api_router().finish_api(&mut api);
-    api
+    polished(&api)
+}
+
+/// The generated document made explicit for generated clients ([`document::polish`]).
+fn polished(api: &OpenApi) -> serde_json::Value {
+    let mut value = serde_json::to_value(api).unwrap_or_default();
+    document::polish(&mut value);
+    value
 }
 
 /// The document's header: title, version, description.

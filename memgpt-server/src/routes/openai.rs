@@ -10,7 +10,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use aide::axum::ApiRouter;
-use aide::axum::routing::{get, post};
+use aide::axum::routing::{get, post_with};
 use axum::Json;
 use axum::extract::State;
 use axum::response::sse::{Event as SseEvent, Sse};
@@ -34,7 +34,17 @@ use crate::state::AppState;
 
 pub(super) fn routes() -> ApiRouter<AppState> {
     ApiRouter::new()
-        .api_route("/v1/chat/completions", post(completions))
+        .api_route(
+            "/v1/chat/completions",
+            post_with(completions, |op| {
+                op.response_with::<200, Json<Completion>, _>(|r| {
+                    r.description(
+                        "The completion, or with `stream: true` Server-Sent Events of \
+                         `chat.completion.chunk`s ending with `[DONE]`",
+                    )
+                })
+            }),
+        )
         .api_route("/v1/models", get(models))
         .api_route("/v1/models/{model}", get(model))
 }

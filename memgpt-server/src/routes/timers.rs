@@ -4,7 +4,6 @@ use aide::axum::ApiRouter;
 use aide::axum::routing::{delete, post};
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use chrono::{DateTime, Duration, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -13,6 +12,7 @@ use super::AgentPath;
 use crate::auth::Caller;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
+use crate::reply::{Created, NoContent};
 use crate::state::AppState;
 use crate::timers::{Timer, TimerId};
 
@@ -42,7 +42,7 @@ async fn create(
     caller: Caller,
     Path(path): Path<AgentPath>,
     Body(request): Body<CreateTimer>,
-) -> ApiResult<(StatusCode, Json<Timer>)> {
+) -> ApiResult<Created<Timer>> {
     let agent = path.owned(&state, caller).await?;
     let reason = request.reason.trim();
     if reason.is_empty() {
@@ -78,7 +78,7 @@ async fn create(
         .add(&timer)
         .await
         .map_err(|e| ApiError::internal("storing a timer", e))?;
-    Ok((StatusCode::CREATED, Json(timer)))
+    Ok(Created(timer))
 }
 
 /// Timers.
@@ -117,7 +117,7 @@ async fn remove(
     State(state): State<AppState>,
     caller: Caller,
     Path(path): Path<TimerPath>,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<NoContent> {
     let agent = AgentPath {
         agent_id: path.agent_id.clone(),
     }
@@ -135,7 +135,7 @@ async fn remove(
         .await
         .map_err(|e| ApiError::internal("removing a timer", e))?;
     if removed {
-        Ok(StatusCode::NO_CONTENT)
+        Ok(NoContent)
     } else {
         Err(not_found())
     }

@@ -5,7 +5,6 @@ use aide::axum::ApiRouter;
 use aide::axum::routing::{get, post};
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use memgpt_core::agent_file::{self, AgentFileError, ImportOptions};
 use memgpt_core::ids::AgentId;
 use schemars::JsonSchema;
@@ -15,6 +14,7 @@ use super::AgentPath;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::query::Query;
+use crate::reply::Created;
 use crate::state::AppState;
 use crate::views::AgentView;
 
@@ -84,7 +84,7 @@ async fn import(
     caller: Caller,
     Query(query): Query<ImportQuery>,
     body: String,
-) -> ApiResult<(StatusCode, Json<Imported>)> {
+) -> ApiResult<Created<Imported>> {
     let file = agent_file::parse(&body).map_err(file_error)?;
     let mut options = ImportOptions {
         name: query.name,
@@ -125,17 +125,14 @@ async fn import(
     for other in &report.related {
         related.push(view(other.id).await?);
     }
-    Ok((
-        StatusCode::CREATED,
-        Json(Imported {
-            agent,
-            messages: report.messages,
-            passages: report.passages,
-            unmapped: report.unmapped,
-            adjusted: report.adjusted,
-            related,
-        }),
-    ))
+    Ok(Created(Imported {
+        agent,
+        messages: report.messages,
+        passages: report.passages,
+        unmapped: report.unmapped,
+        adjusted: report.adjusted,
+        related,
+    }))
 }
 
 /// Gives back the claims of agents that were not imported.

@@ -1,0 +1,188 @@
+//! The OpenAPI document as generated clients and contract testers read it: what the types
+//! generate, made explicit where generators stumble.
+//!
+//! * `oneOf` lists of string constants (enums whose variants carry documentation) become
+//!   `enum`s, their documentation a list in the description.
+//! * `true` schemas ("anything") become `{}`; the agent-file export is an object.
+//! * Strings cannot hold U+0000 (no store holds it): every string without a format or a pattern
+//!   of its own says so.
+//! * The bearer scheme is declared and required, except for the health checks.
+
+use serde_json::{Map, Value, json};
+
+/// The pattern of a string without U+0000.
+const NO_NUL: &str = "^[^\\u0000]*$";
+
+/// Makes the generated document explicit (see the module documentation).
+pub(super) fn polish(document: &mut Value) {
+    if let Some(schemas) = document
+        .pointer_mut("/components/schemas")
+        .and_then(Value::as_object_mut)
+    {
+        for schema in schemas.values_mut() {
+            walk(schema);
+        }
+    }
+    if let Some(paths) = document.get_mut("paths").and_then(Value::as_object_mut) {
+        for (path, item) in paths.iter_mut() {
+            let Some(item) = item.as_object_mut() else {
+                continue;
+            };
+            for operation in item.values_mut() {
+                walk(operation);
+                if path == "/healthz" || path == "/readyz" {
+                    operation["security"] = json!([]);
+                }
+            }
+        }
+        if let Some(export) = paths.get_mut("/v1/agents/{agent_id}/export") {
+            if let Some(schema) =
+                export.pointer_mut("/get/responses/200/content/application~1json/schema")
+            {
+                *schema = json!({
+                    "type": "object",
+                    "description": "A Letta agent file (schema v2), with memgpt's extras under `memgpt`",
+                });
+            }
+        }
+    }
+    let components = document
+        .as_object_mut()
+        .map(|d| d.entry("components").or_insert_with(|| json!({})));
+    if let Some(components) = components {
+        components["securitySchemes"] = json!({
+            "bearer": {
+                "type": "http",
+                "scheme": "bearer",
+                "description": "A tenant's API key (`mgk_...`), or the admin key for `/v1/admin`",
+            }
+        });
+    }
+    document["security"] = json!([{"bearer": []}]);
+}
+
+/// Rewrites one schema (or operation) and everything inside it.
+fn walk(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            enum_of_constants(map);
+            for (key, inner) in map.iter_mut() {
+                let schema_slot = matches!(
+                    key.as_str(),
+                    "schema" | "additionalProperties" | "items" | "not"
+                );
+                if schema_slot && *inner == Value::Bool(true) {
+                    *inner = json!({});
+                }
+                if key == "properties"
+                    && let Some(properties) = inner.as_object_mut()
+                {
+                    for property in properties.values_mut() {
+                        if *property == Value::Bool(true) {
+                            *property = json!({});
+                        }
+                    }
+                }
+                walk(inner);
+            }
+            no_nul(map);
+        }
+        Value::Array(items) => items.iter_mut().for_each(walk),
+        _ => {}
+    }
+}
+
+/// `{"oneOf": [{"type": "string", "const": "a", "description": ...}, ...]}` as
+/// `{"type": "string", "enum": ["a", ...]}`.
+fn enum_of_constants(map: &mut Map<String, Value>) {
+    let Some(Value::Array(variants)) = map.get("oneOf") else {
+        return;
+    };
+    let mut names = Vec::new();
+    let mut docs = Vec::new();
+    for variant in variants {
+        match (
+            variant.get("type"),
+            variant.get("const").and_then(Value::as_str),
+        ) {
+            (Some(kind), Some(name)) if kind == "string" => {
+                names.push(Value::String(name.to_owned()));
+                if let Some(doc) = variant.get("description").and_then(Value::as_str) {
+                    docs.push(format!("- `{name}`: {doc}"));
+                }
+            }
+            _ => return,
+        }
+    }
+    map.remove("oneOf");
+    map.insert("type".into(), json!("string"));
+    map.insert("enum".into(), Value::Array(names));
+    if !docs.is_empty() {
+        let head = map
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let text = if head.is_empty() {
+            docs.join("\n")
+        } else {
+            format!("{head}\n\n{}", docs.join("\n"))
+        };
+        map.insert("description".into(), Value::String(text));
+    }
+}
+
+/// A free-form string schema gets the pattern that refuses U+0000.
+fn no_nul(map: &mut Map<String, Value>) {
+    let is_string = match map.get("type") {
+        Some(Value::String(kind)) => kind == "string",
+        Some(Value::Array(kinds)) => kinds.iter().any(|k| k == "string"),
+        _ => false,
+    };
+    let constrained = ["format", "pattern", "enum", "const"]
+        .iter()
+        .any(|k| map.contains_key(*k));
+    if is_string && !constrained {
+        map.insert("pattern".into(), json!(NO_NUL));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constants_become_enums_and_anything_an_empty_schema() {
+        let mut document = json!({
+            "paths": {},
+            "components": {"schemas": {
+                "Code": {"description": "Why.", "oneOf": [
+                    {"type": "string", "const": "a", "description": "First."},
+                    {"type": "string", "const": "b"}
+                ]},
+                "Thing": {"type": "object", "properties": {
+                    "any": true,
+                    "map": {"type": "object", "additionalProperties": true},
+                    "text": {"type": "string"},
+                    "when": {"type": "string", "format": "date-time"}
+                }}
+            }}
+        });
+        polish(&mut document);
+        let schemas = &document["components"]["schemas"];
+        assert_eq!(schemas["Code"]["enum"], json!(["a", "b"]));
+        assert_eq!(schemas["Code"]["description"], "Why.\n\n- `a`: First.");
+        assert_eq!(schemas["Thing"]["properties"]["any"], json!({}));
+        assert_eq!(
+            schemas["Thing"]["properties"]["map"]["additionalProperties"],
+            json!({})
+        );
+        assert_eq!(schemas["Thing"]["properties"]["text"]["pattern"], NO_NUL);
+        assert!(
+            schemas["Thing"]["properties"]["when"]
+                .get("pattern")
+                .is_none()
+        );
+        assert_eq!(document["security"], json!([{"bearer": []}]));
+    }
+}
