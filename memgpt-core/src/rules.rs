@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 /// One rule about the functions an agent's model may call.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ToolRule {
     /// The first call of every step must be `tool` (with several, one of them).
     RunFirst {

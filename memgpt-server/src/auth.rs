@@ -67,7 +67,12 @@ impl FromRequestParts<AppState> for Admin {
         };
         match presented(parts) {
             Some(key) if same(key, expected) => Ok(Admin),
-            _ => Err(ApiError::new(
+            // No key at all is a request to authenticate; a wrong one is refused.
+            None => Err(ApiError::new(
+                ErrorCode::Unauthorized,
+                "this route needs the admin key (Authorization: Bearer ...)",
+            )),
+            Some(_) => Err(ApiError::new(
                 ErrorCode::AdminOnly,
                 "this route needs the admin key",
             )),

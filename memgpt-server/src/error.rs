@@ -37,8 +37,8 @@ pub enum ErrorCode {
     Unauthorized,
     /// The admin key is missing or wrong, or the server has none.
     AdminOnly,
-    /// No such agent, passage, block, tenant, key or pending call (or it belongs to another
-    /// tenant), or no such route.
+    /// No such agent, passage, block, tenant or key (or it belongs to another tenant), or no
+    /// such route.
     NotFound,
     /// The route does not take this HTTP method.
     MethodNotAllowed,
@@ -54,7 +54,8 @@ pub enum ErrorCode {
     UnknownPolicy,
     /// A message or document is larger than the agent accepts.
     TooLarge,
-    /// Another step of the agent committed first; retry.
+    /// Another step of the agent committed first (retry), or an approval names a call the
+    /// agent is not waiting on.
     Conflict,
     /// The agent waits for a function call's approval: approve or deny it first (a message of
     /// `type` `approval`).
@@ -230,6 +231,7 @@ impl From<CoreError> for ApiError {
             CoreError::Store(e) => return Self::from_store(e, message),
             CoreError::Memory(MemoryError::OverLimit { .. }) => ErrorCode::BlockOverLimit,
             CoreError::Memory(MemoryError::UnknownBlock { .. }) => ErrorCode::NotFound,
+            CoreError::Memory(MemoryError::DuplicateLabel { .. }) => ErrorCode::AlreadyExists,
             CoreError::Memory(_) => ErrorCode::BlockEditRejected,
             CoreError::Registry(_) => ErrorCode::UnknownTool,
             CoreError::Policy(_) => ErrorCode::UnknownPolicy,
@@ -241,7 +243,8 @@ impl From<CoreError> for ApiError {
             }
             CoreError::Config(_) | CoreError::ContextFull { .. } => ErrorCode::InvalidConfig,
             CoreError::ApprovalPending { .. } => ErrorCode::ApprovalPending,
-            CoreError::NoPendingApproval { .. } => ErrorCode::NotFound,
+            // The agent is there; its state does not match the request.
+            CoreError::NoPendingApproval { .. } => ErrorCode::Conflict,
             _ => match error.kind() {
                 memgpt_core::ErrorKind::Unavailable => ErrorCode::Unavailable,
                 memgpt_core::ErrorKind::InvalidInput => ErrorCode::InvalidInput,

@@ -24,6 +24,12 @@ where
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let query = parts.uri.query().unwrap_or_default();
+        if query.to_ascii_lowercase().contains("%00") {
+            return Err(ApiError::invalid(
+                "query string: contains U+0000, which no parameter takes",
+            ));
+        }
         match axum::extract::Query::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Query(value)) => Ok(Query(value)),
             Err(rejection) => Err(query_error(&rejection)),

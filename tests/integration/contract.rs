@@ -184,20 +184,51 @@ async fn the_served_document_is_valid_and_schemathesis_finds_no_failure() {
     )
     .await;
     let key = served.tenant_key("schemathesis").await;
-    let examples = std::env::var("MEMGPT_SCHEMATHESIS_EXAMPLES").unwrap_or_else(|_| "25".into());
+    let examples = std::env::var("MEMGPT_SCHEMATHESIS_EXAMPLES").unwrap_or_else(|_| "50".into());
+    let config = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/contract/schemathesis.toml")
+        .display()
+        .to_string();
     let report = run_tool(
         &tools.join("schemathesis"),
         &[
+            "--config-file",
+            &config,
             "run",
             &document,
-            "--checks",
-            "all",
             "--phases",
             "examples,coverage,fuzzing,stateful",
             "--max-examples",
             &examples,
             "--header",
             &format!("Authorization: Bearer {key}"),
+            "--request-timeout",
+            "30",
+            "--no-color",
+            "--seed",
+            "42",
+        ],
+        None,
+        &[],
+    )
+    .await;
+    eprintln!("{report}");
+    // The admin routes, with the admin key.
+    let report = run_tool(
+        &tools.join("schemathesis"),
+        &[
+            "--config-file",
+            &config,
+            "run",
+            &document,
+            "--include-path-regex",
+            "^/v1/admin/",
+            "--phases",
+            "examples,coverage,fuzzing,stateful",
+            "--max-examples",
+            &examples,
+            "--header",
+            &format!("Authorization: Bearer {ADMIN}"),
             "--request-timeout",
             "30",
             "--no-color",

@@ -1925,9 +1925,10 @@ async fn a_call_waits_for_approval_over_http() {
             json!({"type": "approval", "call_id": "nope", "approve": true}),
         )
         .await;
+    // The agent is there; the call it names is not the one it waits on.
     assert_eq!(
         (status, code(&body)),
-        (StatusCode::NOT_FOUND, "not_found"),
+        (StatusCode::CONFLICT, "conflict"),
         "{body}"
     );
     let (status, body) = s

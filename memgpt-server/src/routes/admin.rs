@@ -34,6 +34,10 @@ pub(super) fn routes() -> ApiRouter<AppState> {
 #[serde(deny_unknown_fields)]
 struct CreateTenant {
     /// Its name (unique, 1-200 characters).
+    #[schemars(
+        length(min = 1, max = 200),
+        pattern(crate::routes::document::NOT_BLANK)
+    )]
     name: String,
 }
 

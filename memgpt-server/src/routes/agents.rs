@@ -34,7 +34,11 @@ pub(super) fn routes() -> ApiRouter<AppState> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct CreateAgent {
-    /// Its name (1-200 characters).
+    /// Its name (1-200 characters, unique among the tenant's agents).
+    #[schemars(
+        length(min = 1, max = 200),
+        pattern(crate::routes::document::NOT_BLANK)
+    )]
     name: String,
     /// The `persona` block: who the agent is.
     persona: Option<String>,
@@ -44,7 +48,8 @@ struct CreateAgent {
     system: Option<String>,
     /// The chat model (default: the server's).
     model: Option<String>,
-    /// The context window in tokens (default: the model's).
+    /// The context window in tokens (default: the model's; 512 to 100,000,000).
+    #[schemars(range(min = 512, max = 100_000_000))]
     context_window: Option<usize>,
     /// The page-replacement policy by name (default `paper`).
     policy: Option<String>,
@@ -72,7 +77,8 @@ struct CreateAgent {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct NewBlock {
-    /// Its label.
+    /// Its label (unique among the agent's blocks).
+    #[schemars(length(min = 1), pattern(crate::routes::document::NOT_BLANK))]
     label: String,
     /// Its text.
     value: String,
@@ -83,6 +89,17 @@ struct NewBlock {
     /// Whether the agent may not edit it.
     #[serde(default)]
     read_only: bool,
+}
+
+/// A context window from a request: 512 to 100,000,000 tokens.
+fn check_window(tokens: usize) -> ApiResult<usize> {
+    if (512..=100_000_000).contains(&tokens) {
+        Ok(tokens)
+    } else {
+        Err(ApiError::invalid(format!(
+            "a context window of {tokens} tokens is out of range: use 512 to 100,000,000"
+        )))
+    }
 }
 
 fn check_name(name: &str) -> ApiResult<&str> {
@@ -120,7 +137,7 @@ async fn create(
         builder = builder.model(model);
     }
     if let Some(window) = request.context_window {
-        builder = builder.context_window(window);
+        builder = builder.context_window(check_window(window)?);
     }
     if let Some(policy) = request.policy {
         builder = builder.policy_named(policy);
@@ -225,11 +242,16 @@ async fn show(
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct UpdateAgent {
-    /// A new name.
+    /// A new name (1-200 characters, unique among the tenant's agents).
+    #[schemars(
+        length(min = 1, max = 200),
+        pattern(crate::routes::document::NOT_BLANK)
+    )]
     name: Option<String>,
     /// A new chat model.
     model: Option<String>,
-    /// A new context window in tokens.
+    /// A new context window in tokens (512 to 100,000,000).
+    #[schemars(range(min = 512, max = 100_000_000))]
     context_window: Option<usize>,
     /// A new page-replacement policy by name.
     policy: Option<String>,
@@ -264,7 +286,7 @@ async fn update(
         builder = builder.model(model);
     }
     if let Some(window) = request.context_window {
-        builder = builder.context_window(window);
+        builder = builder.context_window(check_window(window)?);
     }
     if let Some(policy) = request.policy {
         builder = builder.policy_named(policy);

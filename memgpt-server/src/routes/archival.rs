@@ -6,11 +6,11 @@ use axum::Json;
 use axum::extract::{Path, State};
 use chrono::{DateTime, Utc};
 use memgpt_core::ids::PassageId;
-use memgpt_core::store::{Page, SearchMode, TimeRange};
+use memgpt_core::store::{SearchMode, TimeRange};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{AgentPath, PageQuery, page_size};
+use super::{AgentPath, PageQuery, page_of};
 use crate::auth::Caller;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
@@ -34,6 +34,7 @@ pub(super) fn routes() -> ApiRouter<AppState> {
 #[serde(deny_unknown_fields)]
 struct InsertPassages {
     /// The text; long text is split into passages as `archival_memory_insert` splits it.
+    #[schemars(pattern(crate::routes::document::NOT_BLANK))]
     text: String,
     /// Tags for filtering searches.
     #[serde(default)]
@@ -83,7 +84,7 @@ async fn list(
     Query(query): Query<PageQuery>,
 ) -> ApiResult<Json<PageView<PassageView>>> {
     let id = path.owned(&state, caller).await?;
-    let page = Page::new(query.page, page_size(query.size, 50)?);
+    let page = page_of(query.page, query.size, 50)?;
     let found = state.hub.storage().archival.list_passages(id, page).await?;
     Ok(Json(PageView::new(&found, |p| PassageView::from(p))))
 }
@@ -116,9 +117,11 @@ pub(super) struct SearchArchival {
     /// Only passages stored before this time.
     end: Option<DateTime<Utc>>,
     /// The page, from 0.
+    #[schemars(range(max = 1_000_000))]
     #[serde(default)]
     page: usize,
     /// Results per page (default 10).
+    #[schemars(range(min = 1, max = 1000))]
     size: Option<usize>,
 }
 
@@ -130,7 +133,7 @@ async fn search(
     Body(request): Body<SearchArchival>,
 ) -> ApiResult<Json<PageView<PassageView>>> {
     let id = path.owned(&state, caller).await?;
-    let page = Page::new(request.page, page_size(request.size, 10)?);
+    let page = page_of(request.page, request.size, 10)?;
     let mode = request.mode.map(|m| match m {
         Mode::Vector => SearchMode::Vector,
         Mode::Text => SearchMode::Text,

@@ -13,14 +13,19 @@ use serde_json::{Map, Value, json};
 /// The pattern of a string without U+0000.
 const NO_NUL: &str = "^[^\\u0000]*$";
 
+/// The pattern of a name, a label or a text that must say something: not only white space,
+/// and no U+0000.
+pub(crate) const NOT_BLANK: &str = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$";
+
 /// Makes the generated document explicit (see the module documentation).
 pub(super) fn polish(document: &mut Value) {
+    let requests = request_schemas(document);
     if let Some(schemas) = document
         .pointer_mut("/components/schemas")
         .and_then(Value::as_object_mut)
     {
-        for schema in schemas.values_mut() {
-            walk(schema);
+        for (name, schema) in schemas.iter_mut() {
+            walk(schema, requests.contains(name));
         }
     }
     if let Some(paths) = document.get_mut("paths").and_then(Value::as_object_mut) {
@@ -29,7 +34,10 @@ pub(super) fn polish(document: &mut Value) {
                 continue;
             };
             for operation in item.values_mut() {
-                walk(operation);
+                if let Some(parameters) = operation.get_mut("parameters") {
+                    walk(parameters, true);
+                }
+                walk(operation, false);
                 if path == "/healthz" || path == "/readyz" {
                     operation["security"] = json!([]);
                 }
@@ -61,8 +69,53 @@ pub(super) fn polish(document: &mut Value) {
     document["security"] = json!([{"bearer": []}]);
 }
 
-/// Rewrites one schema (or operation) and everything inside it.
-fn walk(value: &mut Value) {
+/// The component schemas requests use (bodies and parameters, and what they refer to): the
+/// ones whose strings the server refuses with U+0000. Responses may echo what was sent.
+fn request_schemas(document: &Value) -> std::collections::HashSet<String> {
+    let mut found = std::collections::HashSet::new();
+    let mut pending: Vec<String> = Vec::new();
+    if let Some(paths) = document.get("paths").and_then(Value::as_object) {
+        for item in paths.values() {
+            for operation in item.as_object().into_iter().flat_map(|o| o.values()) {
+                for part in ["requestBody", "parameters"] {
+                    if let Some(value) = operation.get(part) {
+                        references(value, &mut pending);
+                    }
+                }
+            }
+        }
+    }
+    while let Some(name) = pending.pop() {
+        if found.insert(name.clone())
+            && let Some(schema) = document.pointer(&format!("/components/schemas/{name}"))
+        {
+            references(schema, &mut pending);
+        }
+    }
+    found
+}
+
+/// The component names `value` refers to (`$ref: #/components/schemas/NAME`).
+fn references(value: &Value, names: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(name) = map
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| r.strip_prefix("#/components/schemas/"))
+            {
+                names.push(name.to_owned());
+            }
+            map.values().for_each(|v| references(v, names));
+        }
+        Value::Array(items) => items.iter().for_each(|v| references(v, names)),
+        _ => {}
+    }
+}
+
+/// Rewrites one schema (or operation) and everything inside it; `request`: strings refuse
+/// U+0000.
+fn walk(value: &mut Value, request: bool) {
     match value {
         Value::Object(map) => {
             enum_of_constants(map);
@@ -83,11 +136,13 @@ fn walk(value: &mut Value) {
                         }
                     }
                 }
-                walk(inner);
+                walk(inner, request);
             }
-            no_nul(map);
+            if request {
+                no_nul(map);
+            }
         }
-        Value::Array(items) => items.iter_mut().for_each(walk),
+        Value::Array(items) => items.iter_mut().for_each(|item| walk(item, request)),
         _ => {}
     }
 }
@@ -154,7 +209,9 @@ mod tests {
     #[test]
     fn constants_become_enums_and_anything_an_empty_schema() {
         let mut document = json!({
-            "paths": {},
+            "paths": {"/things": {"post": {"requestBody": {"content": {"application/json": {
+                "schema": {"$ref": "#/components/schemas/Thing"}
+            }}}}}},
             "components": {"schemas": {
                 "Code": {"description": "Why.", "oneOf": [
                     {"type": "string", "const": "a", "description": "First."},

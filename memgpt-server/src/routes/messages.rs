@@ -16,12 +16,12 @@ use chrono::{DateTime, Utc};
 use futures_util::stream::{self, Stream};
 use memgpt_core::agent::{Event, StepProgress};
 use memgpt_core::message::MessageKind;
-use memgpt_core::store::{Page, RecallQuery, TimeRange};
+use memgpt_core::store::{RecallQuery, TimeRange};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-use super::{AgentPath, page_size};
+use super::{AgentPath, page_of};
 use crate::auth::Caller;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult, ErrorBody};
@@ -56,6 +56,17 @@ enum EventType {
 /// An event to step the agent with.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend("allOf" = [
+    {
+        "if": {"properties": {"type": {"enum": ["user", "system_alert"]}}},
+        "then": {"required": ["text"], "properties": {"text": {"pattern": "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"}}}
+    },
+    {
+        "if": {"required": ["type"], "properties": {"type": {"const": "approval"}}},
+        "then": {"required": ["call_id", "approve"], "properties": {"call_id": {"type": "string"}, "approve": {"type": "boolean"}}},
+        "else": {"properties": {"call_id": {"type": "null"}, "approve": {"type": "null"}}}
+    }
+]))]
 struct SendMessage {
     /// The message (for `user` and `system_alert`), or the timer's reason.
     #[serde(default)]
@@ -165,7 +176,14 @@ impl OperationOutput for StepStream {
                 "text/event-stream".to_owned(),
                 MediaType {
                     schema: Some(SchemaObject {
-                        json_schema: schemars::json_schema!({"type": "string"}),
+                        json_schema: sse_schema(&[
+                            "message",
+                            "thinking_delta",
+                            "reply_delta",
+                            "flush",
+                            "step",
+                            "error",
+                        ]),
                         external_docs: None,
                         example: None,
                     }),
@@ -186,6 +204,31 @@ impl OperationOutput for StepStream {
             .map(|r| vec![(Some(aide::openapi::StatusCode::Code(200)), r)])
             .unwrap_or_default()
     }
+}
+
+/// The schema of a Server-Sent Events body: the text, or (as contract testers read a stream)
+/// each event, named one of `events` (or unnamed, for `[]`), its data a JSON text.
+pub(crate) fn sse_schema(events: &[&str]) -> schemars::Schema {
+    let event = if events.is_empty() {
+        serde_json::json!({"type": "string"})
+    } else {
+        serde_json::json!({"type": "string", "enum": events})
+    };
+    schemars::json_schema!({
+        "anyOf": [
+            {"type": "string"},
+            {
+                "type": "object",
+                "required": ["data"],
+                "properties": {
+                    "event": event,
+                    "data": {"type": "string"},
+                    "id": {"type": "string"},
+                    "retry": {"type": "integer"}
+                }
+            }
+        ]
+    })
 }
 
 /// What the step task sends to the event stream.
@@ -284,9 +327,11 @@ fn events(
 #[derive(Debug, Deserialize, JsonSchema)]
 struct ListMessages {
     /// The page, from 0 (default 0).
+    #[schemars(range(max = 1_000_000))]
     #[serde(default)]
     page: usize,
     /// Results per page, 1-1000 (default 50).
+    #[schemars(range(min = 1, max = 1000))]
     size: Option<usize>,
     /// Only messages created at or after this time (RFC 3339).
     start: Option<DateTime<Utc>>,
@@ -304,7 +349,7 @@ async fn list(
     Query(query): Query<ListMessages>,
 ) -> ApiResult<Json<PageView<MessageView>>> {
     let id = path.owned(&state, caller).await?;
-    let page = Page::new(query.page, page_size(query.size, 50)?);
+    let page = page_of(query.page, query.size, 50)?;
     let range = TimeRange {
         start: query.start,
         end: query.end,

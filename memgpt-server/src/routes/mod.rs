@@ -19,7 +19,7 @@
 mod admin;
 mod agents;
 mod archival;
-mod document;
+pub(crate) mod document;
 mod health;
 mod memory;
 mod messages;
@@ -37,7 +37,7 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use memgpt_core::ids::AgentId;
-use memgpt_core::store::AgentState;
+use memgpt_core::store::{AgentState, Page};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -237,14 +237,30 @@ impl AgentPath {
 #[serde(deny_unknown_fields)]
 pub(crate) struct PageQuery {
     /// The page, from 0 (default 0).
+    #[schemars(range(max = 1_000_000))]
     #[serde(default)]
     pub(crate) page: usize,
     /// Results per page, 1-1000 (default 50).
+    #[schemars(range(min = 1, max = 1000))]
     pub(crate) size: Option<usize>,
 }
 
 /// The largest page a listing or search returns.
 pub(crate) const MAX_PAGE: usize = 1_000;
+
+/// The highest page number a listing or search takes.
+pub(crate) const MAX_PAGE_NUMBER: usize = 1_000_000;
+
+/// The page a request asks for: `number` (at most [`MAX_PAGE_NUMBER`]) of `size` results
+/// (default `default`, at most [`MAX_PAGE`]).
+pub(crate) fn page_of(number: usize, size: Option<usize>, default: usize) -> ApiResult<Page> {
+    if number > MAX_PAGE_NUMBER {
+        return Err(ApiError::invalid(format!(
+            "page {number} is out of range: use 0 to {MAX_PAGE_NUMBER}"
+        )));
+    }
+    Ok(Page::new(number, page_size(size, default)?))
+}
 
 /// A page size from a request: default `default`, at most [`MAX_PAGE`].
 pub(crate) fn page_size(size: Option<usize>, default: usize) -> ApiResult<usize> {

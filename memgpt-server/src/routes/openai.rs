@@ -37,10 +37,22 @@ pub(super) fn routes() -> ApiRouter<AppState> {
         .api_route(
             "/v1/chat/completions",
             post_with(completions, |op| {
-                op.response_with::<200, Json<Completion>, _>(|r| {
+                op.response_with::<200, Json<Completion>, _>(|mut r| {
+                    r.inner().content.insert(
+                        "text/event-stream".to_owned(),
+                        aide::openapi::MediaType {
+                            schema: Some(aide::openapi::SchemaObject {
+                                json_schema: super::messages::sse_schema(&[]),
+                                external_docs: None,
+                                example: None,
+                            }),
+                            ..Default::default()
+                        },
+                    );
                     r.description(
                         "The completion, or with `stream: true` Server-Sent Events of \
-                         `chat.completion.chunk`s ending with `[DONE]`",
+                         `chat.completion.chunk`s (an `error` object if the model fails) \
+                         ending with `[DONE]`",
                     )
                 })
             }),
@@ -55,7 +67,16 @@ pub(super) fn routes() -> ApiRouter<AppState> {
 struct CompletionRequest {
     /// The agent: its id, or its name among the caller's agents.
     model: String,
-    /// The conversation as the client has it; only the newest `user` message is used.
+    /// The conversation as the client has it; only the newest `user` message with text is
+    /// used (so there must be one).
+    #[schemars(extend("contains" = {
+        "type": "object",
+        "required": ["role", "content"],
+        "properties": {
+            "role": {"const": "user"},
+            "content": {"type": "string", "pattern": "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"}
+        }
+    }))]
     messages: Vec<ChatMessage>,
     /// Stream the answer as `chat.completion.chunk` events.
     #[serde(default)]
@@ -165,18 +186,16 @@ async fn named_agent(state: &AppState, caller: Caller, model: &str) -> ApiResult
     }
 }
 
-/// What to step with: the newest user message.
+/// What to step with: the newest user message with text.
 fn event(request: &CompletionRequest) -> ApiResult<Event> {
-    let message = request
+    let (message, text) = request
         .messages
         .iter()
         .rev()
-        .find(|m| m.role == "user")
-        .ok_or_else(|| ApiError::invalid("the request has no `user` message"))?;
-    let text = message.text();
-    if text.trim().is_empty() {
-        return Err(ApiError::invalid("the newest user message is empty"));
-    }
+        .filter(|m| m.role == "user")
+        .map(|m| (m, m.text()))
+        .find(|(_, text)| !text.trim().is_empty())
+        .ok_or_else(|| ApiError::invalid("the request has no `user` message with text"))?;
     Ok(match message.name.as_ref().or(request.user.as_ref()) {
         Some(name) => Event::user_named(name.clone(), text),
         None => Event::user(text),

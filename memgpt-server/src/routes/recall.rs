@@ -5,11 +5,11 @@ use aide::axum::routing::post;
 use axum::Json;
 use axum::extract::{Path, State};
 use chrono::{DateTime, Utc};
-use memgpt_core::store::{Page, RecallQuery, TimeRange};
+use memgpt_core::store::{RecallQuery, TimeRange};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{AgentPath, page_size};
+use super::{AgentPath, page_of};
 use crate::auth::Caller;
 use crate::body::Body;
 use crate::error::ApiResult;
@@ -31,9 +31,11 @@ struct SearchRecall {
     /// Only messages before this time.
     end: Option<DateTime<Utc>>,
     /// The page, from 0.
+    #[schemars(range(max = 1_000_000))]
     #[serde(default)]
     page: usize,
     /// Results per page (default 10).
+    #[schemars(range(min = 1, max = 1000))]
     size: Option<usize>,
 }
 
@@ -58,7 +60,7 @@ async fn search(
     Body(request): Body<SearchRecall>,
 ) -> ApiResult<Json<RecallResults>> {
     let id = path.owned(&state, caller).await?;
-    let page = Page::new(request.page, page_size(request.size, 10)?);
+    let page = page_of(request.page, request.size, 10)?;
     let range = TimeRange {
         start: request.start,
         end: request.end,

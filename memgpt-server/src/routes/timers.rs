@@ -25,16 +25,26 @@ pub(super) fn routes() -> ApiRouter<AppState> {
 /// A timer to set.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend("oneOf" = [
+    {"required": ["at"], "properties": {"at": {"type": "string"}, "in_seconds": {"type": "null"}}},
+    {"required": ["in_seconds"], "properties": {"in_seconds": {"type": "integer"}, "at": {"type": "null"}}}
+]))]
 struct CreateTimer {
     /// Why: the text of the timer event the agent receives.
+    #[schemars(pattern(crate::routes::document::NOT_BLANK))]
     reason: String,
     /// When it fires first (give this or `in_seconds`).
     at: Option<DateTime<Utc>>,
-    /// Seconds from now until it fires first.
+    /// Seconds from now until it fires first (at most 100 years).
+    #[schemars(range(max = 3_155_760_000u64))]
     in_seconds: Option<u64>,
-    /// Repeats every this many seconds (at least 1); one-off without it.
+    /// Repeats every this many seconds (1 to 100 years); one-off without it.
+    #[schemars(range(min = 1, max = 3_155_760_000u64))]
     every_seconds: Option<u64>,
 }
+
+/// The longest delay or period of a timer, in seconds.
+const HUNDRED_YEARS: u64 = 3_155_760_000;
 
 /// Sets a timer: at its time the agent steps with a timer event, on exactly one server process.
 async fn create(
@@ -64,6 +74,15 @@ async fn create(
     };
     if request.every_seconds == Some(0) {
         return Err(ApiError::invalid("`every_seconds` is at least 1"));
+    }
+    if [request.in_seconds, request.every_seconds]
+        .iter()
+        .flatten()
+        .any(|s| *s > HUNDRED_YEARS)
+    {
+        return Err(ApiError::invalid(
+            "`in_seconds` and `every_seconds` are at most 100 years (3,155,760,000 s)",
+        ));
     }
     let timer = Timer {
         id: TimerId::new(),
