@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Python tools of the API contract tests into a virtualenv from PyPI:
-# schemathesis (property-based API testing), openapi-spec-validator, and openapi-python-client
-# (the generator of clients/python). Idempotent: the virtualenv in $MEMGPT_CI_CACHE (default
+# schemathesis (property-based API testing), openapi-spec-validator, openapi-python-client (the
+# generator of clients/python, with ruff to format it), and the official `openai` SDK (run
+# against the OpenAI-compatible facade). Idempotent: the virtualenv in $MEMGPT_CI_CACHE (default
 # /var/cache/memgpt-ci, outside the repository) is kept while its marker names these versions.
 # Prints the virtualenv's bin folder (for MEMGPT_TEST_API_TOOLS) on stdout.
 set -euo pipefail
 
-PACKAGES=(schemathesis==4.32.5 openapi-spec-validator==0.9.0 openapi-python-client==0.29.1)
+PACKAGES=(schemathesis==4.32.5 openapi-spec-validator==0.9.0 openapi-python-client==0.29.1 ruff==0.17.6 openai==3.63.0)
 CACHE="${MEMGPT_CI_CACHE:-/var/cache/memgpt-ci}"
 VENV="$CACHE/python-api"
 log() { echo "[python-api.sh] $*" >&2; }

@@ -146,6 +146,18 @@ impl ApiError {
     }
 }
 
+/// The step's LLM failure, if the model could not be reached: an error for the client, as
+/// OpenAI's API reports one (`502 llm_error`; in a stream, an error event).
+pub(crate) fn llm_failure(record: &memgpt_core::StepRecord) -> Option<ApiError> {
+    match &record.stop_reason {
+        memgpt_core::StopReason::ProviderError { message, .. } => Some(ApiError::new(
+            ErrorCode::LlmError,
+            format!("the model failed: {message}"),
+        )),
+        _ => None,
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> HttpResponse {
         let body = ErrorBody {

@@ -52,8 +52,11 @@ struct Served {
 impl Served {
     async fn start() -> Self {
         let llm = FakeOpenAi::start().await;
+        // "please fail" makes the model fail (a permanent error: no retries).
         llm.respond_with(|body| {
-            if is_agent_request(body) {
+            if body.to_string().contains("please fail") {
+                Reply::status(400, "the model refuses")
+            } else if is_agent_request(body) {
                 Reply::call("send_message", json!({"message": "Noted."}))
             } else {
                 Reply::text("A summary of the conversation.")
@@ -240,4 +243,88 @@ async fn the_served_document_is_valid_and_schemathesis_finds_no_failure() {
     )
     .await;
     eprintln!("{report}");
+}
+
+/// The checked-in clients were generated from the document the server serves now.
+#[test]
+fn the_checked_in_document_is_the_servers() {
+    let checked_in: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/openapi.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        checked_in == memgpt::server::openapi(),
+        "clients/openapi.json is not the server's document: run clients/generate.sh"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_generated_python_client_runs_a_whole_session() {
+    let Some(tools) = tools() else { return };
+    let served = Served::start().await;
+    let clients = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients");
+    let out = run_tool(
+        &tools.join("python"),
+        &[clients.join("smoke/python_smoke.py").to_str().unwrap()],
+        None,
+        &[
+            ("PYTHONPATH", clients.join("python").to_str().unwrap()),
+            ("MEMGPT_URL", &served.base),
+            ("MEMGPT_ADMIN_KEY", ADMIN),
+        ],
+    )
+    .await;
+    assert!(out.contains("python client: ok"), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_typescript_client_runs_a_whole_session() {
+    let package = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/typescript");
+    if !package.join("node_modules").exists() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but clients/typescript/node_modules is missing: .ci/run runs `npm ci` there"
+        );
+        eprintln!("SKIPPED: run `npm ci` in clients/typescript first");
+        return;
+    }
+    let served = Served::start().await;
+    let npx = Path::new("npx");
+    // Type-checks the client and the session against the generated types, then runs it.
+    run_tool(npx, &["tsc"], Some(&package), &[]).await;
+    let out = run_tool(
+        Path::new("node"),
+        &["dist/smoke.js"],
+        Some(&package),
+        &[("MEMGPT_URL", &served.base), ("MEMGPT_ADMIN_KEY", ADMIN)],
+    )
+    .await;
+    assert!(out.contains("typescript client: ok"), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_openai_sdk_reads_replies_usage_and_failures() {
+    let Some(tools) = tools() else { return };
+    let served = Served::start().await;
+    let key = served.tenant_key("openai").await;
+    let created = http()
+        .post(format!("{}/v1/agents", served.base))
+        .bearer_auth(&key)
+        .json(&json!({"name": "sam"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/smoke/openai_smoke.py");
+    let out = run_tool(
+        &tools.join("python"),
+        &[script.to_str().unwrap()],
+        None,
+        &[("MEMGPT_URL", &served.base), ("MEMGPT_KEY", &key)],
+    )
+    .await;
+    assert!(out.contains("openai sdk: ok"), "{out}");
 }

@@ -2243,6 +2243,10 @@ async fn every_failure_is_an_error_the_client_sees() {
     assert!(usage["usage"]["total_tokens"].is_u64(), "{body}");
     assert!(chunks[0]["usage"].is_null() && chunks[0].get("usage").is_some());
 
+    // An agent created without a model says which one it runs on.
+    let (_, view) = s.get(&format!("/v1/agents/{id}"), &key).await;
+    assert_eq!(view["model"], "scripted", "{view}");
+
     // Names are unique per tenant: a second `sam` (created, renamed or imported) is refused.
     let (status, body) = s.post("/v1/agents", &key, json!({"name": "sam"})).await;
     assert_eq!(

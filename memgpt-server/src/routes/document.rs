@@ -19,6 +19,7 @@ pub(crate) const NOT_BLANK: &str = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$";
 
 /// Makes the generated document explicit (see the module documentation).
 pub(super) fn polish(document: &mut Value) {
+    hoist_variants(document);
     let requests = request_schemas(document);
     if let Some(schemas) = document
         .pointer_mut("/components/schemas")
@@ -33,7 +34,10 @@ pub(super) fn polish(document: &mut Value) {
             let Some(item) = item.as_object_mut() else {
                 continue;
             };
-            for operation in item.values_mut() {
+            for (method, operation) in item.iter_mut() {
+                if let Some(id) = operation_id(method, path) {
+                    operation["operationId"] = json!(id);
+                }
                 if let Some(parameters) = operation.get_mut("parameters") {
                     walk(parameters, true);
                 }
@@ -43,15 +47,16 @@ pub(super) fn polish(document: &mut Value) {
                 }
             }
         }
-        if let Some(export) = paths.get_mut("/v1/agents/{agent_id}/export") {
-            if let Some(schema) =
+        if let Some(schema) = paths
+            .get_mut("/v1/agents/{agent_id}/export")
+            .and_then(|export| {
                 export.pointer_mut("/get/responses/200/content/application~1json/schema")
-            {
-                *schema = json!({
-                    "type": "object",
-                    "description": "A Letta agent file (schema v2), with memgpt's extras under `memgpt`",
-                });
-            }
+            })
+        {
+            *schema = json!({
+                "type": "object",
+                "description": "A Letta agent file (schema v2), with memgpt's extras under `memgpt`",
+            });
         }
     }
     let components = document
@@ -67,6 +72,102 @@ pub(super) fn polish(document: &mut Value) {
         });
     }
     document["security"] = json!([{"bearer": []}]);
+}
+
+/// Each operation's name in generated clients (`client.create_agent(...)`).
+fn operation_id(method: &str, path: &str) -> Option<&'static str> {
+    Some(match (method, path) {
+        ("post", "/v1/admin/tenants") => "create_tenant",
+        ("get", "/v1/admin/tenants") => "list_tenants",
+        ("post", "/v1/admin/tenants/{tenant_id}/keys") => "create_key",
+        ("get", "/v1/admin/tenants/{tenant_id}/keys") => "list_keys",
+        ("delete", "/v1/admin/keys/{key_id}") => "revoke_key",
+        ("get", "/v1/admin/whoami") => "whoami",
+        ("post", "/v1/agents") => "create_agent",
+        ("get", "/v1/agents") => "list_agents",
+        ("get", "/v1/agents/{agent_id}") => "get_agent",
+        ("patch", "/v1/agents/{agent_id}") => "update_agent",
+        ("delete", "/v1/agents/{agent_id}") => "delete_agent",
+        ("get", "/v1/agents/{agent_id}/context") => "get_context",
+        ("post", "/v1/agents/{agent_id}/messages") => "send_message",
+        ("get", "/v1/agents/{agent_id}/messages") => "list_messages",
+        ("post", "/v1/agents/{agent_id}/messages/stream") => "stream_message",
+        ("get", "/v1/agents/{agent_id}/memory") => "list_blocks",
+        ("get", "/v1/agents/{agent_id}/memory/{label}") => "get_block",
+        ("put", "/v1/agents/{agent_id}/memory/{label}") => "replace_block",
+        ("post", "/v1/agents/{agent_id}/memory/{label}/append") => "append_block",
+        ("post", "/v1/agents/{agent_id}/archival") => "insert_passages",
+        ("get", "/v1/agents/{agent_id}/archival") => "list_passages",
+        ("post", "/v1/agents/{agent_id}/archival/search") => "search_archival",
+        ("delete", "/v1/agents/{agent_id}/archival/{passage_id}") => "delete_passage",
+        ("post", "/v1/agents/{agent_id}/recall/search") => "search_recall",
+        ("post", "/v1/agents/{agent_id}/timers") => "create_timer",
+        ("get", "/v1/agents/{agent_id}/timers") => "list_timers",
+        ("delete", "/v1/agents/{agent_id}/timers/{timer_id}") => "delete_timer",
+        ("get", "/v1/agents/{agent_id}/export") => "export_agent",
+        ("post", "/v1/agents/import") => "import_agent",
+        ("post", "/v1/chat/completions") => "create_chat_completion",
+        ("get", "/v1/models") => "list_models",
+        ("get", "/v1/models/{model}") => "get_model",
+        ("get", "/healthz") => "healthz",
+        ("get", "/readyz") => "readyz",
+        _ => return None,
+    })
+}
+
+/// The variants of a tagged union (`oneOf` objects told apart by a constant `type`) as
+/// components of their own (`ToolRule` + `children` = `ToolRuleChildren`): generators name
+/// them after the union instead of numbering them, and numbered inline models collide.
+fn hoist_variants(document: &mut Value) {
+    let Some(schemas) = document
+        .pointer_mut("/components/schemas")
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    let mut hoisted = Vec::new();
+    for (name, schema) in schemas.iter_mut() {
+        let Some(Value::Array(variants)) = schema.get_mut("oneOf") else {
+            continue;
+        };
+        let tags: Vec<Option<String>> = variants
+            .iter()
+            .map(|v| {
+                v.pointer("/properties/type/const")
+                    .and_then(Value::as_str)
+                    .filter(|_| v.get("type") == Some(&json!("object")))
+                    .map(str::to_owned)
+            })
+            .collect();
+        if tags.iter().any(Option::is_none) {
+            continue;
+        }
+        for (variant, tag) in variants.iter_mut().zip(tags.into_iter().flatten()) {
+            let component = format!("{name}{}", camel(&tag));
+            let schema = std::mem::replace(
+                variant,
+                json!({"$ref": format!("#/components/schemas/{component}")}),
+            );
+            hoisted.push((component, schema));
+        }
+    }
+    for (name, schema) in hoisted {
+        schemas.insert(name, schema);
+    }
+}
+
+/// `by_output` as `ByOutput`.
+fn camel(snake: &str) -> String {
+    snake
+        .split('_')
+        .map(|word| {
+            let mut chars = word.chars();
+            chars
+                .next()
+                .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
 }
 
 /// The component schemas requests use (bodies and parameters, and what they refer to): the

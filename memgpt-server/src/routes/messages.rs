@@ -130,7 +130,7 @@ async fn send(
     let state = state.clone();
     let step = tokio::spawn(async move {
         let record = state.metrics.step(&mut agent, event).await?;
-        if let Some(failure) = super::openai::llm_failure(&record) {
+        if let Some(failure) = crate::error::llm_failure(&record) {
             return Err(failure);
         }
         Ok::<_, ApiError>(StepView::new(&record, agent.version()))
@@ -297,7 +297,7 @@ async fn stream_step(
     })));
     tokio::spawn(async move {
         let outcome = match state.metrics.step(&mut agent, event).await {
-            Ok(record) => match super::openai::llm_failure(&record) {
+            Ok(record) => match crate::error::llm_failure(&record) {
                 Some(failure) => Progress::Failed(failure),
                 None => Progress::Done(Box::new(StepView::new(&record, agent.version()))),
             },

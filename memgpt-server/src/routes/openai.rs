@@ -242,7 +242,7 @@ async fn completions(
         Ok(result) => result?,
         Err(e) => return Err(ApiError::internal("the step", e)),
     };
-    if let Some(failure) = llm_failure(&record) {
+    if let Some(failure) = crate::error::llm_failure(&record) {
         return Err(failure);
     }
     Ok(Json(Completion {
@@ -275,18 +275,6 @@ fn said(message: &Message) -> Vec<String> {
             arguments.get("message")?.as_str().map(str::to_owned)
         })
         .collect()
-}
-
-/// The step's LLM failure, if the model could not be reached: an error for the client, as
-/// OpenAI's API reports one (`502 llm_error`; in a stream, an error event).
-pub(super) fn llm_failure(record: &StepRecord) -> Option<ApiError> {
-    match &record.stop_reason {
-        memgpt_core::StopReason::ProviderError { message, .. } => Some(ApiError::new(
-            crate::error::ErrorCode::LlmError,
-            format!("the model failed: {message}"),
-        )),
-        _ => None,
-    }
 }
 
 /// What every chunk of one streamed completion shares.
@@ -384,7 +372,7 @@ fn stream_completion(
         agent.set_observer(None);
         let mut last = Vec::new();
         match outcome {
-            Ok(record) => match llm_failure(&record) {
+            Ok(record) => match crate::error::llm_failure(&record) {
                 Some(failure) => last.push(error_chunk(&failure)),
                 None => {
                     last.push(chunks.choice(json!({}), Some(finish_reason(&record))));

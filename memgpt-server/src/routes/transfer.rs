@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::AgentPath;
 use crate::auth::Caller;
+use crate::body::Body;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::query::Query;
 use crate::reply::Created;
@@ -77,15 +78,53 @@ struct Imported {
     related: Vec<AgentView>,
 }
 
+/// An agent file as a request body: Letta's document, or (as some published files are) a
+/// JSON string holding it.
+#[derive(Debug, Deserialize)]
+#[serde(transparent)]
+struct AgentFileBody(serde_json::Value);
+
+impl JsonSchema for AgentFileBody {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "AgentFile".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A Letta agent file (schema v2; see Letta's `AgentFileSchema`). Its \
+                            ids must resolve: each agent's `block_ids`, `tool_ids` and \
+                            `in_context_message_ids` name entries of the file. (A JSON string \
+                            holding the document, as some published files are, is read too.)",
+            "type": "object",
+            "required": ["agents"],
+            "properties": {
+                "agents": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "required": ["id"],
+                        "properties": {"id": {"type": "string"}}
+                    }
+                }
+            }
+        })
+    }
+}
+
 /// Imports an agent file (the body; a Letta file or a memgpt export) as a new agent of the
 /// caller's tenant. Nothing is written if the file is invalid.
 async fn import(
     State(state): State<AppState>,
     caller: Caller,
     Query(query): Query<ImportQuery>,
-    body: String,
+    Body(AgentFileBody(body)): Body<AgentFileBody>,
 ) -> ApiResult<Created<Imported>> {
-    let file = agent_file::parse(&body).map_err(file_error)?;
+    let text = match body {
+        serde_json::Value::String(inner) => inner,
+        document => document.to_string(),
+    };
+    let file = agent_file::parse(&text).map_err(file_error)?;
     let mut options = ImportOptions {
         name: query.name,
         agent: query.agent,

@@ -124,6 +124,9 @@ enum Command {
         /// Log JSON lines (also MEMGPT_LOG_FORMAT=json).
         #[arg(long)]
         log_json: bool,
+        /// Print the API's OpenAPI document (what /openapi.json serves) and exit.
+        #[arg(long)]
+        openapi: bool,
     },
     /// Serve an agent's memory (blocks, archival, conversation search) as MCP tools on stdin
     /// and stdout, for any MCP client (Claude Desktop, an IDE, another agent). Created on first
@@ -275,6 +278,10 @@ async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         #[cfg(feature = "server")]
+        Command::Serve { openapi: true, .. } => {
+            println!("{:#}", memgpt::server::openapi());
+            Ok(())
+        }
         Command::Serve { listen, .. } => serve::run(&settings, &listen).await,
         #[cfg(feature = "mcp")]
         Command::Mcp { agent } => mcp::run(&settings, &agent).await,

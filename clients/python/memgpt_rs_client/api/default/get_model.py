@@ -1,0 +1,160 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.error_body import ErrorBody
+from ...models.model_view import ModelView
+from ...types import Response
+
+
+def _get_kwargs(
+    model: str,
+) -> dict[str, Any]:
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/models/{model}".format(
+            model=quote(str(model), safe=""),
+        ),
+    }
+
+    return _kwargs
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ErrorBody | ModelView | None:
+    if response.status_code == 200:
+        response_200 = ModelView.from_dict(response.json())
+
+        return response_200
+
+    if 400 <= response.status_code <= 499:
+        response_4xx = ErrorBody.from_dict(response.json())
+
+        return response_4xx
+
+    if 500 <= response.status_code <= 599:
+        response_5xx = ErrorBody.from_dict(response.json())
+
+        return response_5xx
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[ErrorBody | ModelView]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    model: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Response[ErrorBody | ModelView]:
+    """
+    Args:
+        model (str): The agent's name or id.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | ModelView]
+    """
+
+    kwargs = _get_kwargs(
+        model=model,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    model: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> ErrorBody | ModelView | None:
+    """
+    Args:
+        model (str): The agent's name or id.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | ModelView
+    """
+
+    return sync_detailed(
+        model=model,
+        client=client,
+    ).parsed
+
+
+async def asyncio_detailed(
+    model: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Response[ErrorBody | ModelView]:
+    """
+    Args:
+        model (str): The agent's name or id.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | ModelView]
+    """
+
+    kwargs = _get_kwargs(
+        model=model,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    model: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> ErrorBody | ModelView | None:
+    """
+    Args:
+        model (str): The agent's name or id.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | ModelView
+    """
+
+    return (
+        await asyncio_detailed(
+            model=model,
+            client=client,
+        )
+    ).parsed

@@ -1,0 +1,196 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.error_body import ErrorBody
+from ...models.page_view_2 import PageView2
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    agent_id: str,
+    *,
+    page: int | Unset = 0,
+    size: int | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    params["page"] = page
+
+    params["size"] = size
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/agents/{agent_id}/archival".format(
+            agent_id=quote(str(agent_id), safe=""),
+        ),
+        "params": params,
+    }
+
+    return _kwargs
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ErrorBody | PageView2 | None:
+    if response.status_code == 200:
+        response_200 = PageView2.from_dict(response.json())
+
+        return response_200
+
+    if 400 <= response.status_code <= 499:
+        response_4xx = ErrorBody.from_dict(response.json())
+
+        return response_4xx
+
+    if 500 <= response.status_code <= 599:
+        response_5xx = ErrorBody.from_dict(response.json())
+
+        return response_5xx
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[ErrorBody | PageView2]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    agent_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    page: int | Unset = 0,
+    size: int | Unset = UNSET,
+) -> Response[ErrorBody | PageView2]:
+    """
+    Args:
+        agent_id (str): The agent's id.
+        page (int | Unset): The page, from 0 (default 0). Default: 0.
+        size (int | Unset): Results per page, 1-1000 (default 50).
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | PageView2]
+    """
+
+    kwargs = _get_kwargs(
+        agent_id=agent_id,
+        page=page,
+        size=size,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    agent_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    page: int | Unset = 0,
+    size: int | Unset = UNSET,
+) -> ErrorBody | PageView2 | None:
+    """
+    Args:
+        agent_id (str): The agent's id.
+        page (int | Unset): The page, from 0 (default 0). Default: 0.
+        size (int | Unset): Results per page, 1-1000 (default 50).
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | PageView2
+    """
+
+    return sync_detailed(
+        agent_id=agent_id,
+        client=client,
+        page=page,
+        size=size,
+    ).parsed
+
+
+async def asyncio_detailed(
+    agent_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    page: int | Unset = 0,
+    size: int | Unset = UNSET,
+) -> Response[ErrorBody | PageView2]:
+    """
+    Args:
+        agent_id (str): The agent's id.
+        page (int | Unset): The page, from 0 (default 0). Default: 0.
+        size (int | Unset): Results per page, 1-1000 (default 50).
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | PageView2]
+    """
+
+    kwargs = _get_kwargs(
+        agent_id=agent_id,
+        page=page,
+        size=size,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    agent_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    page: int | Unset = 0,
+    size: int | Unset = UNSET,
+) -> ErrorBody | PageView2 | None:
+    """
+    Args:
+        agent_id (str): The agent's id.
+        page (int | Unset): The page, from 0 (default 0). Default: 0.
+        size (int | Unset): Results per page, 1-1000 (default 50).
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | PageView2
+    """
+
+    return (
+        await asyncio_detailed(
+            agent_id=agent_id,
+            client=client,
+            page=page,
+            size=size,
+        )
+    ).parsed

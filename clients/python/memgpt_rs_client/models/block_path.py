@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+T = TypeVar("T", bound="BlockPath")
+
+
+@_attrs_define
+class BlockPath:
+    """`/v1/agents/{agent_id}/memory/{label}`.
+
+    Attributes:
+        agent_id (str): The agent.
+        label (str): The block's label.
+    """
+
+    agent_id: str
+    label: str
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        agent_id = self.agent_id
+
+        label = self.label
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "agent_id": agent_id,
+                "label": label,
+            }
+        )
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        agent_id = d.pop("agent_id")
+
+        label = d.pop("label")
+
+        block_path = cls(
+            agent_id=agent_id,
+            label=label,
+        )
+
+        block_path.additional_properties = d
+        return block_path
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties
