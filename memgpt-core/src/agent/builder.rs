@@ -1,3 +1,5 @@
+//! [`AgentBuilder`]: building a new agent, or loading a stored one, with its services.
+
 use std::sync::Arc;
 
 use super::{Agent, AgentConfig, Services, StepObserver, prompt};

@@ -1,3 +1,6 @@
+//! [`Event`]: what happened that the agent reacts to (a user's message, an alert, a login, a
+//! timer, an approval).
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 

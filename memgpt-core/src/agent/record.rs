@@ -1,3 +1,6 @@
+//! [`StepRecord`]: what one step did (messages, replies, function calls, timings) and why it
+//! stopped.
+
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};

@@ -1,3 +1,6 @@
+//! `archival_memory_insert` and `archival_memory_search`: the paper's archival storage
+//! functions.
+
 use crate::function::{FunctionContext, FunctionError};
 use crate::memgpt_fn;
 use crate::store::TAGS_KEY;

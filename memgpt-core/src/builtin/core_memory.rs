@@ -1,3 +1,5 @@
+//! `core_memory_append` and `core_memory_replace`: the paper's working-context edits.
+
 use crate::function::{FunctionContext, FunctionError};
 use crate::memgpt_fn;
 

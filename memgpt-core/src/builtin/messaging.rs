@@ -1,3 +1,5 @@
+//! `send_message` and `pause_heartbeats`: talking to the user and pausing timers.
+
 use chrono::Duration;
 
 use crate::function::{FunctionContext, FunctionError};

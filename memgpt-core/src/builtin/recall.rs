@@ -1,3 +1,5 @@
+//! `conversation_search` and `conversation_search_date`: the paper's recall storage functions.
+
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -1,3 +1,5 @@
+//! [`ContextStats`]: the tokens of each section of main context against the window.
+
 use serde::{Deserialize, Serialize};
 
 /// How main context's tokens are spent.

@@ -1,3 +1,5 @@
+//! [`FunctionError`] and reading a call's raw arguments into typed ones.
+
 use std::fmt;
 
 use schemars::JsonSchema;

@@ -1,3 +1,6 @@
+//! [`FunctionContext`]: what a running function may read and change (memory, storage, settings,
+//! extensions).
+
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;

@@ -1,3 +1,6 @@
+//! The [`Function`] trait, its definition ([`FunctionDef`]) and what a call returns
+//! ([`FunctionReturn`]).
+
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;

@@ -1,3 +1,6 @@
+//! [`FunctionRegistry`]: functions by name (those linked with `#[memgpt_fn]` and run-time
+//! ones), and an agent's [`FunctionSet`].
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 

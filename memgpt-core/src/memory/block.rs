@@ -1,3 +1,5 @@
+//! [`MemoryBlock`]: one labelled, size-limited section of working context.
+
 use serde::{Deserialize, Serialize};
 
 use super::MemoryError;

@@ -1,3 +1,5 @@
+//! [`WorkingContext`]: the agent's memory blocks, edited under their limits.
+
 use serde::{Deserialize, Serialize};
 
 use super::{MemoryBlock, MemoryError};

@@ -1,3 +1,6 @@
+//! [`FifoQueue`]: the messages in main context, oldest first, with what policies know of each
+//! ([`QueueEntry`]).
+
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::Arc;

@@ -1,3 +1,6 @@
+//! [`QueueManager`]: memory pressure, warnings and flushes of the FIFO queue through the
+//! eviction policy.
+
 use std::sync::Arc;
 
 use super::policy::unit_of_each;

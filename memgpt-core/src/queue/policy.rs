@@ -1,3 +1,6 @@
+//! The [`EvictionPolicy`] seam: what a page-replacement policy sees ([`QueueView`]) and
+//! decides.
+
 use std::fmt;
 use std::ops::Range;
 

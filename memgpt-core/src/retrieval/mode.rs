@@ -1,3 +1,5 @@
+//! [`SearchMode`]: text, vector or hybrid search.
+
 use serde::{Deserialize, Serialize};
 
 /// How archival search ranks passages.

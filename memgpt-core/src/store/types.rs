@@ -1,3 +1,5 @@
+//! The stores' shared types: pages of hits, queries, passages, time ranges.
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 

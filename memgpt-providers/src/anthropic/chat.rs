@@ -1,3 +1,5 @@
+//! [`AnthropicProvider`]: chat completions over Anthropic's Messages API, streaming included.
+
 use async_trait::async_trait;
 use memgpt_core::llm::{
     ChatRequest, ChatResponse, LlmError, LlmProvider, StreamSink, StreamingProvider, replay,

@@ -1,3 +1,5 @@
+//! [`AnthropicConfig`]: the endpoint, key and model of the Anthropic provider.
+
 use std::fmt;
 use std::time::Duration;
 

@@ -1,3 +1,5 @@
+//! [`LlamaConfig`]: the model file and threads of the local chat model.
+
 use std::path::PathBuf;
 
 /// How to run a local GGUF chat model.

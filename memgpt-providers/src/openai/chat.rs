@@ -1,3 +1,5 @@
+//! [`OpenAiProvider`]: chat completions over OpenAI-compatible endpoints, streaming included.
+
 use std::sync::Arc;
 
 use async_trait::async_trait;

@@ -1,3 +1,6 @@
+//! [`OpenAiConfig`]: the endpoint, key, model and tool-calling mode of an OpenAI-compatible
+//! server.
+
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;

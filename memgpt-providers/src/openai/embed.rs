@@ -1,3 +1,5 @@
+//! [`OpenAiEmbedder`]: embeddings from an OpenAI-compatible endpoint.
+
 use async_trait::async_trait;
 use memgpt_core::embed::{EmbedError, Embedder};
 use memgpt_core::llm::LlmError;
