@@ -49,7 +49,7 @@ pub async fn run(settings: &Settings, name: &str) -> Result<()> {
     let storage = open::storage(settings).await?;
     let stored = open::stored_space(&storage).await?;
     let Some(llm) = open::llm(settings, stored.as_ref()).await? else {
-        eprintln!("{}", crate::local::HOW_TO_CONFIGURE);
+        eprintln!("{}", crate::pull::HOW_TO_CONFIGURE);
         std::process::exit(2);
     };
     let open::Opened {

@@ -18,12 +18,15 @@
 mod agents;
 mod chat;
 mod display;
+mod embedders;
 mod ingest;
 mod local;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod models;
 mod open;
+mod provider;
+mod pull;
 mod reindex;
 #[cfg(feature = "server")]
 mod serve;
@@ -282,6 +285,7 @@ async fn run(cli: Cli) -> Result<()> {
             println!("{:#}", memgpt::server::openapi());
             Ok(())
         }
+        #[cfg(feature = "server")]
         Command::Serve { listen, .. } => serve::run(&settings, &listen).await,
         #[cfg(feature = "mcp")]
         Command::Mcp { agent } => mcp::run(&settings, &agent).await,

@@ -12,7 +12,7 @@ pub async fn run(settings: &Settings, name: &str) -> Result<()> {
     let storage = open::storage(settings).await?;
     let stored = open::stored_space(&storage).await?;
     let Some(llm) = open::llm(settings, stored.as_ref()).await? else {
-        bail!("{}", crate::local::HOW_TO_CONFIGURE);
+        bail!("{}", crate::pull::HOW_TO_CONFIGURE);
     };
     // Serving memory that does not exist helps no client: a typo must not make an empty agent.
     if open::find_agent(&storage, name).await?.is_none() {

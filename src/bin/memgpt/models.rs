@@ -36,7 +36,7 @@ pub async fn pull(names: &[String]) -> Result<()> {
     let cache = ModelCache::from_env();
     for name in names {
         let spec = spec(name)?;
-        if let Some(dir) = crate::local::ensure(&cache, spec, true).await? {
+        if let Some(dir) = crate::pull::ensure(&cache, spec, true).await? {
             println!("{}: ready in {}", spec.name, dir.display());
         }
     }

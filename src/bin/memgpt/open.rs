@@ -5,59 +5,15 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use memgpt::backends::StoreConfig;
 use memgpt::builtin::DEFAULT_FUNCTIONS;
-use memgpt::embed::Embedder;
 use memgpt::llm::LlmProvider;
-use memgpt::openai::{ConfigError, OpenAiConfig, OpenAiEmbedder, OpenAiProvider};
+use memgpt::openai::{ConfigError, OpenAiConfig, OpenAiProvider};
 use memgpt::store::{AgentState, EmbeddingSpace, Storage};
 use memgpt::{Agent, AgentBuilder};
 
+pub use crate::embedders::{choose_embedder, embedder};
+pub use crate::provider::{Llm, ProviderKind};
 use crate::settings::Settings;
 use crate::tools::Attached;
-
-/// The chat model (and the embedder that goes with it).
-pub struct Llm {
-    pub provider: Arc<dyn LlmProvider>,
-    pub embedder: Option<Arc<dyn Embedder>>,
-    /// Which API the provider speaks: decides whether an agent's own model can be sent to it.
-    pub kind: ProviderKind,
-    /// For the banner and `/model`: where the model runs (`at http://...`), or the whole
-    /// description of the local model.
-    pub description: String,
-}
-
-/// The API an [`Llm`] speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProviderKind {
-    /// An OpenAI-compatible endpoint.
-    OpenAi,
-    /// Anthropic's Messages API.
-    #[cfg_attr(not(feature = "anthropic"), allow(dead_code))]
-    Anthropic,
-    /// The local model (it runs one model whatever is asked).
-    Local,
-}
-
-impl ProviderKind {
-    /// Whether a model named `model` can be asked of this provider: a model name of another
-    /// vendor's family (`claude-...` of an OpenAI endpoint, `gpt-...` of Anthropic) cannot.
-    fn serves(self, model: &str) -> bool {
-        let model = model.to_ascii_lowercase();
-        let openai = ["gpt-", "o1", "o3", "o4", "chatgpt"]
-            .iter()
-            .any(|p| model.starts_with(p));
-        match self {
-            ProviderKind::OpenAi => !model.starts_with("claude"),
-            ProviderKind::Anthropic => !openai,
-            ProviderKind::Local => false,
-        }
-    }
-}
-
-impl std::fmt::Debug for Llm {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.description)
-    }
-}
 
 /// The store the settings name; the data directory is created if needed.
 pub async fn storage(settings: &Settings) -> Result<Storage> {
@@ -198,117 +154,6 @@ fn anthropic(settings: &Settings) -> Result<Llm> {
 #[cfg(not(feature = "anthropic"))]
 fn anthropic(_: &Settings) -> Result<Llm> {
     bail!("provider `anthropic` needs a memgpt built with the `anthropic` feature")
-}
-
-/// The embedder the settings choose (see [`choose_embedder`]), checked against the vectors
-/// the store already holds (`stored`): a model of another space is refused with the way out
-/// (`memgpt reindex`), before anything is written.
-pub async fn embedder(
-    settings: &Settings,
-    endpoint: Option<&OpenAiConfig>,
-    stored: Option<&EmbeddingSpace>,
-) -> Result<Option<Arc<dyn Embedder>>> {
-    let embedder = choose_embedder(settings, endpoint, stored, false).await?;
-    if let (Some(embedder), Some(space)) = (&embedder, stored)
-        && space
-            .check_model(embedder.model(), embedder.dimension())
-            .is_err()
-    {
-        let choice = settings.get("embedder").unwrap_or("auto");
-        bail!(
-            "this store's vectors come from {} ({} dimensions) but the embedder `{choice}` is {}              ({} dimensions): re-embed the store with `memgpt reindex --embedder {choice}`              (resumable; what the agents remember is kept), or keep its model with --embedder {}",
-            space.model,
-            space.dimension,
-            embedder.model(),
-            embedder.dimension(),
-            embedder_setting(&space.model)
-        );
-    }
-    Ok(embedder)
-}
-
-/// What to pass as `--embedder` to get the model `model`.
-fn embedder_setting(model: &str) -> String {
-    match local_model(model) {
-        Some(spec) => spec.name.to_owned(),
-        None => format!("openai:{model}"),
-    }
-}
-
-/// The catalog's embedding model called `name`.
-fn local_model(name: &str) -> Option<&'static memgpt::models::ModelSpec> {
-    memgpt::models::lookup(name).filter(|spec| spec.kind == memgpt::models::ModelKind::Embedding)
-}
-
-/// The embedder the settings name: `none`; `local` (the light local model, all-minilm-l6-v2);
-/// a local model of the catalog by name (`all-minilm-l6-v2`, `all-mpnet-base-v2`), pulled if
-/// missing (asking first, or with `--yes`); `openai:MODEL` through the endpoint; `auto` = the
-/// model the store's vectors come from (`stored`), or the light local model for a store
-/// without vectors, used only when already present (with `required`, pulled like a named one).
-pub async fn choose_embedder(
-    settings: &Settings,
-    endpoint: Option<&OpenAiConfig>,
-    stored: Option<&EmbeddingSpace>,
-    required: bool,
-) -> Result<Option<Arc<dyn Embedder>>> {
-    use memgpt::models::ALL_MINILM_L6_V2;
-    let yes = settings.assume_yes;
-    let choice = settings.get("embedder").unwrap_or("auto");
-    let openai = |model: &str| {
-        let Some(endpoint) = endpoint else {
-            bail!(
-                "embedder `openai:{model}` needs an OpenAI-compatible endpoint (base_url or api_key)"
-            )
-        };
-        Ok(OpenAiConfig {
-            model: model.to_owned(),
-            ..endpoint.clone()
-        })
-    };
-    match choice {
-        "none" => Ok(None),
-        "auto" => match stored {
-            None => crate::local::embedder(&ALL_MINILM_L6_V2, required, yes).await,
-            Some(space) => match local_model(&space.model) {
-                Some(spec) => crate::local::embedder(spec, required, yes).await,
-                None if endpoint.is_some() => {
-                    let config = openai(&space.model)?;
-                    Ok(Some(detect_openai(config).await?))
-                }
-                None => {
-                    eprintln!(
-                        "note: this store's vectors come from {}, which this configuration cannot \
-                         reach (no endpoint): new messages are matched by words until they are \
-                         embedded (`memgpt reindex`)",
-                        space.model
-                    );
-                    Ok(None)
-                }
-            },
-        },
-        "local" => crate::local::embedder(&ALL_MINILM_L6_V2, true, yes).await,
-        other => match (other.strip_prefix("openai:"), local_model(other)) {
-            (Some(model), _) => Ok(Some(detect_openai(openai(model)?).await?)),
-            (None, Some(spec)) => crate::local::embedder(spec, true, yes).await,
-            (None, None) => bail!(
-                "setting `embedder` is `{other}`: use auto, none, local, {} or openai:MODEL",
-                memgpt::models::CATALOG
-                    .iter()
-                    .filter(|s| s.kind == memgpt::models::ModelKind::Embedding)
-                    .map(|s| s.name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        },
-    }
-}
-
-async fn detect_openai(config: OpenAiConfig) -> Result<Arc<dyn Embedder>> {
-    let model = config.model.clone();
-    let embedder = OpenAiEmbedder::detect(config)
-        .await
-        .with_context(|| format!("probing the embedding model {model}"))?;
-    Ok(Arc::new(embedder))
 }
 
 /// The embedding model and dimension of the vectors `storage` holds, if any.
