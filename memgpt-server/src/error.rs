@@ -10,7 +10,6 @@ use aide::OperationOutput;
 use aide::generate::GenContext;
 use aide::openapi::{Operation, Response};
 use axum::Json;
-use axum::extract::rejection::JsonRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response as HttpResponse};
 use memgpt_core::Error as CoreError;
@@ -194,46 +193,6 @@ impl OperationOutput for ApiError {
             (Some(aide::openapi::StatusCode::Range(5)), response),
         ]
     }
-}
-
-impl From<JsonRejection> for ApiError {
-    fn from(rejection: JsonRejection) -> Self {
-        match rejection {
-            JsonRejection::JsonDataError(e) => {
-                let message = error_chain(&e);
-                let code = if message.contains("unknown field") {
-                    ErrorCode::UnknownField
-                } else {
-                    ErrorCode::BadJson
-                };
-                Self::new(code, message)
-            }
-            JsonRejection::JsonSyntaxError(e) => Self::new(ErrorCode::BadJson, error_chain(&e)),
-            JsonRejection::MissingJsonContentType(e) => {
-                Self::new(ErrorCode::BadJson, e.body_text())
-            }
-            JsonRejection::BytesRejection(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-                Self::new(ErrorCode::BodyTooLarge, e.body_text())
-            }
-            other => Self::new(ErrorCode::BadJson, other.body_text()),
-        }
-    }
-}
-
-/// The error and its sources on one line (serde's message with its position is the source),
-/// each said once: a source whose text the line already holds is left out.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 impl From<CoreError> for ApiError {

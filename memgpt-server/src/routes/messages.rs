@@ -59,7 +59,7 @@ enum EventType {
 #[schemars(extend("allOf" = [
     {
         "if": {"properties": {"type": {"enum": ["user", "system_alert"]}}},
-        "then": {"required": ["text"], "properties": {"text": {"pattern": "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"}}}
+        "then": {"required": ["text"], "properties": {"text": {"pattern": crate::routes::document::NOT_BLANK}}}
     },
     {
         "if": {"required": ["type"], "properties": {"type": {"const": "approval"}}},

@@ -74,7 +74,7 @@ struct CompletionRequest {
         "required": ["role", "content"],
         "properties": {
             "role": {"const": "user"},
-            "content": {"type": "string", "pattern": "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"}
+            "content": {"type": "string", "pattern": crate::routes::document::NOT_BLANK}
         }
     }))]
     messages: Vec<ChatMessage>,
@@ -159,6 +159,17 @@ struct CompletionUsage {
     completion_tokens: u64,
     /// Both.
     total_tokens: u64,
+}
+
+impl CompletionUsage {
+    /// The tokens of a step's LLM calls.
+    fn of(record: &StepRecord) -> Self {
+        Self {
+            prompt_tokens: record.usage.prompt_tokens,
+            completion_tokens: record.usage.completion_tokens,
+            total_tokens: record.usage.total(),
+        }
+    }
 }
 
 /// The caller's agent that `model` names: an id, or a name.
@@ -255,11 +266,7 @@ async fn completions(
             message: json!({"role": "assistant", "content": record.reply()}),
             finish_reason: finish_reason(&record).to_owned(),
         }],
-        usage: CompletionUsage {
-            prompt_tokens: record.usage.prompt_tokens,
-            completion_tokens: record.usage.completion_tokens,
-            total_tokens: record.usage.total(),
-        },
+        usage: CompletionUsage::of(&record),
     })
     .into_response())
 }
@@ -288,15 +295,20 @@ struct Chunks {
 }
 
 impl Chunks {
-    /// A `chat.completion.chunk` with one choice.
-    fn choice(&self, delta: Value, finish: Option<&str>) -> Value {
-        let mut chunk = json!({
+    /// A `chat.completion.chunk` of `choices`.
+    fn chunk(&self, choices: Value) -> Value {
+        json!({
             "id": self.id,
             "object": "chat.completion.chunk",
             "created": self.created,
             "model": self.model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        });
+            "choices": choices,
+        })
+    }
+
+    /// A chunk with one choice.
+    fn choice(&self, delta: Value, finish: Option<&str>) -> Value {
+        let mut chunk = self.chunk(json!([{"index": 0, "delta": delta, "finish_reason": finish}]));
         if self.usage {
             chunk["usage"] = Value::Null;
         }
@@ -305,18 +317,9 @@ impl Chunks {
 
     /// The last chunk of `stream_options.include_usage`: no choices, the usage.
     fn usage(&self, record: &StepRecord) -> Value {
-        json!({
-            "id": self.id,
-            "object": "chat.completion.chunk",
-            "created": self.created,
-            "model": self.model,
-            "choices": [],
-            "usage": {
-                "prompt_tokens": record.usage.prompt_tokens,
-                "completion_tokens": record.usage.completion_tokens,
-                "total_tokens": record.usage.total(),
-            },
-        })
+        let mut chunk = self.chunk(json!([]));
+        chunk["usage"] = json!(CompletionUsage::of(record));
+        chunk
     }
 }
 

@@ -123,13 +123,9 @@ pub async fn show(settings: &Settings, name: &str) -> Result<()> {
     println!("policy     {}", c.policy);
     println!("functions  {}", c.functions.join(", "));
     for server in settings.mcp_servers.iter().filter(|s| s.serves(name)) {
-        let how = match (server.config.get("command"), server.config.get("url")) {
-            (Some(command), _) => format!("stdio: {}", command.as_str().unwrap_or_default()),
-            (_, Some(url)) => format!("http: {}", url.as_str().unwrap_or_default()),
-            _ => String::new(),
-        };
+        let (kind, target) = server.endpoint();
         println!(
-            "mcp        {} ({how}): its tools are offered as {}__TOOL when the agent runs",
+            "mcp        {} ({kind}: {target}): its tools are offered as {}__TOOL when the agent runs",
             server.name, server.name
         );
     }

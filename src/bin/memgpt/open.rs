@@ -210,14 +210,7 @@ pub fn model_for(settings: &Settings, llm: &Llm, stored: &AgentState) -> Option<
 
 /// What the agent is sent to, as one line: `model gpt-4o-mini at http://...`.
 pub fn describe_model(llm: &Llm, agent: &Agent) -> String {
-    if llm.kind == ProviderKind::Local {
-        return llm.description.clone();
-    }
-    let model = match agent.config().model.as_str() {
-        "" => llm.provider.model(),
-        own => own,
-    };
-    format!("model {model} {}", llm.description)
+    llm.describe(&agent.config().model)
 }
 
 /// An opened agent: whether it was just created, and the MCP servers attached to it.
@@ -232,23 +225,18 @@ pub struct Opened {
 /// not attached now (a function no registry has would stop it from loading), plus the tools
 /// of those that are. What was left out is said on stderr.
 pub fn functions_for(state: &AgentState, attached: Option<&Attached>) -> Vec<String> {
-    let mut dropped = Vec::new();
-    let functions = match attached {
-        Some(attached) => attached.merge(&state.config.functions, &mut dropped),
-        None => state
-            .config
-            .functions
-            .iter()
-            .filter(|f| {
-                let keep = !Attached::is_mcp_name(f);
-                if !keep {
-                    dropped.push((*f).clone());
-                }
-                keep
-            })
-            .cloned()
-            .collect(),
-    };
+    let offered: Vec<&String> = attached.iter().flat_map(|a| a.functions()).collect();
+    let (mut functions, dropped): (Vec<String>, Vec<String>) = state
+        .config
+        .functions
+        .iter()
+        .cloned()
+        .partition(|f| !Attached::is_mcp_name(f) || offered.contains(&f));
+    for function in offered {
+        if !functions.contains(function) {
+            functions.push(function.clone());
+        }
+    }
     if !dropped.is_empty() {
         eprintln!(
             "note: agent {} goes without {} (their MCP server is not attached: see [mcp_servers] in memgpt.toml)",

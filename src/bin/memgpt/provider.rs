@@ -50,3 +50,19 @@ impl std::fmt::Debug for Llm {
         f.write_str(&self.description)
     }
 }
+
+impl Llm {
+    /// What is sent to, as one line: `model gpt-4o-mini at http://...` for `model` (empty: the
+    /// provider's own), or the local model's description.
+    pub fn describe(&self, model: &str) -> String {
+        if self.kind == ProviderKind::Local {
+            return self.description.clone();
+        }
+        let model = if model.is_empty() {
+            self.provider.model()
+        } else {
+            model
+        };
+        format!("model {model} {}", self.description)
+    }
+}

@@ -54,10 +54,7 @@ pub async fn run(settings: &Settings, listen: &str) -> Result<()> {
     let address = listener.local_addr()?;
     eprintln!(
         "memgpt serve: {} on http://{address} (store {})",
-        match llm.kind {
-            open::ProviderKind::Local => llm.description.clone(),
-            _ => format!("model {} {}", llm.provider.model(), llm.description),
-        },
+        llm.describe(""),
         crate::settings::without_password(&url)
     );
     server.serve(listener, shutdown()).await?;

@@ -142,6 +142,15 @@ pub struct McpServerEntry {
 }
 
 impl McpServerEntry {
+    /// How it is reached: `("stdio", command)` or `("http", url)`.
+    pub fn endpoint(&self) -> (&'static str, &str) {
+        let text = |key| self.config.get(key).and_then(serde_json::Value::as_str);
+        match (text("command"), text("url")) {
+            (Some(command), _) => ("stdio", command),
+            (None, url) => ("http", url.unwrap_or_default()),
+        }
+    }
+
     /// Whether the agent `name` gets this server's tools.
     pub fn serves(&self, agent: &str) -> bool {
         self.agents.is_empty() || self.agents.iter().any(|a| a == agent)
@@ -369,10 +378,9 @@ impl Settings {
             ));
         }
         for server in &self.mcp_servers {
-            let how = match (server.config.get("command"), server.config.get("url")) {
-                (Some(command), _) => format!("stdio `{}`", command.as_str().unwrap_or_default()),
-                (_, Some(url)) => format!("streamable HTTP {}", url.as_str().unwrap_or_default()),
-                _ => String::new(),
+            let how = match server.endpoint() {
+                ("stdio", command) => format!("stdio `{command}`"),
+                (_, url) => format!("streamable HTTP {url}"),
             };
             let agents = if server.agents.is_empty() {
                 "every agent".to_owned()

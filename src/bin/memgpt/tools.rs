@@ -27,28 +27,6 @@ impl Attached {
     pub fn is_mcp_name(function: &str) -> bool {
         function.contains("__")
     }
-
-    /// The agent's functions with the servers' tools: `stored` without the MCP tools of
-    /// servers no longer attached (named in `dropped`), plus every attached tool.
-    pub fn merge(&self, stored: &[String], dropped: &mut Vec<String>) -> Vec<String> {
-        let mut functions: Vec<String> = stored
-            .iter()
-            .filter(|f| {
-                let keep = !Self::is_mcp_name(f) || self.functions().any(|a| a == *f);
-                if !keep {
-                    dropped.push((*f).clone());
-                }
-                keep
-            })
-            .cloned()
-            .collect();
-        for function in self.functions() {
-            if !functions.contains(function) {
-                functions.push(function.clone());
-            }
-        }
-        functions
-    }
 }
 
 /// Connects the MCP servers the settings attach to the agent `agent` (every configured server
