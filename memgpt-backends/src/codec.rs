@@ -4,7 +4,6 @@
 #![cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 
 use chrono::{DateTime, Utc};
-use memgpt_core::retrieval::query_terms;
 use memgpt_core::store::StoreError;
 
 /// Microseconds since the Unix epoch.
@@ -83,13 +82,6 @@ fn is_transient(error: &(dyn std::error::Error + 'static)) -> bool {
     }
 }
 
-/// An SQLite FTS5 query matching any of `text`'s terms within one agent's rows, or `None` when
-/// the text has no searchable term. Terms come from [`query_terms`] and are quoted, so nothing
-/// the LLM writes (quotes, colons, parentheses, `AND`, `NEAR`...) is read as query syntax.
-pub(crate) fn fts5_query(agent_hex: &str, text: &str) -> Option<String> {
-    fts5_terms_query(agent_hex, &query_terms(text))
-}
-
 /// An SQLite FTS5 query matching any of these analysed terms within one agent's rows, or `None`
 /// when there are none. Every term is quoted (and holds no quote).
 pub(crate) fn fts5_terms_query(agent_hex: &str, terms: &[String]) -> Option<String> {
@@ -108,6 +100,7 @@ pub(crate) fn fts5_terms_query(agent_hex: &str, terms: &[String]) -> Option<Stri
 #[cfg(test)]
 mod tests {
     use memgpt_core::ErrorKind;
+    use memgpt_core::retrieval::query_terms;
 
     use super::*;
 
@@ -130,13 +123,16 @@ mod tests {
 
     #[test]
     fn fts_queries_quote_every_term() {
-        let q = fts5_query("ab12", "NEAR(\"x\" AND y:z) OR *").unwrap();
+        let q = fts5_terms_query("ab12", &query_terms("NEAR(\"x\" AND y:z) OR *")).unwrap();
         // `and`/`or` are stop words; the rest is quoted, so NEAR is just a word.
         assert_eq!(
             q,
             "agent:\"ab12\" AND (body:\"near\" OR body:\"x\" OR body:\"y\" OR body:\"z\")"
         );
         assert_eq!(fts5_terms_query("ab12", &["\"".into()]), None);
-        assert_eq!(fts5_query("ab12", "(( ::: \"\" ))"), None);
+        assert_eq!(
+            fts5_terms_query("ab12", &query_terms("(( ::: \"\" ))")),
+            None
+        );
     }
 }

@@ -2,8 +2,6 @@
 //! stopping past the end, binding a page as `LIMIT`/`OFFSET`, attaching ranked scores) and the
 //! listings written once over a [`SqlDialect`], which SQLite and PostgreSQL each implement.
 
-use std::collections::HashMap;
-
 use memgpt_core::ids::AgentId;
 use memgpt_core::message::Message;
 use memgpt_core::retrieval::{CandidateKey, RecallCandidate};
@@ -259,29 +257,6 @@ where
     Ok(SearchPage { hits, page, total })
 }
 
-/// The page of a full ranking (`(score, key)`, best first, cut at least as deep as the page)
-/// of `total` results: `fetch` reads the page's items by key (in any order, each with its key)
-/// and they come back in rank order with their scores.
-pub(crate) async fn ranked<T, F, Fut>(
-    ranked: Vec<(f32, i64)>,
-    page: Page,
-    total: usize,
-    fetch: F,
-) -> Result<SearchPage<T>, StoreError>
-where
-    F: FnOnce(Vec<i64>) -> Fut,
-    Fut: Future<Output = Result<Vec<(i64, T)>, StoreError>>,
-{
-    let ranked = page.slice(ranked);
-    let keys: Vec<i64> = ranked.iter().map(|(_, key)| *key).collect();
-    let mut items: HashMap<i64, T> = fetch(keys).await?.into_iter().collect();
-    let hits = ranked
-        .into_iter()
-        .filter_map(|(score, key)| items.remove(&key).map(|item| Hit { item, score }))
-        .collect();
-    Ok(SearchPage { hits, page, total })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -305,20 +280,5 @@ mod tests {
             vec![2, 2]
         );
         assert_eq!(sql_int(usize::MAX), i64::MAX);
-    }
-
-    #[tokio::test]
-    async fn ranked_pages_keep_rank_order_and_scores() {
-        let ranking = vec![(0.9, 7), (0.8, 3), (0.7, 5), (0.6, 1)];
-        let out = ranked(ranking, Page::new(0, 3), 4, |keys| async move {
-            assert_eq!(keys, vec![7, 3, 5]);
-            // Rows come back in storage order; one vanished meanwhile.
-            Ok(vec![(3, "c"), (7, "g")])
-        })
-        .await
-        .unwrap();
-        let got: Vec<_> = out.hits.iter().map(|h| (h.item, h.score)).collect();
-        assert_eq!(got, vec![("g", 0.9), ("c", 0.8)]);
-        assert_eq!(out.total, 4);
     }
 }

@@ -14,9 +14,10 @@ use memgpt_core::store::{
 use super::StoreUnderTest;
 use super::fixtures::*;
 pub use super::hybrid::{
-    archival_filters_by_tag_and_date, embeddings_can_be_cleared_and_rebuilt,
-    extreme_pages_are_safe, hybrid_recall_agrees_with_the_reference,
-    long_messages_are_found_by_every_window, message_embeddings_are_checked_and_backfilled,
+    archival_filters_by_tag_and_date, archival_ranking_agrees_with_the_reference,
+    embeddings_can_be_cleared_and_rebuilt, extreme_pages_are_safe,
+    hybrid_recall_agrees_with_the_reference, long_messages_are_found_by_every_window,
+    message_embeddings_are_checked_and_backfilled,
 };
 
 /// Agents are created once (a second create is `AgentExists`), load back equal, list oldest

@@ -770,3 +770,127 @@ pub async fn archival_filters_by_tag_and_date(backend: &StoreUnderTest) {
         }
     }
 }
+
+/// Archival search ranks like the in-memory reference in every mode, scores included: stores
+/// only choose candidates, and their collection statistics (every agent's passages, kept up to
+/// date through inserts, deletions and a deleted agent) are the reference's.
+pub async fn archival_ranking_agrees_with_the_reference(backend: &StoreUnderTest) {
+    let s = backend.open().await;
+    let reference = Storage::from_store(Arc::new(InMemoryStore::new()));
+    let texts = [
+        "the kitchen kettle boils water for tea",
+        "tea with lemon in the garden",
+        "green tea and black tea in the kitchen cupboard",
+        "the garden shed holds a ladder",
+        "a ladder to reach the kitchen shelf",
+        "notes about the launch of the rocket",
+        "the rocket launch was postponed for weather",
+        "weather in the garden was sunny",
+    ];
+    let (mut a, mut other) = (state(AgentId::new(), "a"), state(AgentId::new(), "other"));
+    let (mut ra, mut rother) = (a.clone(), other.clone());
+    for store in [&s, &reference] {
+        store.agents.create_agent(&a).await.unwrap();
+        store.agents.create_agent(&other).await.unwrap();
+    }
+    let passages: Vec<Passage> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let mut p = passage(a.id, text, t0() + Duration::minutes(i as i64));
+            if i % 3 == 1 {
+                p.embedding = None; // found by words only
+            }
+            p
+        })
+        .collect();
+    let others: Vec<Passage> = ["tea tea tea", "kitchen garden weather", "unrelated words"]
+        .iter()
+        .map(|text| passage(other.id, text, t0()))
+        .collect();
+    let gone = passages[3].id;
+    for (store, a, other) in [(&s, &mut a, &mut other), (&reference, &mut ra, &mut rother)] {
+        store
+            .agents
+            .commit(&a.next_commit(vec![], passages.clone()))
+            .await
+            .unwrap();
+        store
+            .agents
+            .commit(&other.next_commit(vec![], others.clone()))
+            .await
+            .unwrap();
+        let mut delete = a.next_commit(vec![], vec![]);
+        delete.deleted_passages = vec![gone];
+        store.agents.commit(&delete).await.unwrap();
+    }
+    // A deleted agent's passages leave the statistics too.
+    let doomed = new_agent(&s, "doomed").await;
+    let mut doomed_state = doomed.clone();
+    s.agents
+        .commit(
+            &doomed_state.next_commit(vec![], vec![passage(doomed.id, "tea kitchen tea", t0())]),
+        )
+        .await
+        .unwrap();
+    assert!(s.agents.delete_agent(doomed.id).await.unwrap());
+
+    let queries = [
+        "tea in the kitchen",
+        "garden ladder",
+        "rocket launch weather",
+        "zzz nothing",
+    ];
+    for text in queries {
+        for mode in [SearchMode::Vector, SearchMode::Text, SearchMode::Hybrid] {
+            for page in [Page::first(3), Page::new(1, 3), Page::first(20)] {
+                let q = ArchivalQuery::new(text, mode, page).with_embedding(embed(text));
+                let ours = s.archival.search(a.id, &q).await.unwrap();
+                let theirs = reference.archival.search(a.id, &q).await.unwrap();
+                let ranked = |p: &memgpt_core::store::SearchPage<Passage>| {
+                    p.hits
+                        .iter()
+                        .map(|h| (h.item.text.clone(), (h.score * 1e4).round() as i64))
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(
+                    ranked(&ours),
+                    ranked(&theirs),
+                    "{}: {mode:?} {text:?} page {}",
+                    backend.name(),
+                    page.number
+                );
+                assert_eq!(
+                    ours.total,
+                    theirs.total,
+                    "{}: {mode:?} {text:?} total",
+                    backend.name()
+                );
+            }
+        }
+        let terms = memgpt_core::retrieval::query_terms(text);
+        let filter = ArchivalQuery::new(text, SearchMode::Text, Page::first(10));
+        let ours = s
+            .archival
+            .text_candidates(a.id, &terms, &filter, 100)
+            .await
+            .unwrap();
+        let theirs = reference
+            .archival
+            .text_candidates(a.id, &terms, &filter, 100)
+            .await
+            .unwrap();
+        assert_eq!(
+            ours.statistics,
+            theirs.statistics,
+            "{}: statistics of {text:?}",
+            backend.name()
+        );
+        assert_eq!(
+            (ours.total, ours.unembedded),
+            (theirs.total, theirs.unembedded),
+            "{}: matches of {text:?}",
+            backend.name()
+        );
+    }
+}

@@ -214,6 +214,7 @@ macro_rules! store_conformance_tests {
             embeddings_can_be_cleared_and_rebuilt,
             extreme_pages_are_safe,
             archival_filters_by_tag_and_date,
+            archival_ranking_agrees_with_the_reference,
             imports_are_all_or_nothing,
             nul_characters_are_refused_alike,
         );

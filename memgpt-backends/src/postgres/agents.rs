@@ -15,7 +15,7 @@ use sqlx::types::Json;
 use sqlx::{PgConnection, Postgres};
 use tracing::{debug, info, warn};
 
-use super::documents::{builder_for, count_documents, passage_search_text};
+use super::documents::{Collection, builder_for, count_documents, passage_search_text};
 use super::{PgStore, SPACE_LOCK, agent_lock_key, read_space};
 use crate::codec::db;
 
@@ -74,6 +74,7 @@ impl AgentStore for PgStore {
             "DELETE FROM message_embeddings WHERE agent_id = $1",
             "DELETE FROM messages WHERE agent_id = $1",
             "DELETE FROM recall_statistics WHERE agent_id = $1",
+            "DELETE FROM archival_statistics WHERE agent_id = $1",
             "DELETE FROM passages WHERE agent_id = $1",
             "DELETE FROM agent_embedded_counts WHERE agent_id = $1",
         ] {
@@ -311,7 +312,14 @@ impl PgStore {
         if !commit.messages.is_empty() {
             let mut builder = builder_for(&mut *tx, id).await?;
             let terms = insert_messages(&mut *tx, &commit.messages, &mut builder).await?;
-            count_documents(&mut *tx, id, commit.messages.len() as i64, terms).await?;
+            count_documents(
+                &mut *tx,
+                Collection::Messages,
+                id,
+                commit.messages.len() as i64,
+                terms,
+            )
+            .await?;
         }
         insert_message_embeddings(&mut *tx, id, &commit.message_embeddings).await?;
         // Deletions before insertions, as in the reference store: a passage both added and
@@ -327,9 +335,10 @@ impl PgStore {
                 .iter()
                 .map(|p| *p.as_uuid())
                 .collect();
-            let deleted_embedded: i64 = sqlx::query_scalar(
-                "WITH gone AS (DELETE FROM passages WHERE agent_id = $1 AND id = ANY($2) RETURNING embedding IS NOT NULL AS embedded) \
-                 SELECT count(*) FILTER (WHERE embedded) FROM gone",
+            let (deleted_embedded, deleted, deleted_terms): (i64, i64, i64) = sqlx::query_as(
+                "WITH gone AS (DELETE FROM passages WHERE agent_id = $1 AND id = ANY($2) \
+                 RETURNING embedding IS NOT NULL AS embedded, cardinality(string_to_array(search_text, ' ')) AS terms) \
+                 SELECT count(*) FILTER (WHERE embedded), count(*), coalesce(sum(terms), 0)::bigint FROM gone",
             )
             .bind(id.as_uuid())
             .bind(ids)
@@ -337,8 +346,17 @@ impl PgStore {
             .await
             .map_err(|e| db("deleting passages", e))?;
             embedded_delta -= deleted_embedded;
+            count_documents(&mut *tx, Collection::Passages, id, -deleted, -deleted_terms).await?;
         }
-        insert_passages(&mut *tx, &commit.passages, space.as_ref()).await?;
+        let added_terms = insert_passages(&mut *tx, &commit.passages, space.as_ref()).await?;
+        count_documents(
+            &mut *tx,
+            Collection::Passages,
+            id,
+            commit.passages.len() as i64,
+            added_terms,
+        )
+        .await?;
         if embedded_delta != 0 {
             sqlx::query(
                 "INSERT INTO agent_embedded_counts (agent_id, embedded) VALUES ($1, $2) \
@@ -603,15 +621,17 @@ async fn insert_message_embeddings(
 }
 
 /// Stores passages in order (one statement). Their vectors travel as one flat `real[]` (exact
-/// binary floats), each embedded passage taking the slice at its slot.
+/// binary floats), each embedded passage taking the slice at its slot. Returns how many words
+/// (analysed terms) the passages have together.
 async fn insert_passages(
     tx: &mut PgConnection,
     passages: &[Passage],
     space: Option<&EmbeddingSpace>,
-) -> Result<(), StoreError> {
+) -> Result<i64, StoreError> {
     if passages.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
+    let mut words = 0i64;
     let n = passages.len();
     let dimension = space.map_or(0, |s| s.dimension) as i32;
     let (mut ids, mut agents, mut texts, mut slots, mut metadata, mut times, mut searches) = (
@@ -639,7 +659,9 @@ async fn insert_passages(
             serde_json::to_string(&p.metadata).map_err(|e| db("encoding passage metadata", e))?,
         );
         times.push(p.created_at);
-        searches.push(passage_search_text(&p.text));
+        let search = passage_search_text(&p.text);
+        words += search.split(' ').filter(|w| !w.is_empty()).count() as i64;
+        searches.push(search);
     }
     sqlx::query(
         "INSERT INTO passages (id, agent_id, text, embedding, metadata, created_at, search_text) \
@@ -663,7 +685,7 @@ async fn insert_passages(
     .execute(&mut *tx)
     .await
     .map_err(|e| db("storing passages", e))?;
-    Ok(())
+    Ok(words)
 }
 
 /// A pooled connection waiting for an advisory lock; closed if dropped while still waiting.

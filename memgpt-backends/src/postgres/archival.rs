@@ -1,19 +1,21 @@
-//! Archival storage: passages with embeddings; pgvector HNSW, full-text and hybrid search.
+//! Archival storage: passages with embeddings; the candidates of archival search by pgvector
+//! HNSW and by full-text match (memgpt-core ranks them).
 
 use std::collections::HashMap;
 
 use async_trait::async_trait;
+use memgpt_core::embed::Embedding;
 use memgpt_core::ids::{AgentId, PassageId};
+use memgpt_core::retrieval::{CandidateKey, NearestPassages, PassageCandidate, PassageMatches};
 use memgpt_core::store::{
-    ArchivalQuery, ArchivalStore, EmbeddingSpace, Page, Passage, SearchMode, SearchPage, StoreError,
+    ArchivalQuery, ArchivalStore, EmbeddingSpace, Page, Passage, SearchPage, StoreError,
 };
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 
-use memgpt_core::retrieval::{RRF_K, reciprocal_rank_fusion};
-
 use super::dialect::{PASSAGE_COLUMNS, passage_from_row};
-use super::{MAX_EF_SEARCH, PgStore, ts_query};
+use super::documents::{Collection, statistics, terms_tsquery};
+use super::{MAX_EF_SEARCH, PgStore};
 use crate::codec::db;
 use crate::sql;
 
@@ -226,8 +228,8 @@ impl PgStore {
         Ok((ranked, embedded as usize))
     }
 
-    /// Passages of `agent` matching `tsquery` by `ts_rank_cd`, best first (ties: newest first);
-    /// at most `limit`.
+    /// Passages of `agent` matching `tsquery`, best first by `ts_rank_cd` (the candidates' final
+    /// ranking is memgpt-core's; ties: newest first); at most `limit`.
     async fn text_ranking(
         &self,
         agent: AgentId,
@@ -281,43 +283,6 @@ impl PgStore {
             .map_err(|e| db("counting passages", e))?;
         Ok((matches as usize, unembedded as usize))
     }
-
-    /// The page of a full ranking (cut at least as deep as the page).
-    async fn page_of(
-        &self,
-        agent: AgentId,
-        ranked: Vec<(f32, i64)>,
-        page: Page,
-        total: usize,
-    ) -> Result<SearchPage<Passage>, StoreError> {
-        sql::ranked(ranked, page, total, |seqs| async move {
-            self.passages_by_seq(agent, &seqs).await
-        })
-        .await
-    }
-
-    async fn text_page(
-        &self,
-        agent: AgentId,
-        query: &ArchivalQuery,
-    ) -> Result<SearchPage<Passage>, StoreError> {
-        let page = query.page;
-        let Some(tsquery) = ts_query(&query.text) else {
-            return Ok(SearchPage::empty(page));
-        };
-        let (total, _) = self.count_text_matches(agent, &tsquery, query).await?;
-        if total == 0 || page.offset() >= total {
-            return Ok(SearchPage {
-                hits: Vec::new(),
-                page,
-                total,
-            });
-        }
-        let ranked = self
-            .text_ranking(agent, &tsquery, query, page.depth())
-            .await?;
-        self.page_of(agent, ranked, page, total).await
-    }
 }
 
 /// Sets the HNSW search depth for this transaction: at least `min_ef` candidates and enough for
@@ -341,71 +306,70 @@ pub(crate) async fn set_search_depth(
 
 #[async_trait]
 impl ArchivalStore for PgStore {
-    async fn search(
+    async fn text_candidates(
         &self,
         agent: AgentId,
+        terms: &[String],
         query: &ArchivalQuery,
-    ) -> Result<SearchPage<Passage>, StoreError> {
-        let space = self.space().await?;
-        if let (Some(embedding), Some(space)) = (&query.embedding, &space) {
-            space.check(embedding)?;
-        }
-        let depth = query.page.depth();
-        match (query.mode, &query.embedding) {
-            (SearchMode::Vector, None) => Err(StoreError::InvalidQuery(
-                "vector search needs a query embedding".into(),
-            )),
-            (SearchMode::Vector, Some(embedding)) => {
-                let Some(space) = space else {
-                    // No passage has ever been embedded.
-                    return Ok(SearchPage::empty(query.page));
-                };
-                let (ranked, total) = self
-                    .vector_ranking(agent, &embedding.vector, &space, query, depth)
-                    .await?;
-                self.page_of(agent, ranked, query.page, total).await
-            }
-            (SearchMode::Text, _) | (SearchMode::Hybrid, None) => {
-                self.text_page(agent, query).await
-            }
-            (SearchMode::Hybrid, Some(embedding)) => {
-                // Each list is cut at a generous depth (at least the page's), so every page up to
-                // the total is full; the fusion of the cut lists ranks their heads as the fusion
-                // of the full lists would, up to items past the cut.
-                let list_depth = depth.saturating_mul(4).max(100);
-                let (by_vector, embedded) = match &space {
-                    Some(space) => {
-                        self.vector_ranking(agent, &embedding.vector, space, query, list_depth)
-                            .await?
-                    }
-                    None => (Vec::new(), 0),
-                };
-                let (by_text, unembedded_matches) = match ts_query(&query.text) {
-                    Some(tsquery) => {
-                        let (_, unembedded) =
-                            self.count_text_matches(agent, &tsquery, query).await?;
-                        (
-                            self.text_ranking(agent, &tsquery, query, list_depth)
-                                .await?,
-                            unembedded,
-                        )
-                    }
-                    None => (Vec::new(), 0),
-                };
-                let vector: Vec<i64> = by_vector.iter().map(|(_, seq)| *seq).collect();
-                let text: Vec<i64> = by_text.iter().map(|(_, seq)| *seq).collect();
-                let fused: Vec<(f32, i64)> = reciprocal_rank_fusion(
-                    &[(&vector[..], 1.0), (&text[..], 1.0)],
-                    RRF_K,
-                    |a, b| b.cmp(a),
-                )
+        limit: usize,
+    ) -> Result<PassageMatches, StoreError> {
+        let statistics = statistics(&self.pool, Collection::Passages, terms).await?;
+        let Some(tsquery) = terms_tsquery(terms) else {
+            return Ok(PassageMatches {
+                statistics,
+                ..PassageMatches::default()
+            });
+        };
+        let (total, unembedded) = self.count_text_matches(agent, &tsquery, query).await?;
+        let keys = if total == 0 {
+            Vec::new()
+        } else {
+            self.text_ranking(agent, &tsquery, query, limit)
+                .await?
                 .into_iter()
-                .map(|(seq, score)| (score, seq))
-                .collect();
-                self.page_of(agent, fused, query.page, embedded + unembedded_matches)
-                    .await
-            }
-        }
+                .map(|(_, seq)| seq)
+                .collect()
+        };
+        Ok(PassageMatches {
+            keys,
+            statistics,
+            total: total as u64,
+            unembedded: unembedded as u64,
+        })
+    }
+
+    async fn vector_candidates(
+        &self,
+        agent: AgentId,
+        embedding: &Embedding,
+        query: &ArchivalQuery,
+        limit: usize,
+    ) -> Result<NearestPassages, StoreError> {
+        let Some(space) = self.space().await? else {
+            // No passage has ever been embedded.
+            return Ok(NearestPassages::default());
+        };
+        space.check(embedding)?;
+        let (ranked, total) = self
+            .vector_ranking(agent, &embedding.vector, &space, query, limit)
+            .await?;
+        Ok(NearestPassages {
+            keys: ranked.into_iter().map(|(_, seq)| seq).collect(),
+            total: total as u64,
+        })
+    }
+
+    async fn passage_candidates(
+        &self,
+        agent: AgentId,
+        keys: &[CandidateKey],
+    ) -> Result<Vec<PassageCandidate>, StoreError> {
+        Ok(self
+            .passages_by_seq(agent, keys)
+            .await?
+            .into_iter()
+            .map(|(key, passage)| PassageCandidate { key, passage })
+            .collect())
     }
 
     async fn get_passages(

@@ -84,9 +84,10 @@ pub(crate) async fn builder_for(
     Ok(DocumentBuilder::new(&recent, next_turn))
 }
 
-/// Adds to an agent's collection statistics (negative to remove).
+/// Adds to an agent's statistics of `collection` (negative to remove).
 pub(crate) async fn count_documents(
     tx: &mut PgConnection,
+    collection: Collection,
     agent: AgentId,
     documents: i64,
     terms: i64,
@@ -94,11 +95,12 @@ pub(crate) async fn count_documents(
     if documents == 0 && terms == 0 {
         return Ok(());
     }
-    sqlx::query(
-        "INSERT INTO recall_statistics (agent_id, documents, terms) VALUES ($1, $2, $3) \
-         ON CONFLICT (agent_id) DO UPDATE SET documents = recall_statistics.documents + EXCLUDED.documents, \
-         terms = recall_statistics.terms + EXCLUDED.terms",
-    )
+    let (_, counters) = collection.tables();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO {counters} (agent_id, documents, terms) VALUES ($1, $2, $3) \
+         ON CONFLICT (agent_id) DO UPDATE SET documents = {counters}.documents + EXCLUDED.documents, \
+         terms = {counters}.terms + EXCLUDED.terms"
+    )))
     .bind(agent.as_uuid())
     .bind(documents)
     .bind(terms)
@@ -108,15 +110,36 @@ pub(crate) async fn count_documents(
     Ok(())
 }
 
-/// The collection statistics of `terms` over every message document of the store.
+/// The documents a search's statistics are over.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Collection {
+    /// Every message document (`recall_statistics`).
+    Messages,
+    /// Every passage (`archival_statistics`).
+    Passages,
+}
+
+impl Collection {
+    /// The table of the documents, and the table of their per-agent counters.
+    fn tables(self) -> (&'static str, &'static str) {
+        match self {
+            Collection::Messages => ("messages", "recall_statistics"),
+            Collection::Passages => ("passages", "archival_statistics"),
+        }
+    }
+}
+
+/// The collection statistics of `terms` over every document of `collection` in the store.
 pub(crate) async fn statistics(
     pool: &PgPool,
+    collection: Collection,
     terms: &[String],
 ) -> Result<TermStatistics, StoreError> {
-    let row = sqlx::query(
+    let (documents_table, counters) = collection.tables();
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT coalesce(sum(documents), 0)::bigint AS documents, coalesce(sum(terms), 0)::bigint AS terms \
-         FROM recall_statistics",
-    )
+         FROM {counters}"
+    )))
     .fetch_one(pool)
     .await
     .map_err(|e| db("reading term statistics", e))?;
@@ -144,7 +167,9 @@ pub(crate) async fn statistics(
                 i + 2
             ));
         }
-        sql.push_str(" FROM messages WHERE search @@ $1::tsquery");
+        sql.push_str(&format!(
+            " FROM {documents_table} WHERE search @@ $1::tsquery"
+        ));
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(any);
         for q in &present {
             query = query.bind(*q);
@@ -236,7 +261,7 @@ pub(crate) async fn rebuild_if_stale(tx: &mut PgConnection) -> Result<(), StoreE
         .map_err(|e| db("storing search documents", e))?;
     }
     for (agent, (documents, terms)) in totals {
-        count_documents(tx, agent, documents, terms).await?;
+        count_documents(tx, Collection::Messages, agent, documents, terms).await?;
     }
     let mut after = 0i64;
     loop {
@@ -272,6 +297,17 @@ pub(crate) async fn rebuild_if_stale(tx: &mut PgConnection) -> Result<(), StoreE
         .execute(&mut *tx)
         .await
         .map_err(|e| db("storing passage documents", e))?;
+    }
+    for sql in [
+        "DELETE FROM archival_statistics",
+        "INSERT INTO archival_statistics (agent_id, documents, terms) \
+         SELECT agent_id, count(*), coalesce(sum(cardinality(string_to_array(search_text, ' '))), 0) \
+         FROM passages GROUP BY agent_id",
+    ] {
+        sqlx::query(sql)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db("counting passages", e))?;
     }
     sqlx::query(
         "INSERT INTO memgpt_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",

@@ -249,6 +249,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "message_windows",
         include_str!("../../migrations/postgres/0004_message_windows.sql"),
     ),
+    (
+        5,
+        "passage_statistics",
+        include_str!("../../migrations/postgres/0005_passage_statistics.sql"),
+    ),
 ];
 
 /// The transaction-level advisory lock serialising schema creation and migrations (any store in
@@ -538,13 +543,6 @@ pub(crate) fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
-/// A `tsquery` matching any of `text`'s analysed terms
-/// ([`query_terms`](memgpt_core::retrieval::query_terms), never the raw text), or `None` when
-/// the text has no searchable term.
-pub(crate) fn ts_query(text: &str) -> Option<String> {
-    documents::terms_tsquery(&memgpt_core::retrieval::query_terms(text))
-}
-
 /// The advisory-lock key of an agent in a schema: FNV-1a (stable across processes and builds)
 /// over both.
 pub(crate) fn agent_lock_key(schema: &str, agent: &uuid::Uuid) -> i64 {
@@ -617,10 +615,16 @@ mod tests {
     fn identifiers_and_queries_are_quoted() {
         assert_eq!(quote_ident("a\"b"), "\"a\"\"b\"");
         assert_eq!(
-            ts_query("what's \"Mochi\" (my cat) eating?").as_deref(),
+            documents::terms_tsquery(&memgpt_core::retrieval::query_terms(
+                "what's \"Mochi\" (my cat) eating?"
+            ))
+            .as_deref(),
             Some("'cat' | 'eat' | 'mochi' | 's'")
         );
-        assert_eq!(ts_query("(( ::: \"\" ))"), None);
+        assert_eq!(
+            documents::terms_tsquery(&memgpt_core::retrieval::query_terms("(( ::: \"\" ))")),
+            None
+        );
         assert_eq!(
             documents::terms_tsquery(&["x".repeat(3_000), "kiwi".into(), "it's".into()]).as_deref(),
             Some("'kiwi' | 'it''s'")

@@ -14,7 +14,7 @@ use sqlx::{Postgres, QueryBuilder, Row};
 
 use super::PgStore;
 use super::dialect::{MESSAGE_COLUMNS, message_from_row, push_filters};
-use super::documents::{statistics, terms_tsquery};
+use super::documents::{Collection, statistics, terms_tsquery};
 use crate::codec::db;
 use crate::sql::{self, push_candidate_window, sql_int};
 
@@ -35,7 +35,7 @@ impl RecallStore for PgStore {
         query: &RecallQuery,
         limit: usize,
     ) -> Result<TextCandidates, StoreError> {
-        let statistics = statistics(&self.pool, terms).await?;
+        let statistics = statistics(&self.pool, Collection::Messages, terms).await?;
         let Some(tsquery) = terms_tsquery(terms) else {
             return Ok(TextCandidates {
                 keys: Vec::new(),

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use memgpt_core::embed::Embedding;
 use memgpt_core::ids::AgentId;
 use memgpt_core::message::Message;
-use memgpt_core::retrieval::DocumentBuilder;
+use memgpt_core::retrieval::{DocumentBuilder, document_terms};
 use memgpt_core::store::{
     AgentState, AgentStore, Commit, EmbeddingSpace, MAX_MESSAGE_WINDOWS, MessageEmbedding, Passage,
     PassageEmbedding, StoreError,
@@ -12,7 +12,7 @@ use memgpt_core::store::{
 use sqlx::{Row, SqliteConnection};
 
 use super::batch::Batch;
-use super::documents::{CachedBuilder, builder_for, count_documents, passage_document};
+use super::documents::{CachedBuilder, builder_for, count_documents, count_passage};
 use super::{SqliteStore, embedding_space};
 use crate::codec::{corrupt, db, micros, vector_to_blob};
 
@@ -95,6 +95,7 @@ impl AgentStore for SqliteStore {
             "DELETE FROM passage_tags WHERE agent_id = ?",
             "DELETE FROM passages WHERE agent_id = ?",
             "DELETE FROM passage_deletions WHERE agent_id = ?",
+            "DELETE FROM archival_statistics WHERE agent_id = ?",
         ] {
             sqlx::query(sql)
                 .bind(uuid)
@@ -417,11 +418,13 @@ async fn insert_passage(
         .push_bind(metadata)
         .push_bind(micros(passage.created_at))
         .push_unseparated(")");
+    let words = document_terms(&passage.text);
     batch
         .values("INSERT INTO passage_terms (rowid, agent, body) VALUES (last_insert_rowid(), ")
         .push_bind(token)
-        .push_bind(passage_document(passage))
+        .push_bind(words.join(" "))
         .push_unseparated(")");
+    count_passage(batch, passage.agent_id, 1, words.len() as i64);
     for tag in passage.tags() {
         batch
             .statement(
@@ -440,14 +443,17 @@ async fn delete_passage(
     agent: AgentId,
     passage: memgpt_core::ids::PassageId,
 ) -> Result<(), StoreError> {
-    let seq: Option<i64> =
-        sqlx::query_scalar("DELETE FROM passages WHERE id = ? AND agent_id = ? RETURNING seq")
+    let deleted: Option<(i64, String)> =
+        sqlx::query_as("DELETE FROM passages WHERE id = ? AND agent_id = ? RETURNING seq, text")
             .bind(passage.as_uuid())
             .bind(agent.as_uuid())
             .fetch_optional(&mut *tx)
             .await
             .map_err(|e| db("deleting a passage", e))?;
-    if let Some(seq) = seq {
+    if let Some((seq, text)) = deleted {
+        let mut batch = Batch::new("deleting a passage");
+        count_passage(&mut batch, agent, -1, -(document_terms(&text).len() as i64));
+        batch.send(&mut *tx).await?;
         for sql in [
             "DELETE FROM passage_terms WHERE rowid = ?",
             "DELETE FROM passage_tags WHERE passage_seq = ?",

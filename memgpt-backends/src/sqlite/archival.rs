@@ -1,19 +1,20 @@
-//! Archival storage: passages with embeddings; vector (exact or usearch), FTS5 and hybrid search.
+//! Archival storage: passages with embeddings; the candidates of archival search by vector (exact
+//! or usearch) and by FTS5 (memgpt-core ranks them).
 
 use std::collections::HashMap;
 
 use async_trait::async_trait;
+use memgpt_core::embed::Embedding;
 use memgpt_core::ids::{AgentId, PassageId};
-use memgpt_core::retrieval::{RRF_K, reciprocal_rank_fusion};
-use memgpt_core::store::{
-    ArchivalQuery, ArchivalStore, Page, Passage, SearchMode, SearchPage, StoreError,
-};
+use memgpt_core::retrieval::{CandidateKey, NearestPassages, PassageCandidate, PassageMatches};
+use memgpt_core::store::{ArchivalQuery, ArchivalStore, Page, Passage, SearchPage, StoreError};
 use sqlx::{QueryBuilder, Row, Sqlite};
 
 use super::SqliteStore;
 use super::agents::agent_token;
 use super::dialect::{PASSAGE_COLUMNS, passage_from_row};
-use crate::codec::{blob_to_vector_into, db, fts5_query, micros};
+use super::documents::passage_statistics;
+use crate::codec::{blob_to_vector_into, db, fts5_terms_query, micros};
 use crate::sql::{self, sql_int};
 use crate::vector::{TopK, cosine_to_unit, normalized};
 
@@ -126,42 +127,45 @@ impl SqliteStore {
         Ok((top.into_sorted(), seen))
     }
 
-    /// Passages of `agent` that `filter` admits matching `text` by BM25, best first; at most
-    /// `limit`.
-    async fn text_ranking(
+    /// Admitted passages of `agent` holding one of `terms`: up to `limit` of them by FTS5's
+    /// BM25 (the candidates' final ranking is memgpt-core's), and how many there are, in all
+    /// and without an embedding.
+    async fn text_matches(
         &self,
         agent: AgentId,
-        text: &str,
+        terms: &[String],
         filter: &ArchivalQuery,
         limit: usize,
-    ) -> Result<Vec<(f32, i64)>, StoreError> {
-        let Some(expr) = fts5_query(&agent_token(agent), text) else {
-            return Ok(Vec::new());
+    ) -> Result<(Vec<CandidateKey>, u64, u64), StoreError> {
+        let Some(expr) = fts5_terms_query(&agent_token(agent), terms) else {
+            return Ok((Vec::new(), 0, 0));
         };
-        let mut sql = QueryBuilder::<Sqlite>::new(
-            "SELECT p.seq AS seq, -bm25(passage_terms, 0.0, 1.0) AS score FROM passage_terms \
-             CROSS JOIN passages p ON p.seq = passage_terms.rowid WHERE passage_terms MATCH ",
-        );
-        sql.push_bind(expr);
-        push_passage_filters(&mut sql, agent, filter);
-        sql.push(" ORDER BY score DESC, p.seq DESC LIMIT ")
+        let get = |e| db("searching archival storage", e);
+        let matching = |select: &str| {
+            let mut sql = QueryBuilder::<Sqlite>::new(format!(
+                "SELECT {select} FROM passage_terms CROSS JOIN passages p \
+                 ON p.seq = passage_terms.rowid WHERE passage_terms MATCH "
+            ));
+            sql.push_bind(expr.clone());
+            push_passage_filters(&mut sql, agent, filter);
+            sql
+        };
+        let mut ranked = matching("p.seq");
+        ranked
+            .push(" ORDER BY bm25(passage_terms, 0.0, 1.0), p.seq DESC LIMIT ")
             .push_bind(sql_int(limit));
-        let rows = sql
-            .build()
+        let keys: Vec<CandidateKey> = ranked
+            .build_query_scalar()
             .fetch_all(&self.pool)
             .await
-            .map_err(|e| db("searching archival storage", e))?;
-        rows.iter()
-            .map(|row| {
-                let seq: i64 = row
-                    .try_get("seq")
-                    .map_err(|e| db("searching archival storage", e))?;
-                let score: f64 = row
-                    .try_get("score")
-                    .map_err(|e| db("searching archival storage", e))?;
-                Ok((score as f32, seq))
-            })
-            .collect()
+            .map_err(get)?;
+        let mut counted = matching("count(*), coalesce(sum(p.embedding IS NULL), 0)");
+        let (total, unembedded): (i64, i64) = counted
+            .build_query_as()
+            .fetch_one(&self.pool)
+            .await
+            .map_err(get)?;
+        Ok((keys, total.max(0) as u64, unembedded.max(0) as u64))
     }
 
     /// How many embedded passages of `agent` the filter admits.
@@ -227,77 +231,58 @@ impl SqliteStore {
         }
         self.exact_vector_ranking(agent, query, filter, limit).await
     }
-
-    async fn page_of(
-        &self,
-        ranked: Vec<(f32, i64)>,
-        page: Page,
-        total: usize,
-    ) -> Result<SearchPage<Passage>, StoreError> {
-        sql::ranked(ranked, page, total, |seqs| async move {
-            self.passages_by_seq(&seqs).await
-        })
-        .await
-    }
 }
 
 #[async_trait]
 impl ArchivalStore for SqliteStore {
-    async fn search(
+    async fn text_candidates(
         &self,
         agent: AgentId,
+        terms: &[String],
         query: &ArchivalQuery,
-    ) -> Result<SearchPage<Passage>, StoreError> {
-        if let (Some(embedding), Some(space)) = (&query.embedding, self.space().await?) {
+        limit: usize,
+    ) -> Result<PassageMatches, StoreError> {
+        let statistics = passage_statistics(&self.pool, terms).await?;
+        let (keys, total, unembedded) = self.text_matches(agent, terms, query, limit).await?;
+        Ok(PassageMatches {
+            keys,
+            statistics,
+            total,
+            unembedded,
+        })
+    }
+
+    async fn vector_candidates(
+        &self,
+        agent: AgentId,
+        embedding: &Embedding,
+        query: &ArchivalQuery,
+        limit: usize,
+    ) -> Result<NearestPassages, StoreError> {
+        if let Some(space) = self.space().await? {
             space.check(embedding)?;
         }
-        // Any page is safe: depths saturate, and every list below is bounded by what exists.
-        let depth = query.page.depth();
-        match (query.mode, &query.embedding) {
-            (SearchMode::Vector, None) => Err(StoreError::InvalidQuery(
-                "vector search needs a query embedding".into(),
-            )),
-            (SearchMode::Vector, Some(embedding)) => {
-                let (ranked, total) = self
-                    .vector_ranking(agent, &embedding.vector, query, depth)
-                    .await?;
-                self.page_of(ranked, query.page, total).await
-            }
-            (SearchMode::Text, _) | (SearchMode::Hybrid, None) => {
-                let ranked = self
-                    .text_ranking(agent, &query.text, query, usize::MAX)
-                    .await?;
-                let total = ranked.len();
-                self.page_of(ranked, query.page, total).await
-            }
-            (SearchMode::Hybrid, Some(embedding)) => {
-                // With exact vectors both lists are complete, so the fusion equals the reference
-                // store's; with an ANN index each list is cut at a generous depth.
-                let exact = !self.has_vector_index();
-                let depth = if exact {
-                    usize::MAX
-                } else {
-                    depth.saturating_mul(4).max(100)
-                };
-                let (by_vector, embedded) = self
-                    .vector_ranking(agent, &embedding.vector, query, depth)
-                    .await?;
-                let by_text = self.text_ranking(agent, &query.text, query, depth).await?;
-                let unembedded_matches = self.count_unembedded(&by_text).await?;
-                let vector: Vec<i64> = by_vector.iter().map(|(_, seq)| *seq).collect();
-                let text: Vec<i64> = by_text.iter().map(|(_, seq)| *seq).collect();
-                let fused: Vec<(f32, i64)> = reciprocal_rank_fusion(
-                    &[(&vector[..], 1.0), (&text[..], 1.0)],
-                    RRF_K,
-                    |a, b| b.cmp(a),
-                )
-                .into_iter()
-                .map(|(seq, score)| (score, seq))
-                .collect();
-                self.page_of(fused, query.page, embedded + unembedded_matches)
-                    .await
-            }
-        }
+        let (ranked, total) = self
+            .vector_ranking(agent, &embedding.vector, query, limit)
+            .await?;
+        Ok(NearestPassages {
+            keys: ranked.into_iter().map(|(_, seq)| seq).collect(),
+            total: total as u64,
+        })
+    }
+
+    async fn passage_candidates(
+        &self,
+        agent: AgentId,
+        keys: &[CandidateKey],
+    ) -> Result<Vec<PassageCandidate>, StoreError> {
+        Ok(self
+            .passages_by_seq(keys)
+            .await?
+            .into_iter()
+            .filter(|(_, passage)| passage.agent_id == agent)
+            .map(|(key, passage)| PassageCandidate { key, passage })
+            .collect())
     }
 
     async fn get_passages(
@@ -349,40 +334,5 @@ impl ArchivalStore for SqliteStore {
         limit: usize,
     ) -> Result<Vec<Passage>, StoreError> {
         sql::unembedded_passages(self, agent, limit).await
-    }
-}
-
-impl SqliteStore {
-    fn has_vector_index(&self) -> bool {
-        #[cfg(feature = "usearch")]
-        {
-            self.usearch.is_some()
-        }
-        #[cfg(not(feature = "usearch"))]
-        {
-            false
-        }
-    }
-
-    /// How many of these text hits have no embedding (they are absent from the vector list).
-    async fn count_unembedded(&self, hits: &[(f32, i64)]) -> Result<usize, StoreError> {
-        let mut n = 0usize;
-        for chunk in hits.chunks(500) {
-            let mut sql = QueryBuilder::<Sqlite>::new(
-                "SELECT count(*) FROM passages WHERE embedding IS NULL AND seq IN (",
-            );
-            let mut list = sql.separated(", ");
-            for (_, seq) in chunk {
-                list.push_bind(*seq);
-            }
-            sql.push(")");
-            let count: i64 = sql
-                .build_query_scalar()
-                .fetch_one(&self.pool)
-                .await
-                .map_err(|e| db("counting passages", e))?;
-            n += count as usize;
-        }
-        Ok(n)
     }
 }

@@ -18,7 +18,7 @@ use memgpt_core::retrieval::{
     ANALYZER_VERSION, DocumentBuilder, MessageDocument, TermStatistics, WINDOW_NEIGHBOURS,
     document_terms,
 };
-use memgpt_core::store::{Passage, StoreError};
+use memgpt_core::store::StoreError;
 use sqlx::{Row, SqliteConnection, SqlitePool};
 use tracing::info;
 
@@ -152,9 +152,120 @@ pub(crate) async fn fts_statistics(
     })
 }
 
-/// The text `passage_terms` indexes for a passage: its stemmed words.
-pub(crate) fn passage_document(passage: &Passage) -> String {
-    document_terms(&passage.text).join(" ")
+/// Adds passages of `agent` to the archival collection statistics (negative to remove).
+pub(crate) fn count_passage(batch: &mut Batch, agent: AgentId, documents: i64, terms: i64) {
+    batch
+        .statement("INSERT INTO archival_statistics (agent_id, documents, terms) VALUES (")
+        .bind(*agent.as_uuid())
+        .sql(", ")
+        .bind(documents)
+        .sql(", ")
+        .bind(terms)
+        .sql(
+            ") ON CONFLICT (agent_id) DO UPDATE SET documents = documents + excluded.documents, \
+             terms = terms + excluded.terms",
+        );
+}
+
+/// The collection statistics of `terms` over every passage: the per-agent counters summed, and
+/// document frequencies from `passage_terms_vocab`.
+pub(crate) async fn passage_statistics(
+    pool: &SqlitePool,
+    terms: &[String],
+) -> Result<TermStatistics, StoreError> {
+    let get = |e| db("reading passage term statistics", e);
+    let mut conn = pool.acquire().await.map_err(get)?;
+    let (documents, total_terms): (i64, i64) = sqlx::query_as(
+        "SELECT coalesce(sum(documents), 0), coalesce(sum(terms), 0) FROM archival_statistics",
+    )
+    .fetch_one(&mut *conn)
+    .await
+    .map_err(get)?;
+    let mut document_frequency = Vec::with_capacity(terms.len());
+    for term in terms {
+        let df: Option<i64> = sqlx::query_scalar(
+            "SELECT doc FROM passage_terms_vocab WHERE term = ? AND col = 'body'",
+        )
+        .bind(term)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(get)?;
+        document_frequency.push(df.unwrap_or(0).max(0) as u64);
+    }
+    Ok(TermStatistics {
+        documents: documents.max(0) as u64,
+        total_terms: total_terms.max(0) as u64,
+        document_frequency,
+    })
+}
+
+/// The `memgpt_meta` key present once `archival_statistics` counts every passage.
+const PASSAGE_STATISTICS: &str = "passage_statistics";
+
+/// Counts every passage afresh into `archival_statistics` (in the caller's transaction).
+async fn recount_passages(tx: &mut SqliteConnection) -> Result<(), StoreError> {
+    let get = |e| db("counting passages", e);
+    sqlx::query("DELETE FROM archival_statistics")
+        .execute(&mut *tx)
+        .await
+        .map_err(get)?;
+    let mut counts: HashMap<uuid::Uuid, (i64, i64)> = HashMap::new();
+    let mut after = 0i64;
+    loop {
+        let rows: Vec<(i64, uuid::Uuid, String)> = sqlx::query_as(
+            "SELECT seq, agent_id, text FROM passages WHERE seq > ? ORDER BY seq LIMIT ?",
+        )
+        .bind(after)
+        .bind(REBUILD_BATCH)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(get)?;
+        let Some(last) = rows.last() else { break };
+        after = last.0;
+        for (_, agent, text) in &rows {
+            let count = counts.entry(*agent).or_default();
+            count.0 += 1;
+            count.1 += document_terms(text).len() as i64;
+        }
+    }
+    for (agent, (documents, terms)) in counts {
+        sqlx::query(
+            "INSERT INTO archival_statistics (agent_id, documents, terms) VALUES (?, ?, ?)",
+        )
+        .bind(agent)
+        .bind(documents)
+        .bind(terms)
+        .execute(&mut *tx)
+        .await
+        .map_err(get)?;
+    }
+    sqlx::query(
+        "INSERT INTO memgpt_meta (key, value) VALUES (?, '1') ON CONFLICT (key) DO NOTHING",
+    )
+    .bind(PASSAGE_STATISTICS)
+    .execute(&mut *tx)
+    .await
+    .map_err(get)?;
+    Ok(())
+}
+
+/// Fills in `archival_statistics` for a store upgraded from before it existed.
+pub(crate) async fn count_passages_if_missing(pool: &SqlitePool) -> Result<(), StoreError> {
+    if meta(pool, PASSAGE_STATISTICS).await?.is_some() {
+        return Ok(());
+    }
+    let mut tx = pool
+        .begin_with("BEGIN IMMEDIATE")
+        .await
+        .map_err(|e| db("starting to count passages", e))?;
+    // Another process may have counted while this one waited for the lock.
+    if meta(&mut *tx, PASSAGE_STATISTICS).await?.is_none() {
+        info!("counting every passage for archival search statistics");
+        recount_passages(&mut tx).await?;
+    }
+    tx.commit()
+        .await
+        .map_err(|e| db("committing the passage counts", e))
 }
 
 /// Rebuilds every document and both full-text tables unless they were built by this analyzer.
@@ -250,6 +361,7 @@ pub(crate) async fn rebuild_if_stale(pool: &SqlitePool) -> Result<(), StoreError
                 .map_err(|e| db("indexing a passage", e))?;
         }
     }
+    recount_passages(&mut tx).await?;
     sqlx::query(
         "INSERT INTO memgpt_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
     )

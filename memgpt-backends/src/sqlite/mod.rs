@@ -188,6 +188,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "message_windows",
         include_str!("../../migrations/sqlite/0004_message_windows.sql"),
     ),
+    (
+        5,
+        "passage_statistics",
+        include_str!("../../migrations/sqlite/0005_passage_statistics.sql"),
+    ),
 ];
 
 /// Committed rows after which the derived indexes catch up at commit time instead of waiting
@@ -228,6 +233,7 @@ impl SqliteStore {
             .map_err(|e| db("opening the SQLite database", e))?;
         migrate(&pool).await?;
         documents::rebuild_if_stale(&pool).await?;
+        documents::count_passages_if_missing(&pool).await?;
         let store = Self {
             #[cfg(feature = "tantivy")]
             tantivy: match options.recall {

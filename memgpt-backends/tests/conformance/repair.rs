@@ -383,3 +383,54 @@ async fn documents_follow_commits_of_another_process() {
         ["one walrus", "three", "two narwhal"]
     );
 }
+
+/// A data directory written before archival statistics (schema version 4) opens with every
+/// passage counted, so archival search ranks its old passages as a new store would.
+#[tokio::test]
+async fn a_version_4_store_counts_its_passages_on_open() {
+    use sqlx::sqlite::{SqliteConnectOptions, SqlitePool};
+    let dir = tempfile::tempdir().unwrap();
+    let texts = ["tea in the kitchen", "green tea", "a garden ladder"];
+    let s = open(dir.path(), "?recall=fts5&vectors=exact").await;
+    let mut a = new_agent(&s, "old").await;
+    let passages = texts.iter().map(|t| passage(a.id, t, t0())).collect();
+    s.agents
+        .commit(&a.next_commit(vec![], passages))
+        .await
+        .unwrap();
+    let terms = memgpt_core::retrieval::query_terms("tea kitchen");
+    let filter = ArchivalQuery::new("tea kitchen", SearchMode::Text, Page::first(5));
+    let before = s
+        .archival
+        .text_candidates(a.id, &terms, &filter, 10)
+        .await
+        .unwrap();
+    assert_eq!(before.statistics.documents, 3);
+    drop(s);
+    {
+        let pool = SqlitePool::connect_with(
+            SqliteConnectOptions::new().filename(dir.path().join("memgpt.db")),
+        )
+        .await
+        .unwrap();
+        sqlx::raw_sql(
+            "DROP TABLE archival_statistics; DROP TABLE passage_terms_vocab; \
+             DELETE FROM memgpt_migrations WHERE version = 5; \
+             DELETE FROM memgpt_meta WHERE key = 'passage_statistics';",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+        pool.close().await;
+    }
+    let s = open(dir.path(), "?recall=fts5&vectors=exact").await;
+    let after = s
+        .archival
+        .text_candidates(a.id, &terms, &filter, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        after, before,
+        "the upgraded store counts what the new one did"
+    );
+}

@@ -30,7 +30,7 @@ impl Agent {
     /// # Ok(()) }
     /// ```
     pub async fn search_recall(&self, query: &RecallQuery) -> Result<RecallResults> {
-        Ok(crate::function::search_recall(
+        Ok(crate::function::embed_and_search_recall(
             &self.rt.storage,
             self.rt.embedder.as_deref(),
             self.id(),

@@ -54,7 +54,7 @@ async fn conversation_search(
         search.kinds = roles.into_iter().map(ConversationRole::kind).collect();
         search.kinds.dedup();
     }
-    let results = ctx.search_recall(&search).await?;
+    let results = ctx.search_recall_and_mark_used(&search).await?;
     Ok(render(&results))
 }
 
@@ -74,7 +74,7 @@ async fn conversation_search_date(
         range,
         Page::new(page.unwrap_or(0) as usize, ctx.settings().page_size),
     );
-    let results = ctx.search_recall(&query).await?;
+    let results = ctx.search_recall_and_mark_used(&query).await?;
     Ok(render(&results))
 }
 

@@ -15,10 +15,10 @@ use crate::ids::{AgentId, MessageId, PassageId};
 use crate::memory::WorkingContext;
 use crate::message::Message;
 use crate::passages::{PassageError, PassageWriter};
-use crate::retrieval::{RRF_K, RecallRanking, reciprocal_rank_fusion};
+use crate::retrieval::RecallRanking;
 use crate::store::{
-    ArchivalQuery, Hit, Page, Passage, RecallQuery, SearchMode, SearchPage, Storage, StoreError,
-    TimeRange,
+    ArchivalQuery, Page, Passage, RecallQuery, SearchMode, SearchPage, Storage, StoreError,
+    TimeRange, search_passages_with,
 };
 use crate::tokens::TokenCounter;
 
@@ -240,11 +240,11 @@ impl<'a> FunctionContext<'a> {
     ///
     /// An embedder failure never fails the search: it falls back to words alone and says so in
     /// [`RecallResults::note`].
-    pub async fn search_recall(
+    pub async fn search_recall_and_mark_used(
         &mut self,
         query: &RecallQuery,
     ) -> Result<RecallResults, FunctionError> {
-        let results = search_recall(
+        let results = embed_and_search_recall(
             self.storage,
             self.embedder,
             self.agent_id,
@@ -311,51 +311,14 @@ impl<'a> FunctionContext<'a> {
             range,
         )
         .await?;
-        if self.writes.passages.is_empty() {
-            return Ok(self.storage.archival.search(self.agent_id, &query).await?);
-        }
-        // Overlay: rank this step's passages the same way and merge them with every committed
-        // hit that could land on the requested page. Cosine similarities (vector mode) compare
-        // across the two lists; lexical and fused scores do not, so those lists are merged by
-        // rank (reciprocal-rank fusion of the two orderings; ties go to the newer passage).
-        let wide = ArchivalQuery {
-            page: Page::new(0, page.depth()),
-            ..query.clone()
-        };
-        let committed = self.storage.archival.search(self.agent_id, &wide).await?;
-        let pending = crate::store::rank_passages(&self.writes.passages, &query)?;
-        let total = committed.total + pending.len();
-        let mut hits: Vec<Hit<Passage>> = committed.hits;
-        let committed_count = hits.len();
-        hits.extend(pending.into_iter().map(|(score, i)| Hit {
-            item: self.writes.passages[i].clone(),
-            score,
-        }));
-        let newer_first =
-            |a: &usize, b: &usize| hits[*b].item.created_at.cmp(&hits[*a].item.created_at);
-        let order: Vec<usize> = if query.mode == SearchMode::Vector {
-            let mut order: Vec<usize> = (0..hits.len()).collect();
-            order.sort_by(|a, b| {
-                hits[*b]
-                    .score
-                    .total_cmp(&hits[*a].score)
-                    .then(newer_first(a, b))
-            });
-            order
-        } else {
-            let old: Vec<usize> = (0..committed_count).collect();
-            let new: Vec<usize> = (committed_count..hits.len()).collect();
-            reciprocal_rank_fusion(&[(&old[..], 1.0), (&new[..], 1.0)], RRF_K, newer_first)
-                .into_iter()
-                .map(|(i, _)| i)
-                .collect()
-        };
-        let ordered: Vec<Hit<Passage>> = order.into_iter().map(|i| hits[i].clone()).collect();
-        Ok(SearchPage {
-            hits: page.slice(ordered),
-            page,
-            total,
-        })
+        // This step's inserts are ranked with the committed passages, as if already stored.
+        Ok(search_passages_with(
+            self.storage.archival.as_ref(),
+            self.agent_id,
+            &query,
+            &self.writes.passages,
+        )
+        .await?)
     }
 }
 
@@ -386,10 +349,10 @@ pub(crate) async fn archival_query(
     })
 }
 
-/// Recall search as [`FunctionContext::search_recall`] runs it, without recording uses: the
+/// Recall search as [`FunctionContext::search_recall_and_mark_used`] runs it, without recording uses: the
 /// query ranked by `ranking`, hybrid when there is an embedder (pending conversation messages
 /// embedded first, up to a bound), falling back to words alone with a note.
-pub(crate) async fn search_recall(
+pub(crate) async fn embed_and_search_recall(
     storage: &Storage,
     embedder: Option<&dyn Embedder>,
     agent: AgentId,

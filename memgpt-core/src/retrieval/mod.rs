@@ -12,8 +12,10 @@
 //!   scores instead, see [`rank_candidates`]).
 //! * [`rank_candidates`] and [`RecallRanking`]: hybrid recall ranking of the candidates a
 //!   [`RecallStore`](crate::store::RecallStore) finds by text and by vector (the search itself
-//!   is [`store::search_recall`](crate::store::search_recall)).
-//! * [`SearchMode`]: how archival search ranks passages.
+//!   is [`store::search_messages`](crate::store::search_messages)).
+//! * [`rank_passages`] and [`SearchMode`]: archival ranking of the candidates an
+//!   [`ArchivalStore`](crate::store::ArchivalStore) finds by text and by vector (the search
+//!   itself is [`store::search_passages`](crate::store::search_passages)).
 //!
 //! The defaults and how they were chosen are in BENCHMARKS.md ("LoCoMo: evidence recall of
 //! conversation search").
@@ -24,6 +26,7 @@ mod cues;
 mod document;
 mod fusion;
 mod mode;
+mod passages;
 mod recall;
 
 pub use analyzer::{
@@ -37,6 +40,9 @@ pub use document::{
 };
 pub use fusion::{RRF_K, reciprocal_rank_fusion};
 pub use mode::SearchMode;
+pub use passages::{
+    NearestPassages, PassageCandidate, PassageMatches, passage_pool, rank_passages,
+};
 pub use recall::{
     CandidateKey, CueBoost, MAX_CANDIDATES, RecallCandidate, RecallRanking, TextCandidates,
     rank_candidates,

@@ -4,7 +4,7 @@
 //! messages whose documents contain a query term (`text_candidates`, with the collection
 //! statistics of those terms), the messages whose embeddings are nearest the query's
 //! (`vector_candidates`), and the details of both (`candidates`).
-//! [`search_recall`](crate::store::search_recall) then ranks the union with
+//! [`search_messages`](crate::store::search_messages) then ranks the union with
 //! [`rank_candidates`], the same way for every store:
 //!
 //! 1. **BM25** of each candidate's document (the message with the ends of the turns before it,

@@ -8,14 +8,14 @@ use async_trait::async_trait;
 use super::{
     AgentState, AgentStore, ArchivalQuery, ArchivalStore, Commit, EmbeddingSpace, Hit,
     MAX_MESSAGE_WINDOWS, MessageEmbedding, Page, Passage, PassageEmbedding, RecallQuery,
-    RecallStore, SearchMode, SearchPage, StoreError,
+    RecallStore, SearchPage, StoreError,
 };
-use crate::embed::{Embedding, cosine};
+use crate::embed::Embedding;
 use crate::ids::{AgentId, MessageId, PassageId};
 use crate::message::Message;
 use crate::retrieval::{
-    Bm25Index, CandidateKey, DocumentBuilder, RRF_K, RecallCandidate, TermStatistics,
-    TextCandidates, count_terms, is_conversation, reciprocal_rank_fusion,
+    CandidateKey, DocumentBuilder, NearestPassages, PassageCandidate, PassageMatches,
+    RecallCandidate, TermStatistics, TextCandidates, count_terms, document_terms, is_conversation,
 };
 
 /// Every storage role in process memory: exact, simple, and the reference the SQL and index
@@ -23,7 +23,7 @@ use crate::retrieval::{
 ///
 /// Search is exhaustive: every message whose document matches is a text candidate, and every
 /// embedded message a vector candidate (exact cosine), so its rankings are what
-/// [`search_recall`](crate::store::search_recall) gives with unlimited pools.
+/// [`search_messages`](crate::store::search_messages) gives with unlimited pools.
 #[derive(Debug, Default)]
 pub struct InMemoryStore {
     inner: RwLock<Inner>,
@@ -40,6 +40,11 @@ struct Inner {
     archival: HashMap<AgentId, AgentArchival>,
     /// Statistics of every message document (all agents), for BM25.
     terms: Collection,
+    /// Statistics of every passage's words (all agents), for BM25.
+    passage_terms: Collection,
+    /// The candidate key of the next passage stored (keys never repeat, so a search's keys
+    /// stay valid while commits come and go).
+    next_passage_key: CandidateKey,
 }
 
 /// Document statistics of a collection.
@@ -122,6 +127,40 @@ impl Default for AgentRecall {
 #[derive(Debug, Default)]
 struct AgentArchival {
     passages: Vec<Passage>,
+    /// Each passage's candidate key.
+    keys: Vec<CandidateKey>,
+    /// Each passage's words (terms joined by spaces).
+    documents: Vec<String>,
+}
+
+impl AgentArchival {
+    /// Adds a passage: its words join the collection statistics.
+    fn push(&mut self, passage: Passage, key: CandidateKey, collection: &mut Collection) {
+        let terms = document_terms(&passage.text);
+        collection.add(&terms);
+        self.documents.push(terms.join(" "));
+        self.keys.push(key);
+        self.passages.push(passage);
+    }
+
+    /// Removes the passages `gone` holds, and their words from the collection statistics.
+    fn remove(&mut self, gone: impl Fn(&Passage) -> bool, collection: &mut Collection) {
+        let mut i = 0;
+        while i < self.passages.len() {
+            if gone(&self.passages[i]) {
+                self.passages.remove(i);
+                self.keys.remove(i);
+                collection.remove(&self.documents.remove(i));
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// The indices of the passages `query` admits.
+    fn admitted<'a>(&'a self, query: &'a ArchivalQuery) -> impl Iterator<Item = usize> + 'a {
+        (0..self.passages.len()).filter(|&i| query.admits(&self.passages[i]))
+    }
 }
 
 impl InMemoryStore {
@@ -182,7 +221,9 @@ impl AgentStore for InMemoryStore {
                 inner.terms.remove(document);
             }
         }
-        inner.archival.remove(&id);
+        if let Some(mut archival) = inner.archival.remove(&id) {
+            archival.remove(|_| true, &mut inner.passage_terms);
+        }
         inner.order.retain(|a| *a != id);
         Ok(inner.agents.remove(&id).is_some())
     }
@@ -197,13 +238,20 @@ impl AgentStore for InMemoryStore {
         let fixed = EmbeddingSpace::settle(inner.embedding.clone(), commit.embeddings())?;
 
         inner.embedding = fixed;
-        let archival = inner.archival.entry(id).or_default();
+        let Inner {
+            archival,
+            passage_terms,
+            next_passage_key,
+            ..
+        } = &mut *inner;
+        let archival = archival.entry(id).or_default();
         if !commit.deleted_passages.is_empty() {
-            archival
-                .passages
-                .retain(|p| !commit.deleted_passages.contains(&p.id));
+            archival.remove(|p| commit.deleted_passages.contains(&p.id), passage_terms);
         }
-        archival.passages.extend(commit.passages.iter().cloned());
+        for passage in &commit.passages {
+            archival.push(passage.clone(), *next_passage_key, passage_terms);
+            *next_passage_key += 1;
+        }
         let Inner { recall, terms, .. } = &mut *inner;
         let recall = recall.entry(id).or_default();
         for message in &commit.messages {
@@ -462,27 +510,85 @@ impl RecallStore for InMemoryStore {
 
 #[async_trait]
 impl ArchivalStore for InMemoryStore {
-    async fn search(
+    async fn text_candidates(
         &self,
         agent: AgentId,
+        terms: &[String],
         query: &ArchivalQuery,
-    ) -> Result<SearchPage<Passage>, StoreError> {
+        _limit: usize,
+    ) -> Result<PassageMatches, StoreError> {
         let inner = self.read();
-        if let (Some(embedding), Some(space)) = (&query.embedding, &inner.embedding) {
+        let statistics = inner.passage_terms.statistics(terms);
+        let Some(archival) = inner.archival.get(&agent) else {
+            return Ok(PassageMatches {
+                statistics,
+                ..PassageMatches::default()
+            });
+        };
+        // Exhaustive: every admitted passage holding a term is a candidate.
+        let mut matches = PassageMatches {
+            statistics,
+            ..PassageMatches::default()
+        };
+        for i in archival.admitted(query) {
+            if archival.documents[i]
+                .split(' ')
+                .any(|word| terms.iter().any(|t| t == word))
+            {
+                matches.keys.push(archival.keys[i]);
+                matches.total += 1;
+                matches.unembedded += u64::from(archival.passages[i].embedding.is_none());
+            }
+        }
+        Ok(matches)
+    }
+
+    async fn vector_candidates(
+        &self,
+        agent: AgentId,
+        embedding: &Embedding,
+        query: &ArchivalQuery,
+        _limit: usize,
+    ) -> Result<NearestPassages, StoreError> {
+        let inner = self.read();
+        if let Some(space) = &inner.embedding {
             space.check(embedding)?;
         }
         let Some(archival) = inner.archival.get(&agent) else {
-            return Ok(SearchPage::empty(query.page));
+            return Ok(NearestPassages::default());
         };
-        let ranked = rank_passages(&archival.passages, query)?;
-        Ok(SearchPage::from_ranking(
-            query.page,
-            ranked,
-            |(score, i)| Hit {
-                item: archival.passages[i].clone(),
-                score,
-            },
-        ))
+        // Exhaustive: every admitted embedded passage is a candidate (the ranking orders them).
+        let keys: Vec<CandidateKey> = archival
+            .admitted(query)
+            .filter(|&i| archival.passages[i].embedding.is_some())
+            .map(|i| archival.keys[i])
+            .collect();
+        Ok(NearestPassages {
+            total: keys.len() as u64,
+            keys,
+        })
+    }
+
+    async fn passage_candidates(
+        &self,
+        agent: AgentId,
+        keys: &[CandidateKey],
+    ) -> Result<Vec<PassageCandidate>, StoreError> {
+        let inner = self.read();
+        let Some(archival) = inner.archival.get(&agent) else {
+            return Ok(Vec::new());
+        };
+        let wanted: std::collections::HashSet<CandidateKey> = keys.iter().copied().collect();
+        Ok(archival
+            .keys
+            .iter()
+            .zip(&archival.passages)
+            .filter(|(key, _)| wanted.contains(key))
+            .map(|(key, passage)| PassageCandidate {
+                key: *key,
+                passage: passage.clone(),
+            })
+            .collect())
     }
 
     async fn get_passages(
@@ -534,69 +640,6 @@ impl ArchivalStore for InMemoryStore {
     }
 }
 
-/// Ranks the passages `query` admits: `(score, index)`, best first (ties: newest first).
-///
-/// Shared with the step overlay, which searches passages inserted earlier in the same step.
-pub(crate) fn rank_passages(
-    passages: &[Passage],
-    query: &ArchivalQuery,
-) -> Result<Vec<(f32, usize)>, StoreError> {
-    let admitted: Vec<usize> = (0..passages.len())
-        .filter(|&i| query.admits(&passages[i]))
-        .collect();
-    let by_vector = |embedding: &Embedding| -> Vec<(f32, usize)> {
-        let mut ranked: Vec<(f32, usize)> = admitted
-            .iter()
-            .filter_map(|&i| {
-                Some((
-                    cosine(&embedding.vector, &passages[i].embedding.as_ref()?.vector),
-                    i,
-                ))
-            })
-            .collect();
-        sort_ranked(&mut ranked, passages);
-        ranked
-    };
-    let by_text = || -> Vec<(f32, usize)> {
-        let index = Bm25Index::new(admitted.iter().map(|&i| passages[i].text.as_str()));
-        let mut ranked: Vec<(f32, usize)> = index
-            .scores(&query.text)
-            .into_iter()
-            .zip(&admitted)
-            .filter(|(s, _)| *s > 0.0)
-            .map(|(s, &i)| (s, i))
-            .collect();
-        sort_ranked(&mut ranked, passages);
-        ranked
-    };
-    Ok(match (query.mode, &query.embedding) {
-        (SearchMode::Vector, Some(e)) => by_vector(e),
-        (SearchMode::Vector, None) => {
-            return Err(StoreError::InvalidQuery(
-                "vector search needs a query embedding".into(),
-            ));
-        }
-        (SearchMode::Text, _) | (SearchMode::Hybrid, None) => by_text(),
-        (SearchMode::Hybrid, Some(e)) => {
-            let vector: Vec<usize> = by_vector(e).into_iter().map(|(_, i)| i).collect();
-            let text: Vec<usize> = by_text().into_iter().map(|(_, i)| i).collect();
-            reciprocal_rank_fusion(&[(&vector[..], 1.0), (&text[..], 1.0)], RRF_K, |a, b| {
-                passages[*b].created_at.cmp(&passages[*a].created_at)
-            })
-            .into_iter()
-            .map(|(i, score)| (score, i))
-            .collect()
-        }
-    })
-}
-
-fn sort_ranked(ranked: &mut [(f32, usize)], passages: &[Passage]) {
-    ranked.sort_by(|a, b| {
-        b.0.total_cmp(&a.0)
-            .then(passages[b.1].created_at.cmp(&passages[a.1].created_at))
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use chrono::{Duration, TimeZone, Utc};
@@ -605,7 +648,7 @@ mod tests {
     use crate::config::AgentConfig;
     use crate::embed::HashingEmbedder;
     use crate::message::MessageKind;
-    use crate::store::{Summary, TimeRange};
+    use crate::store::{SearchMode, Summary, TimeRange};
 
     fn state(id: AgentId) -> AgentState {
         let t = Utc.with_ymd_and_hms(2024, 1, 1, 0, 0, 0).unwrap();

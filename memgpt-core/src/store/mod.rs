@@ -5,8 +5,8 @@
 //!   one [`AgentStore::commit`], atomically, together with the messages and passages it created.
 //! * [`RecallStore`] reads the append-only log of every message: hybrid search (ranked once, for
 //!   every store, by [`retrieval`](crate::retrieval)), date ranges, pagination, counts.
-//! * [`ArchivalStore`] reads passages with embeddings: vector, text or hybrid search with
-//!   pagination, counts.
+//! * [`ArchivalStore`] reads passages with embeddings: vector, text or hybrid search (ranked
+//!   once, for every store, by [`retrieval`](crate::retrieval)) with pagination, counts.
 //!
 //! [`InMemoryStore`] implements all three and is the reference the real backends
 //! (`memgpt-backends`) are tested against. A [`Storage`] bundles the three handles an agent uses.
@@ -24,8 +24,8 @@ use async_trait::async_trait;
 
 pub use error::StoreError;
 pub use memory::InMemoryStore;
-pub(crate) use memory::rank_passages;
-pub use search::search_recall;
+pub(crate) use search::search_passages_with;
+pub use search::{search_messages, search_passages};
 pub use space::EmbeddingSpace;
 pub(crate) use types::json_holds_nul;
 pub use types::{
@@ -40,7 +40,10 @@ pub use crate::retrieval::SearchMode;
 use crate::embed::Embedding;
 use crate::ids::{AgentId, MessageId, PassageId};
 use crate::message::Message;
-use crate::retrieval::{CandidateKey, RecallCandidate, TextCandidates};
+use crate::retrieval::{
+    CandidateKey, NearestPassages, PassageCandidate, PassageMatches, RecallCandidate,
+    TextCandidates,
+};
 
 /// Durable agent state, and the single atomic write path of an agent step.
 #[async_trait]
@@ -177,7 +180,7 @@ impl AgentLease for NoLease {
 /// Read access to recall storage: every message ever exchanged.
 ///
 /// A store implements the primitives; [`RecallStore::search`] is provided and ranks with
-/// [`search_recall`], so every store searches the same way.
+/// [`search_messages`], so every store searches the same way.
 ///
 /// **What a store indexes.** Each message has a search document built by a
 /// [`DocumentBuilder`](crate::retrieval::DocumentBuilder) in append order (stores keep each
@@ -197,7 +200,7 @@ pub trait RecallStore: Send + Sync + fmt::Debug {
         agent: AgentId,
         query: &RecallQuery,
     ) -> Result<SearchPage<Message>, StoreError> {
-        search_recall(self, agent, query).await
+        search_messages(self, agent, query).await
     }
 
     /// The agent's messages passing the query's kind and time filters, oldest first (ties: in
@@ -259,18 +262,58 @@ pub trait RecallStore: Send + Sync + fmt::Debug {
 }
 
 /// Read access to archival storage: passages with embeddings.
+///
+/// A store implements the primitives; [`ArchivalStore::search`] is provided and ranks with
+/// [`search_passages`], so every store searches the same way (the shape of [`RecallStore`]).
+///
+/// **What a store indexes.** Each passage's words as [`document_terms`](crate::retrieval::document_terms)
+/// analyses its text, and its embedding when it has one.
 #[async_trait]
 pub trait ArchivalStore: Send + Sync + fmt::Debug {
     /// Searches an agent's passages by vector, text or both (see [`SearchMode`]), best first.
     ///
     /// In [`SearchMode::Vector`], [`Hit::score`] is the cosine similarity of the passage to the
     /// query embedding (so scores compare across stores); in the other modes it is only
-    /// meaningful for ordering within one result list.
+    /// meaningful for ordering within one result list. Fails with
+    /// [`StoreError::InvalidQuery`] for a vector search without a query embedding.
     async fn search(
         &self,
         agent: AgentId,
         query: &ArchivalQuery,
-    ) -> Result<SearchPage<Passage>, StoreError>;
+    ) -> Result<SearchPage<Passage>, StoreError> {
+        search_passages(self, agent, query).await
+    }
+
+    /// Up to `limit` of the agent's passages passing the query's tag and time filters whose
+    /// words contain at least one of `terms` (analysed query terms), best first as far as the
+    /// store's own full-text index can tell; with the collection statistics of `terms` over
+    /// every passage the store indexes, and how many admitted passages match in all.
+    async fn text_candidates(
+        &self,
+        agent: AgentId,
+        terms: &[String],
+        query: &ArchivalQuery,
+        limit: usize,
+    ) -> Result<PassageMatches, StoreError>;
+
+    /// Up to `limit` of the agent's embedded passages passing the query's filters, nearest to
+    /// `embedding` first (exactly or by an approximate index), and how many embedded passages
+    /// the filters admit. Fails with [`StoreError::EmbeddingMismatch`] for a query of another
+    /// space than the store's.
+    async fn vector_candidates(
+        &self,
+        agent: AgentId,
+        embedding: &Embedding,
+        query: &ArchivalQuery,
+        limit: usize,
+    ) -> Result<NearestPassages, StoreError>;
+
+    /// The passages with these keys (any order; unknown keys skipped), with their embeddings.
+    async fn passage_candidates(
+        &self,
+        agent: AgentId,
+        keys: &[CandidateKey],
+    ) -> Result<Vec<PassageCandidate>, StoreError>;
 
     /// The passages with these ids, in the order asked (missing ids are skipped).
     async fn get_passages(

@@ -1,22 +1,30 @@
-//! The one recall search every store runs: candidates from the store's primitives, ranked by
-//! [`retrieval`](crate::retrieval) (see [`rank_candidates`]).
+//! The searches every store runs: candidates from the store's primitives, ranked once by
+//! [`retrieval`](crate::retrieval): messages with [`rank_candidates`] ([`search_messages`]),
+//! passages with [`rank_passages`] ([`search_passages`]).
 
 use std::collections::HashSet;
 use std::future::{Future, poll_fn};
 use std::pin::pin;
 use std::task::Poll;
 
-use super::{Hit, RecallQuery, RecallStore, SearchPage, StoreError};
+use super::{
+    ArchivalQuery, ArchivalStore, EmbeddingSpace, Hit, Passage, RecallQuery, RecallStore,
+    SearchMode, SearchPage, StoreError,
+};
 use crate::ids::AgentId;
 use crate::message::Message;
-use crate::retrieval::{CandidateKey, QueryCues, TextCandidates, query_terms, rank_candidates};
+use crate::retrieval::{
+    CandidateKey, NearestPassages, PassageCandidate, PassageMatches, QueryCues, TextCandidates,
+    document_terms, passage_pool, query_terms, rank_candidates, rank_passages,
+};
 
-/// Runs a recall search with a text query on any [`RecallStore`]: gathers candidates from the
-/// store's primitives and ranks them with [`rank_candidates`] (see [`retrieval`](crate::retrieval)).
-/// Queries without text are listed chronologically by the store.
+/// Searches the messages of any [`RecallStore`] (what [`RecallStore::search`] runs): gathers
+/// candidates from the store's primitives and ranks them with [`rank_candidates`] (see
+/// [`retrieval`](crate::retrieval)). Queries without text are listed chronologically by the
+/// store.
 ///
 /// The total counts the ranked candidates; pages past it are empty, whatever their number.
-pub async fn search_recall<S: RecallStore + ?Sized>(
+pub async fn search_messages<S: RecallStore + ?Sized>(
     store: &S,
     agent: AgentId,
     query: &RecallQuery,
@@ -74,6 +82,131 @@ pub async fn search_recall<S: RecallStore + ?Sized>(
     ))
 }
 
+/// Searches the passages of any [`ArchivalStore`] (what [`ArchivalStore::search`] runs):
+/// gathers candidates from the store's primitives and ranks them with [`rank_passages`] (see
+/// [`retrieval`](crate::retrieval)).
+///
+/// The total counts every passage the mode could return: the embedded passages the filters
+/// admit ([`SearchMode::Vector`]), the admitted passages holding a query term
+/// ([`SearchMode::Text`]), or both together ([`SearchMode::Hybrid`]). Pages past
+/// [`passage_pool`] results are empty.
+pub async fn search_passages<S: ArchivalStore + ?Sized>(
+    store: &S,
+    agent: AgentId,
+    query: &ArchivalQuery,
+) -> Result<SearchPage<Passage>, StoreError> {
+    search_passages_with(store, agent, query, &[]).await
+}
+
+/// [`search_passages`] over the store's passages and `pending` ones not committed yet (a
+/// step's inserts), ranked together as if they were stored: one scorer, one list.
+pub(crate) async fn search_passages_with<S: ArchivalStore + ?Sized>(
+    store: &S,
+    agent: AgentId,
+    query: &ArchivalQuery,
+    pending: &[Passage],
+) -> Result<SearchPage<Passage>, StoreError> {
+    let embedding = match (query.mode, &query.embedding) {
+        (SearchMode::Vector, None) => {
+            return Err(StoreError::InvalidQuery(
+                "vector search needs a query embedding".into(),
+            ));
+        }
+        (SearchMode::Text, _) => None,
+        (_, embedding) => embedding.as_ref(),
+    };
+    let mode = match (query.mode, embedding) {
+        (SearchMode::Hybrid, None) => SearchMode::Text,
+        (mode, _) => mode,
+    };
+    let terms = query_terms(&query.text);
+    let pool = passage_pool(query.page.depth());
+    let by_text = async {
+        if mode == SearchMode::Vector || terms.is_empty() {
+            Ok(PassageMatches::default())
+        } else {
+            store.text_candidates(agent, &terms, query, pool).await
+        }
+    };
+    let by_vector = async {
+        match embedding {
+            Some(embedding) => store.vector_candidates(agent, embedding, query, pool).await,
+            None => Ok(NearestPassages::default()),
+        }
+    };
+    let (lexical, semantic) = join(by_text, by_vector).await;
+    let (mut lexical, mut semantic) = (lexical?, semantic?);
+    let mut seen = HashSet::with_capacity(lexical.keys.len() + semantic.keys.len());
+    let keys: Vec<CandidateKey> = lexical
+        .keys
+        .iter()
+        .chain(&semantic.keys)
+        .copied()
+        .filter(|k| seen.insert(*k))
+        .collect();
+    let mut candidates = if keys.is_empty() {
+        Vec::new()
+    } else {
+        store.passage_candidates(agent, &keys).await?
+    };
+    // Pending passages join as if committed: counted in the statistics and the totals, keyed
+    // below every store key (stores key by non-negative row numbers).
+    for (i, passage) in pending.iter().enumerate() {
+        let words = document_terms(&passage.text);
+        lexical.statistics.documents += 1;
+        lexical.statistics.total_terms += words.len() as u64;
+        let mut matches = false;
+        for (df, term) in lexical.statistics.document_frequency.iter_mut().zip(&terms) {
+            if words.contains(term) {
+                *df += 1;
+                matches = true;
+            }
+        }
+        if !query.admits(passage) {
+            continue;
+        }
+        let embedded = passage.embedding.is_some();
+        if matches && mode != SearchMode::Vector {
+            lexical.total += 1;
+            lexical.unembedded += u64::from(!embedded);
+        }
+        if embedded && embedding.is_some() {
+            semantic.total += 1;
+        }
+        if matches || embedded {
+            candidates.push(PassageCandidate {
+                key: -1 - i as CandidateKey,
+                passage: passage.clone(),
+            });
+        }
+    }
+    if let (Some(embedding), Some(stored)) =
+        (embedding, pending.iter().find_map(|p| p.embedding.as_ref()))
+    {
+        EmbeddingSpace::of(stored).check(embedding)?;
+    }
+    let ranked = rank_passages(
+        &candidates,
+        &terms,
+        &lexical.statistics,
+        embedding.map(|e| e.vector.as_slice()),
+        mode,
+    );
+    let total = match mode {
+        SearchMode::Vector => semantic.total,
+        SearchMode::Text => lexical.total,
+        SearchMode::Hybrid => semantic.total + lexical.unembedded,
+    };
+    let mut page = SearchPage::from_ranking(query.page, ranked, |(i, score)| Hit {
+        item: candidates[i].passage.clone(),
+        score,
+    });
+    // The ranking never holds more than the total; the larger of the two guards a store that
+    // miscounts from reporting fewer results than it returned.
+    page.total = page.total.max(usize::try_from(total).unwrap_or(usize::MAX));
+    Ok(page)
+}
+
 /// Runs two futures concurrently in the current task; both outputs when both are done.
 async fn join<A, B>(a: impl Future<Output = A>, b: impl Future<Output = B>) -> (A, B) {
     let (mut a, mut b) = (pin!(a), pin!(b));
@@ -98,4 +231,92 @@ async fn join<A, B>(a: impl Future<Output = A>, b: impl Future<Output = B>) -> (
         }
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{Duration, TimeZone, Utc};
+
+    use super::*;
+    use crate::embed::{Embedder, Embedding, HashingEmbedder};
+    use crate::store::{AgentState, Page, Storage, Summary};
+
+    /// A step's pending passages rank exactly as they will once committed: one scorer, one
+    /// list, one total, in every mode and on every page.
+    #[tokio::test]
+    async fn pending_passages_rank_as_if_committed() {
+        let e = HashingEmbedder::new(64);
+        let t = Utc.with_ymd_and_hms(2025, 1, 1, 0, 0, 0).unwrap();
+        let texts = [
+            "tea in the kitchen",
+            "green tea and lemon",
+            "the garden ladder",
+            "kitchen shelf with tea cups",
+            "weather in the garden",
+            "tea tea tea in the garden",
+        ];
+        let (committed, split) = (Storage::in_memory(), Storage::in_memory());
+        let mut state = AgentState {
+            id: AgentId::new(),
+            name: "a".into(),
+            version: 0,
+            config: crate::config::AgentConfig::default(),
+            system: String::new(),
+            memory: Default::default(),
+            summary: Summary::default(),
+            fifo: Vec::new(),
+            pinned: Vec::new(),
+            pressure_warned: false,
+            heartbeats_paused_until: None,
+            memory_updated_at: t,
+            created_at: t,
+            updated_at: t,
+            pending_approval: None,
+        };
+        let agent = state.id;
+        for s in [&committed, &split] {
+            s.agents.create_agent(&state).await.unwrap();
+        }
+        let mut passages = Vec::new();
+        for (i, text) in texts.iter().enumerate() {
+            let mut p = Passage::new(agent, *text, t + Duration::minutes(i as i64));
+            if i % 2 == 0 {
+                p.embedding = Some(e.embed_one(text).await.unwrap());
+            }
+            passages.push(p);
+        }
+        state.version = 1;
+        let commit = |passages: Vec<Passage>| crate::store::Commit {
+            state: state.clone(),
+            messages: Vec::new(),
+            message_embeddings: Vec::new(),
+            passages,
+            deleted_passages: Vec::new(),
+        };
+        committed
+            .agents
+            .commit(&commit(passages.clone()))
+            .await
+            .unwrap();
+        split
+            .agents
+            .commit(&commit(passages[..3].to_vec()))
+            .await
+            .unwrap();
+        let pending = &passages[3..];
+        for text in ["tea kitchen", "garden", "nothing here"] {
+            let embedding: Embedding = e.embed_one(text).await.unwrap();
+            for mode in [SearchMode::Vector, SearchMode::Text, SearchMode::Hybrid] {
+                for page in [Page::first(2), Page::new(1, 2), Page::first(10)] {
+                    let q = ArchivalQuery::new(text, mode, page).with_embedding(embedding.clone());
+                    let all = committed.archival.search(agent, &q).await.unwrap();
+                    let overlaid =
+                        search_passages_with(split.archival.as_ref(), agent, &q, pending)
+                            .await
+                            .unwrap();
+                    assert_eq!(all, overlaid, "{mode:?} {text:?} page {}", page.number);
+                }
+            }
+        }
+    }
 }

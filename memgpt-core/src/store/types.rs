@@ -133,7 +133,7 @@ impl TimeRange {
 
 /// A recall-storage query.
 ///
-/// With text it is a hybrid search ([`search_recall`](crate::store::search_recall)): BM25
+/// With text it is a hybrid search ([`search_messages`](crate::store::search_messages)): BM25
 /// over the message documents, plus embedding similarity when [`RecallQuery::embedding`] is
 /// given; without text it lists messages chronologically. The kind and time filters apply to
 /// both.
