@@ -343,6 +343,26 @@ pub async fn complete_streaming(
     }
 }
 
+/// Runs a chat completion through the richest capability the provider has and the caller
+/// wants: with attention weights when `attention` is asked for and the provider reports them
+/// ([`LlmProvider::as_attention`]), streamed to `sink` when there is one
+/// ([`complete_streaming`]), otherwise plainly. The weights come back when there are some.
+pub(crate) async fn complete_dispatched(
+    provider: &dyn LlmProvider,
+    request: &ChatRequest,
+    attention: bool,
+    sink: Option<&StreamSink<'_>>,
+) -> Result<(ChatResponse, Option<Vec<f32>>), LlmError> {
+    if attention && let Some(attention) = provider.as_attention() {
+        return attention.complete_with_attention(request).await;
+    }
+    let response = match sink {
+        Some(sink) => complete_streaming(provider, request, sink).await?,
+        None => provider.complete(request).await?,
+    };
+    Ok((response, None))
+}
+
 /// Where a streaming provider reports the pieces of a response as they arrive.
 pub type StreamSink<'a> = dyn Fn(StreamDelta<'_>) + Send + Sync + 'a;
 

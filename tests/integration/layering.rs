@@ -3,9 +3,9 @@
 //! and no two files import each other), and nothing in `memgpt-core` imports from `agent` or
 //! the crate root except `agent` itself.
 //!
-//! An import is a `crate::` or `super::` path in code (comments and `#[cfg(test)] mod tests`
-//! are skipped). A parent declaring or re-exporting its children (`mod x; pub use x::Y;`) is
-//! not an import.
+//! An import is a `crate::` or `super::` path in code, or a path through a child module
+//! (`builder::main_context` in `agent`), comments and `#[cfg(test)] mod tests` skipped. A parent
+//! declaring or re-exporting its children (`mod x; pub use x::Y;`) is not an import.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -94,6 +94,34 @@ fn imports(module: &Module, code: &str, all: &BTreeMap<Module, String>) -> BTree
         }
         if &path != module {
             out.insert(path);
+        }
+    }
+    // Paths through a child module (`builder::main_context`), outside the lines that declare or
+    // re-export children.
+    let children = all
+        .keys()
+        .filter(|m| m.len() == module.len() + 1 && m.starts_with(module));
+    let used: String = code
+        .lines()
+        .filter(|l| {
+            let l = l.trim_start();
+            !(l.starts_with("mod ")
+                || l.starts_with("pub mod ")
+                || l.starts_with("pub use ")
+                || l.starts_with("pub(crate) use ")
+                || l.starts_with("pub(super) use "))
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    for child in children {
+        let Some(name) = child.last() else { continue };
+        let path = format!("{name}::");
+        let through = used.match_indices(&path).any(|(start, _)| {
+            let before = used[..start].chars().last();
+            !before.is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | ':' | '$'))
+        });
+        if through {
+            out.insert(child.clone());
         }
     }
     out
@@ -200,6 +228,18 @@ fn the_checker_sees_imports() {
     let backends = graph("memgpt-backends");
     let recall = vec!["sqlite".to_owned(), "recall".to_owned()];
     assert!(backends[&recall].contains(&vec!["sqlite".to_owned(), "dialect".to_owned()]));
+    // A path through a child counts; declaring and re-exporting it does not.
+    let all: BTreeMap<Module, String> =
+        [vec!["a".to_owned()], vec!["a".to_owned(), "b".to_owned()]]
+            .into_iter()
+            .map(|m| (m, String::new()))
+            .collect();
+    let parent = vec!["a".to_owned()];
+    let child = vec!["a".to_owned(), "b".to_owned()];
+    assert!(imports(&parent, "fn f() { b::g(); }", &all).contains(&child));
+    assert!(imports(&parent, "use b::g;", &all).contains(&child));
+    assert!(imports(&parent, "mod b;\npub use b::G;\npub(crate) use b::h;", &all).is_empty());
+    assert!(imports(&parent, "fn f() { ab::g(); x_b::h(); }", &all).is_empty());
 }
 
 /// Every source file of the crates says what it is for in a `//!` module doc (the tidy rule of

@@ -446,7 +446,7 @@ async fn fix_space(tx: &mut PgConnection, first: &Embedding) -> Result<Embedding
             .map_err(|e| db("recording the embedding model", e))?;
     }
     info!(model = %space.model, dimension = space.dimension, "fixing the store's embedding space and creating its HNSW indexes");
-    create_vector_indexes(tx, space.dimension).await?;
+    PgStore::create_vector_indexes(tx, space.dimension).await?;
     Ok(space)
 }
 
@@ -476,24 +476,6 @@ where
     .rows_affected();
     if inserted == 0 {
         return Err(StoreError::AgentExists(state.id));
-    }
-    Ok(())
-}
-
-pub(super) async fn create_vector_indexes(
-    tx: &mut PgConnection,
-    d: usize,
-) -> Result<(), StoreError> {
-    for (name, table) in [
-        ("passages_embedding_hnsw", "passages"),
-        ("message_embeddings_hnsw", "message_embeddings"),
-    ] {
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw ((embedding::vector({d})) vector_cosine_ops)"
-        )))
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| db("creating an HNSW index", e))?;
     }
     Ok(())
 }
@@ -767,5 +749,25 @@ impl Drop for PgLease {
             }
             Err(_) => drop(conn.detach()),
         }
+    }
+}
+
+impl PgStore {
+    pub(super) async fn create_vector_indexes(
+        tx: &mut PgConnection,
+        d: usize,
+    ) -> Result<(), StoreError> {
+        for (name, table) in [
+            ("passages_embedding_hnsw", "passages"),
+            ("message_embeddings_hnsw", "message_embeddings"),
+        ] {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw ((embedding::vector({d})) vector_cosine_ops)"
+            )))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db("creating an HNSW index", e))?;
+        }
+        Ok(())
     }
 }

@@ -19,7 +19,7 @@ use sqlx::{PgConnection, PgPool, Row};
 use tracing::info;
 
 use super::dialect::{MESSAGE_COLUMNS, message_from_row};
-use super::meta;
+use super::meta::meta;
 use crate::codec::db;
 
 const ANALYZER: &str = "analyzer";

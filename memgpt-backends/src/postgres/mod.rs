@@ -24,8 +24,10 @@ mod agents;
 mod archival;
 mod dialect;
 mod documents;
+mod meta;
 mod recall;
 
+use meta::meta;
 use std::fmt;
 use std::str::FromStr;
 
@@ -453,7 +455,7 @@ async fn set_up(
     migrate(&mut tx).await?;
     documents::rebuild_if_stale(&mut tx).await?;
     if let Some(space) = read_space(&mut tx).await? {
-        agents::create_vector_indexes(&mut tx, space.dimension).await?;
+        PgStore::create_vector_indexes(&mut tx, space.dimension).await?;
     }
     tx.commit()
         .await
@@ -509,18 +511,6 @@ async fn migrate(conn: &mut PgConnection) -> Result<(), StoreError> {
             .map_err(|e| db("recording a migration", e))?;
     }
     Ok(())
-}
-
-/// A meta value.
-async fn meta<'e, E: sqlx::PgExecutor<'e>>(
-    executor: E,
-    key: &str,
-) -> Result<Option<String>, StoreError> {
-    sqlx::query_scalar("SELECT value FROM memgpt_meta WHERE key = $1")
-        .bind(key)
-        .fetch_optional(executor)
-        .await
-        .map_err(|e| db("reading store metadata", e))
 }
 
 /// The embedding space recorded in `memgpt_meta`, if any.

@@ -11,9 +11,10 @@ use memgpt_core::store::{
 };
 use sqlx::{Row, SqliteConnection};
 
+use super::SqliteStore;
 use super::batch::Batch;
 use super::documents::{CachedBuilder, builder_for, count_documents, count_passage};
-use super::{SqliteStore, embedding_space};
+use super::meta::embedding_space;
 use crate::codec::{corrupt, db, micros, vector_to_blob};
 
 fn state_json(state: &AgentState) -> Result<String, StoreError> {

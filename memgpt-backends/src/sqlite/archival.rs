@@ -6,8 +6,10 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use memgpt_core::embed::Embedding;
 use memgpt_core::ids::{AgentId, PassageId};
-use memgpt_core::retrieval::{CandidateKey, NearestPassages, PassageCandidate, PassageMatches};
-use memgpt_core::store::{ArchivalQuery, ArchivalStore, Page, Passage, SearchPage, StoreError};
+use memgpt_core::retrieval::{CandidateKey, NearestPassages, PassageMatches};
+use memgpt_core::store::{
+    ArchivalQuery, ArchivalStore, Page, Passage, PassageCandidate, SearchPage, StoreError,
+};
 use sqlx::{QueryBuilder, Row, Sqlite};
 
 use super::SqliteStore;

@@ -24,7 +24,7 @@ use tracing::info;
 
 use super::batch::Batch;
 use super::dialect::{MESSAGE_COLUMNS, message_from_row};
-use super::meta;
+use super::meta::meta;
 use crate::codec::db;
 
 /// The `memgpt_meta` keys of the message collection's statistics.

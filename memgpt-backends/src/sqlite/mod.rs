@@ -18,6 +18,7 @@ mod audit;
 mod batch;
 mod dialect;
 mod documents;
+mod meta;
 mod recall;
 #[cfg(feature = "tantivy")]
 mod tantivy_recall;
@@ -27,12 +28,12 @@ mod usearch_index;
 
 pub use audit::IndexAudit;
 #[cfg(feature = "usearch")]
-pub(crate) use dialect::push_filters as push_recall_filters;
 #[cfg(feature = "tantivy")]
 pub use tantivy_recall::TantivyRecall;
 #[cfg(feature = "usearch")]
 pub use usearch_index::{Quantization, UsearchIndexes, UsearchOptions};
 
+use meta::meta;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -335,7 +336,7 @@ impl SqliteStore {
             .acquire()
             .await
             .map_err(|e| db("reading store metadata", e))?;
-        let space = embedding_space(&mut conn).await?;
+        let space = meta::embedding_space(&mut conn).await?;
         if let Some(space) = &space {
             self.space.set(space.clone());
         }
@@ -473,33 +474,4 @@ async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
             .map_err(|e| db("committing a migration", e))?;
     }
     Ok(())
-}
-
-/// A meta value.
-pub(crate) async fn meta<'e, E: sqlx::SqliteExecutor<'e>>(
-    executor: E,
-    key: &str,
-) -> Result<Option<String>, StoreError> {
-    sqlx::query_scalar("SELECT value FROM memgpt_meta WHERE key = ?")
-        .bind(key)
-        .fetch_optional(executor)
-        .await
-        .map_err(|e| db("reading store metadata", e))
-}
-
-/// The store's embedding space, once fixed.
-pub(crate) async fn embedding_space(
-    conn: &mut sqlx::SqliteConnection,
-) -> Result<Option<EmbeddingSpace>, StoreError> {
-    let model = meta(&mut *conn, "embedding_model").await?;
-    let dimension = meta(&mut *conn, "embedding_dimension").await?;
-    Ok(match (model, dimension) {
-        (Some(model), Some(dimension)) => Some(EmbeddingSpace {
-            model,
-            dimension: dimension
-                .parse()
-                .map_err(|_| crate::codec::corrupt("embedding_dimension"))?,
-        }),
-        _ => None,
-    })
 }

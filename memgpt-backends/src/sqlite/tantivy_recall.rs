@@ -37,7 +37,7 @@ use tantivy::{
 };
 use tracing::{debug, info};
 
-use super::meta;
+use super::meta::meta;
 use crate::codec::{corrupt, db, micros};
 use crate::vector::TopK;
 

@@ -644,7 +644,7 @@ impl UsearchIndexes {
             );
             sql.push_bind(*agent.as_uuid())
                 .push(" AND e.window_index < 32");
-            super::push_recall_filters(&mut sql, filter);
+            super::dialect::push_filters(&mut sql, filter);
             let keys: std::collections::HashSet<u64> = sql
                 .build_query_scalar::<i64>()
                 .fetch_all(pool)

@@ -2,9 +2,10 @@
 
 use std::sync::Arc;
 
+use super::services::{load_queue, main_context};
 use super::{Agent, AgentConfig, Services, StepObserver, prompt};
 use crate::config::LoopStyle;
-use crate::context::{MainContext, MemoryCounts};
+use crate::context::MemoryCounts;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::function::{Extensions, FunctionRegistry, FunctionSettings};
@@ -68,6 +69,7 @@ pub struct AgentBuilder {
     block_limit: Option<usize>,
     id: Option<AgentId>,
     observer: Option<Arc<dyn StepObserver>>,
+    without_model: bool,
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -112,6 +114,26 @@ impl AgentBuilder {
     /// The chat provider (required).
     pub fn provider(mut self, provider: Arc<dyn LlmProvider>) -> Self {
         self.provider = Some(provider);
+        self
+    }
+
+    /// Opens the agent without a chat model, for what needs none: reading its context and
+    /// memory ([`Agent::prompt`], [`Agent::stats`]), exporting it, adding archival passages,
+    /// running its functions with [`Agent::call`]. [`Agent::step`] fails with
+    /// [`Error::Config`](crate::Error::Config), before anything is stored. A
+    /// [`provider`](Self::provider) given as well is ignored.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> memgpt_core::Result<()> {
+    /// use memgpt_core::Agent;
+    ///
+    /// let mut agent = Agent::builder().without_model().build().await?;
+    /// assert!(agent.prompt().len() > 0);
+    /// assert!(matches!(agent.step("hi").await, Err(memgpt_core::Error::Config(_))));
+    /// # Ok(()) }
+    /// ```
+    pub fn without_model(mut self) -> Self {
+        self.without_model = true;
         self
     }
 
@@ -440,9 +462,15 @@ impl AgentBuilder {
     }
 
     fn services(mut self, mut state: AgentState) -> Result<(Services, AgentState)> {
-        let provider = self.provider.take().ok_or_else(|| {
-            Error::Config("no LLM provider: call AgentBuilder::provider".to_owned())
-        })?;
+        let provider = match self.provider.take() {
+            _ if self.without_model => Arc::new(NoModel::for_model(&state.config.model)),
+            Some(provider) => provider,
+            None => {
+                return Err(Error::Config(
+                    "no LLM provider: call AgentBuilder::provider (or without_model)".to_owned(),
+                ));
+            }
+        };
         if state.config.context_window < 512 {
             return Err(Error::Config(format!(
                 "a context window of {} tokens is too small",
@@ -502,6 +530,7 @@ impl AgentBuilder {
             extensions: std::mem::take(&mut self.extensions),
             settings,
             observer: self.observer.take(),
+            without_model: self.without_model,
         };
         Ok((services, state))
     }
@@ -559,50 +588,35 @@ async fn check_embedding_space(services: &Services) -> Result<()> {
     Ok(())
 }
 
-/// Builds the main context of `state`, with an empty queue.
-pub(super) fn main_context(
-    services: &Services,
-    state: &AgentState,
-    counts: MemoryCounts,
-) -> MainContext {
-    let schemas = match state.config.loop_style {
-        LoopStyle::Heartbeat => services.functions.schemas().clone(),
-        LoopStyle::UntilReply => services.functions.schemas_without_heartbeat(),
-    };
-    let mut context = MainContext::new(
-        state.system.clone(),
-        state.memory.clone(),
-        schemas,
-        state.config.prompt_budget(),
-        services.counter.clone(),
-        state.memory_updated_at,
-    );
-    context.set_summary(state.summary.clone());
-    context.set_counts(counts);
-    context
+/// The provider of an agent opened [`without_model`](AgentBuilder::without_model): it names
+/// the agent's model (for its tokenizer) and answers nothing; steps are refused before they
+/// reach it.
+#[derive(Debug)]
+struct NoModel {
+    model: String,
 }
 
-/// Reads the queued messages and the recall/archival counts of a stored agent.
-pub(super) async fn load_queue(
-    services: &Services,
-    state: &AgentState,
-) -> Result<(Vec<crate::message::Message>, MemoryCounts)> {
-    let id = state.id;
-    let queued = services
-        .storage
-        .recall
-        .get_messages(id, &state.fifo)
-        .await?;
-    if queued.len() != state.fifo.len() {
-        return Err(StoreError::Corrupt(format!(
-            "agent {id}: {} queued messages are missing from recall storage",
-            state.fifo.len() - queued.len()
-        ))
-        .into());
+impl NoModel {
+    fn for_model(model: &str) -> Self {
+        Self {
+            model: model.to_owned(),
+        }
     }
-    let counts = MemoryCounts {
-        recall: services.storage.recall.count_messages(id).await?,
-        archival: services.storage.archival.count_passages(id).await?,
-    };
-    Ok((queued, counts))
+}
+
+#[async_trait::async_trait]
+impl LlmProvider for NoModel {
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    async fn complete(
+        &self,
+        _: &crate::llm::ChatRequest,
+    ) -> std::result::Result<crate::llm::ChatResponse, crate::llm::LlmError> {
+        Err(crate::llm::LlmError::Permanent {
+            status: None,
+            message: "this agent was opened without a model".into(),
+        })
+    }
 }

@@ -14,12 +14,18 @@
 //! was.
 
 mod access;
+mod approval;
 mod builder;
+mod calls;
 mod event;
+mod intake;
+mod pressure;
 mod progress;
 pub mod prompt;
 mod record;
 mod reply_stream;
+mod run;
+mod services;
 mod step;
 #[cfg(test)]
 mod tests;
@@ -34,37 +40,18 @@ pub use builder::AgentBuilder;
 pub use event::{Event, EventKind};
 pub use progress::{StepObserver, StepProgress};
 pub use record::{FunctionCallRecord, StepRecord, StepTimings, StopReason};
+pub(crate) use services::Services;
 
 use crate::context::{ContextStats, MainContext, MemoryCounts};
-use crate::embed::Embedder;
 use crate::error::{Error, Result};
-use crate::function::{Extensions, FunctionSet, FunctionSettings};
+use crate::function::FunctionSet;
 use crate::ids::{AgentId, MessageId, PassageId};
-use crate::llm::{ChatMessage, ChatRequest, LlmProvider};
+use crate::llm::{ChatMessage, ChatRequest};
 use crate::memory::{MemoryError, WorkingContext};
 use crate::message::Message;
 use crate::passages::PassageWriter;
 use crate::queue::{EvictionPolicy, QueueManager};
 use crate::store::{AgentState, Commit, MessageEmbedding, Passage, Storage, StoreError, Summary};
-use crate::summarizer::Summarizer;
-use crate::time::Clock;
-use crate::tokens::TokenCounter;
-
-/// The services an agent runs with, injected by its builder (not persisted).
-#[derive(Clone)]
-pub(crate) struct Services {
-    pub(crate) provider: Arc<dyn LlmProvider>,
-    pub(crate) summarizer: Arc<dyn Summarizer>,
-    pub(crate) embedder: Option<Arc<dyn Embedder>>,
-    pub(crate) counter: Arc<dyn TokenCounter>,
-    pub(crate) manager: QueueManager,
-    pub(crate) storage: Storage,
-    pub(crate) functions: FunctionSet,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) extensions: Extensions,
-    pub(crate) settings: FunctionSettings,
-    pub(crate) observer: Option<Arc<dyn StepObserver>>,
-}
 
 /// A MemGPT agent.
 ///
@@ -142,7 +129,7 @@ impl Agent {
         queued: Vec<Message>,
         counts: MemoryCounts,
     ) -> Result<Self> {
-        let mut context = builder::main_context(&rt, &state, counts);
+        let mut context = services::main_context(&rt, &state, counts);
         for message in queued {
             let pinned = state.pinned.contains(&message.id);
             let id = message.id;
@@ -485,7 +472,7 @@ impl Agent {
             .load_agent(id)
             .await?
             .ok_or(StoreError::AgentNotFound(id))?;
-        let (queued, counts) = builder::load_queue(&self.rt, &state).await?;
+        let (queued, counts) = services::load_queue(&self.rt, &state).await?;
         *self = Agent::assemble(self.rt.clone(), state, queued, counts)?;
         tracing::info!(agent = %id, version = self.state.version, "resynchronised from storage after an interrupted commit");
         Ok(())

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::*;
 use crate::embed::HashingEmbedder;
-use crate::llm::LlmError;
+use crate::llm::{LlmError, LlmProvider};
 use crate::message::MessageKind;
 use crate::store::{AgentStore, InMemoryStore, Page, RecallQuery, RecallStore, StoreError};
 use crate::testing::ScriptedProvider;

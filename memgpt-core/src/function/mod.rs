@@ -40,6 +40,7 @@ mod args;
 mod context;
 mod def;
 mod registry;
+mod runtime;
 mod validate;
 
 pub use args::{FunctionError, IntoFunctionOutput, Json};
@@ -47,8 +48,8 @@ pub(crate) use context::StepWrites;
 pub use context::{Extensions, FunctionContext, FunctionSettings, RecallResults};
 pub(crate) use context::{archival_query, embed_and_search_recall};
 pub use def::{BoxFuture, CallFn, FUNCTIONS, Function, FunctionDef, FunctionReturn};
-pub(crate) use registry::HEARTBEAT;
 pub use registry::{FunctionRegistry, FunctionSet, RegisteredFunction, RegistryError};
+pub(crate) use runtime::{CallLimits, run_call, without_nul};
 pub use validate::validate_arguments;
 
 #[doc(hidden)]

@@ -40,9 +40,7 @@ pub use document::{
 };
 pub use fusion::{RRF_K, reciprocal_rank_fusion};
 pub use mode::SearchMode;
-pub use passages::{
-    NearestPassages, PassageCandidate, PassageMatches, passage_pool, rank_passages,
-};
+pub use passages::{NearestPassages, PassageDocument, PassageMatches, passage_pool, rank_passages};
 pub use recall::{
     CandidateKey, CueBoost, MAX_CANDIDATES, RecallCandidate, RecallRanking, TextCandidates,
     rank_candidates,

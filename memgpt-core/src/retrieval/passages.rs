@@ -4,7 +4,8 @@
 //! shape recall search has: the passages holding a query term (`text_candidates`, with the
 //! collection statistics of those terms and how many match in all), the embedded passages
 //! nearest the query's embedding (`vector_candidates`), and the passages behind both
-//! (`passage_candidates`). [`search_passages`](crate::store::search_passages) then ranks them
+//! (`passage_candidates`, as [`PassageCandidate`](crate::store::PassageCandidate)s).
+//! [`search_passages`](crate::store::search_passages) then ranks them
 //! with [`rank_passages`], the same way for every store:
 //!
 //! * [`SearchMode::Text`]: **BM25** of the passage's words ([`document_terms`]) for the query's
@@ -21,8 +22,9 @@ use super::bm25::{Bm25, TermStatistics};
 use super::fusion::{RRF_K, reciprocal_rank_fusion};
 use super::mode::SearchMode;
 use super::recall::{CandidateKey, MAX_CANDIDATES};
+use chrono::{DateTime, Utc};
+
 use crate::embed::cosine;
-use crate::store::Passage;
 
 /// What a store's full-text index found for an archival query.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -49,13 +51,17 @@ pub struct NearestPassages {
     pub total: u64,
 }
 
-/// One passage as the ranking sees it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PassageCandidate {
-    /// The store's key for it.
+/// What the archival ranking reads of one candidate passage.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PassageDocument<'a> {
+    /// The store's key for it (ties after the time: the larger key first).
     pub key: CandidateKey,
-    /// The passage, with its embedding.
-    pub passage: Passage,
+    /// Its text (analysed with [`document_terms`], as stores index it).
+    pub text: &'a str,
+    /// Its embedding's vector, if it has one.
+    pub embedding: Option<&'a [f32]>,
+    /// When it was stored (ties: newer first).
+    pub created_at: DateTime<Utc>,
 }
 
 /// How many candidates an archival search takes from each list for a page ending at `depth`:
@@ -64,7 +70,7 @@ pub fn passage_pool(depth: usize) -> usize {
     depth.saturating_mul(2).clamp(100, MAX_CANDIDATES)
 }
 
-/// Ranks archival candidates for a query: `(index into candidates, score)`, best first (ties:
+/// Ranks archival candidates for a query: `(index into documents, score)`, best first (ties:
 /// newer first). `terms` are the query's analysed terms, `statistics` their collection
 /// statistics, `embedding` the query's (needed by the vector and hybrid modes; hybrid without
 /// one ranks by text).
@@ -75,15 +81,13 @@ pub fn passage_pool(depth: usize) -> usize {
 /// of the vector list.
 ///
 /// ```
-/// use memgpt_core::ids::AgentId;
-/// use memgpt_core::retrieval::{PassageCandidate, SearchMode, TermStatistics, query_terms, rank_passages};
-/// use memgpt_core::store::Passage;
+/// use memgpt_core::retrieval::{PassageDocument, SearchMode, TermStatistics, query_terms, rank_passages};
 ///
-/// let (agent, now) = (AgentId::new(), chrono::Utc::now());
-/// let candidates: Vec<PassageCandidate> = ["Mochi likes tuna", "the weather is nice"]
+/// let now = chrono::Utc::now();
+/// let candidates: Vec<PassageDocument> = ["Mochi likes tuna", "the weather is nice"]
 ///     .iter()
 ///     .enumerate()
-///     .map(|(i, text)| PassageCandidate { key: i as i64, passage: Passage::new(agent, *text, now) })
+///     .map(|(i, text)| PassageDocument { key: i as i64, text, embedding: None, created_at: now })
 ///     .collect();
 /// let terms = query_terms("what does Mochi eat");
 /// let stats = TermStatistics { documents: 2, total_terms: 5, document_frequency: vec![1; terms.len()] };
@@ -92,7 +96,7 @@ pub fn passage_pool(depth: usize) -> usize {
 /// assert_eq!(ranked[0].0, 0);
 /// ```
 pub fn rank_passages(
-    candidates: &[PassageCandidate],
+    candidates: &[PassageDocument<'_>],
     terms: &[String],
     statistics: &TermStatistics,
     embedding: Option<&[f32]>,
@@ -100,10 +104,7 @@ pub fn rank_passages(
 ) -> Vec<(usize, f32)> {
     let newer_first = |a: &usize, b: &usize| {
         let (pa, pb) = (&candidates[*a], &candidates[*b]);
-        pb.passage
-            .created_at
-            .cmp(&pa.passage.created_at)
-            .then(pb.key.cmp(&pa.key))
+        pb.created_at.cmp(&pa.created_at).then(pb.key.cmp(&pa.key))
     };
     let sorted = |mut ranked: Vec<(usize, f32)>| {
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| newer_first(&a.0, &b.0)));
@@ -114,10 +115,7 @@ pub fn rank_passages(
             candidates
                 .iter()
                 .enumerate()
-                .filter_map(|(i, c)| {
-                    let vector = &c.passage.embedding.as_ref()?.vector;
-                    Some((i, cosine(query, vector)))
-                })
+                .filter_map(|(i, c)| Some((i, cosine(query, c.embedding?))))
                 .collect(),
         )
     };
@@ -128,7 +126,7 @@ pub fn rank_passages(
                 .iter()
                 .enumerate()
                 .filter_map(|(i, c)| {
-                    let words = document_terms(&c.passage.text);
+                    let words = document_terms(c.text);
                     let tf: Vec<u32> = terms
                         .iter()
                         .map(|t| words.iter().filter(|w| *w == t).count() as u32)

@@ -7,15 +7,15 @@ use async_trait::async_trait;
 
 use super::{
     AgentState, AgentStore, ArchivalQuery, ArchivalStore, Commit, EmbeddingSpace, Hit,
-    MAX_MESSAGE_WINDOWS, MessageEmbedding, Page, Passage, PassageEmbedding, RecallQuery,
-    RecallStore, SearchPage, StoreError,
+    MAX_MESSAGE_WINDOWS, MessageEmbedding, Page, Passage, PassageCandidate, PassageEmbedding,
+    RecallQuery, RecallStore, SearchPage, StoreError,
 };
 use crate::embed::Embedding;
 use crate::ids::{AgentId, MessageId, PassageId};
 use crate::message::Message;
 use crate::retrieval::{
-    CandidateKey, DocumentBuilder, NearestPassages, PassageCandidate, PassageMatches,
-    RecallCandidate, TermStatistics, TextCandidates, count_terms, document_terms, is_conversation,
+    CandidateKey, DocumentBuilder, NearestPassages, PassageMatches, RecallCandidate,
+    TermStatistics, TextCandidates, count_terms, document_terms, is_conversation,
 };
 
 /// Every storage role in process memory: exact, simple, and the reference the SQL and index

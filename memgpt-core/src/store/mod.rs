@@ -30,8 +30,8 @@ pub use space::EmbeddingSpace;
 pub(crate) use types::json_holds_nul;
 pub use types::{
     AgentState, ArchivalQuery, Commit, Hit, MAX_MESSAGE_WINDOWS, MessageEmbedding, Page, Passage,
-    PassageEmbedding, PendingApproval, RecallQuery, SearchPage, Summary, SummaryRevision, TAGS_KEY,
-    TimeRange, storable,
+    PassageCandidate, PassageEmbedding, PendingApproval, RecallQuery, SearchPage, Summary,
+    SummaryRevision, TAGS_KEY, TimeRange, storable,
 };
 
 /// Re-exported from [`retrieval`](crate::retrieval): the archival ranking a query asks for.
@@ -41,8 +41,7 @@ use crate::embed::Embedding;
 use crate::ids::{AgentId, MessageId, PassageId};
 use crate::message::Message;
 use crate::retrieval::{
-    CandidateKey, NearestPassages, PassageCandidate, PassageMatches, RecallCandidate,
-    TextCandidates,
+    CandidateKey, NearestPassages, PassageMatches, RecallCandidate, TextCandidates,
 };
 
 /// Durable agent state, and the single atomic write path of an agent step.

@@ -8,13 +8,13 @@ use std::pin::pin;
 use std::task::Poll;
 
 use super::{
-    ArchivalQuery, ArchivalStore, EmbeddingSpace, Hit, Passage, RecallQuery, RecallStore,
-    SearchMode, SearchPage, StoreError,
+    ArchivalQuery, ArchivalStore, EmbeddingSpace, Hit, Passage, PassageCandidate, RecallQuery,
+    RecallStore, SearchMode, SearchPage, StoreError,
 };
 use crate::ids::AgentId;
 use crate::message::Message;
 use crate::retrieval::{
-    CandidateKey, NearestPassages, PassageCandidate, PassageMatches, QueryCues, TextCandidates,
+    CandidateKey, NearestPassages, PassageDocument, PassageMatches, QueryCues, TextCandidates,
     document_terms, passage_pool, query_terms, rank_candidates, rank_passages,
 };
 
@@ -185,8 +185,9 @@ pub(crate) async fn search_passages_with<S: ArchivalStore + ?Sized>(
     {
         EmbeddingSpace::of(stored).check(embedding)?;
     }
+    let documents: Vec<PassageDocument<'_>> = candidates.iter().map(|c| c.document()).collect();
     let ranked = rank_passages(
-        &candidates,
+        &documents,
         &terms,
         &lexical.statistics,
         embedding.map(|e| e.vector.as_slice()),

@@ -9,7 +9,7 @@ use crate::embed::Embedding;
 use crate::ids::{AgentId, MessageId, PassageId};
 use crate::memory::WorkingContext;
 use crate::message::{Message, MessageKind};
-use crate::retrieval::{RecallRanking, SearchMode};
+use crate::retrieval::{CandidateKey, PassageDocument, RecallRanking, SearchMode};
 
 /// Which page of results to return. Pages are numbered from 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -297,6 +297,27 @@ impl Passage {
             embedding: None,
             metadata: serde_json::Map::new(),
             created_at: at,
+        }
+    }
+}
+
+/// One passage an archival search ranks: the store's key for it and the passage.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PassageCandidate {
+    /// The store's key for it.
+    pub key: CandidateKey,
+    /// The passage, with its embedding.
+    pub passage: Passage,
+}
+
+impl PassageCandidate {
+    /// What the ranking reads of it.
+    pub fn document(&self) -> PassageDocument<'_> {
+        PassageDocument {
+            key: self.key,
+            text: &self.passage.text,
+            embedding: self.passage.embedding.as_ref().map(|e| e.vector.as_slice()),
+            created_at: self.passage.created_at,
         }
     }
 }

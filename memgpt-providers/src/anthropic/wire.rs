@@ -19,7 +19,7 @@ use memgpt_core::llm::{ChatMessage, ChatRequest, FinishReason, Role, ToolChoice,
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::AnthropicConfig;
+use super::config::AnthropicConfig;
 
 /// The key under which arguments that are not a JSON object are replayed (see
 /// [`tool_input`]).

@@ -10,7 +10,7 @@ use memgpt_core::llm::{FinishReason, LlmError};
 use tokio::sync::mpsc as tokio_mpsc;
 use tracing::{debug, info};
 
-use super::LlamaConfig;
+use super::config::LlamaConfig;
 use super::model::Llama;
 use super::prompt::{Span, Turn};
 use super::sample::Sampler;

@@ -113,7 +113,7 @@ pub(super) fn matmul_add(
 mod kernel {
     use std::arch::x86_64::*;
 
-    use super::{MR, NR, PackedWeights};
+    use crate::local_embed::bf16::{MR, NR, PackedWeights, to_bf16};
 
     /// One block of up to [`super::MB`] rows: packs them to bf16 pairs, then runs the
     /// `MR x NR` kernel over every column panel.
@@ -149,9 +149,9 @@ mod kernel {
                 k += 32;
             }
             while k < w.k {
-                let lo = super::to_bf16(src[k]) as u32;
+                let lo = to_bf16(src[k]) as u32;
                 let hi = if k + 1 < w.k {
-                    super::to_bf16(src[k + 1]) as u32
+                    to_bf16(src[k + 1]) as u32
                 } else {
                     0
                 };

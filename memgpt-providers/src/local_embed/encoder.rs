@@ -13,7 +13,6 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 use safetensors::SafeTensors;
 
-use super::Precision;
 use super::bf16::{self, PackedWeights};
 use super::kernels::{RowKernels, Side, View, ViewMut, matmul, row_kernels};
 
@@ -297,13 +296,9 @@ pub(super) fn relative_position_bucket(
 }
 
 impl Encoder {
-    /// Loads the weights in `path` for `config`.
-    pub(super) fn load(
-        path: &Path,
-        config: &EncoderConfig,
-        precision: Precision,
-    ) -> Result<Self, String> {
-        let bf16 = precision == Precision::Fastest && bf16::available();
+    /// Loads the weights in `path` for `config`; `bf16` runs the large products in bfloat16
+    /// (the caller checked that the CPU can).
+    pub(super) fn load(path: &Path, config: &EncoderConfig, bf16: bool) -> Result<Self, String> {
         let architecture = config.architecture()?;
         if let Some(act) = config.hidden_act.as_deref()
             && act != "gelu"

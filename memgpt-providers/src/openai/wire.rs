@@ -7,8 +7,8 @@ use memgpt_core::message::ToolCall;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::ToolCalling;
 use super::calling::{Prepared, TextMessage, text_history};
+use super::config::ToolCalling;
 
 #[derive(Serialize)]
 pub(super) struct ChatBody<'a> {
@@ -92,7 +92,7 @@ impl<'a> ChatBody<'a> {
     pub(super) fn new(
         request: &'a ChatRequest,
         default_model: &'a str,
-        config: &super::OpenAiConfig,
+        config: &super::config::OpenAiConfig,
         structured: Option<&'a Prepared>,
     ) -> Self {
         let model = if request.model.is_empty() {

@@ -12,7 +12,7 @@ use memgpt_core::rules::ToolRule;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::AgentPath;
+use super::params::AgentPath;
 use crate::auth::Caller;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};

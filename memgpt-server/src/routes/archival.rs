@@ -10,7 +10,7 @@ use memgpt_core::store::{SearchMode, TimeRange};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{AgentPath, PageQuery, page_of};
+use super::params::{AgentPath, PageQuery, page_of};
 use crate::auth::Caller;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};

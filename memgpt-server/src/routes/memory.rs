@@ -7,7 +7,7 @@ use axum::extract::{Path, State};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::AgentPath;
+use super::params::AgentPath;
 use crate::auth::Caller;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};

@@ -21,7 +21,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-use super::{AgentPath, page_of};
+use super::params::{AgentPath, page_of};
 use crate::auth::Caller;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult, ErrorBody};

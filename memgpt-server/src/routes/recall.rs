@@ -9,7 +9,7 @@ use memgpt_core::store::{RecallQuery, TimeRange};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{AgentPath, page_of};
+use super::params::{AgentPath, page_of};
 use crate::auth::Caller;
 use crate::body::Body;
 use crate::error::ApiResult;

@@ -8,7 +8,7 @@ use chrono::{DateTime, Duration, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::AgentPath;
+use super::params::AgentPath;
 use crate::auth::Caller;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};

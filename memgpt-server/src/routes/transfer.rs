@@ -10,7 +10,7 @@ use memgpt_core::ids::AgentId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::AgentPath;
+use super::params::AgentPath;
 use crate::auth::Caller;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult, ErrorCode};

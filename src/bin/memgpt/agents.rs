@@ -1,51 +1,15 @@
 //! `memgpt agents ...` and `memgpt context`: agents without a conversation.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use async_trait::async_trait;
 use memgpt::Agent;
 use memgpt::agent_file::{self, AgentFile, ImportOptions};
-use memgpt::llm::{ChatRequest, ChatResponse, LlmError, LlmProvider, Role};
+use memgpt::llm::Role;
 use memgpt::store::{AgentState, Storage};
 
 use crate::open;
 use crate::settings::Settings;
-
-/// Stands in for the model where a command only reads an agent (`show`, `context`): the
-/// prompt is compiled exactly as for a step, and nothing is sent anywhere.
-#[derive(Debug)]
-pub struct NoModel {
-    model: String,
-}
-
-impl NoModel {
-    /// Stands in for the model `state` was configured with (for its tokenizer).
-    pub fn for_state(state: &AgentState) -> Self {
-        Self {
-            model: if state.config.model.is_empty() {
-                "gpt-4o-mini".to_owned()
-            } else {
-                state.config.model.clone()
-            },
-        }
-    }
-}
-
-#[async_trait]
-impl LlmProvider for NoModel {
-    fn model(&self) -> &str {
-        &self.model
-    }
-
-    async fn complete(&self, _: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        Err(LlmError::Permanent {
-            status: None,
-            message: "this command does not talk to the model".into(),
-        })
-    }
-}
 
 async fn load_state(storage: &Storage, name: &str) -> Result<AgentState> {
     match open::find_agent(storage, name).await? {
@@ -54,10 +18,11 @@ async fn load_state(storage: &Storage, name: &str) -> Result<AgentState> {
     }
 }
 
-/// Loads an agent for reading, without a model.
+/// Loads an agent for reading, without a model: the prompt is compiled exactly as for a step,
+/// and nothing is sent anywhere.
 async fn load_offline(storage: Storage, state: &AgentState) -> Result<Agent> {
     Agent::builder()
-        .provider(Arc::new(NoModel::for_state(state)))
+        .without_model()
         .storage(storage)
         .functions(open::functions_for(state, None))
         .load(state.id)

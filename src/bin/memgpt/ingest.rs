@@ -38,19 +38,20 @@ pub async fn run(settings: &Settings, name: &str, paths: &[PathBuf]) -> Result<(
     let Some(state) = open::find_agent(&storage, name).await? else {
         bail!("no agent named `{name}` (create it with `memgpt chat --agent {name}`)");
     };
-    // Embedding needs only the embedder; no chat model is contacted.
-    let llm = open::Llm {
-        provider: std::sync::Arc::new(crate::agents::NoModel::for_state(&state)),
-        embedder: open::embedder(
-            settings,
-            open::endpoint(settings)?.as_ref(),
-            open::stored_space(&storage).await?.as_ref(),
-        )
-        .await?,
-        kind: open::ProviderKind::OpenAi,
-        description: String::new(),
-    };
-    let mut agent = open::builder(&llm, storage.clone())
+    // Embedding needs only the embedder; no chat model is involved.
+    let embedder = open::embedder(
+        settings,
+        open::endpoint(settings)?.as_ref(),
+        open::stored_space(&storage).await?.as_ref(),
+    )
+    .await?;
+    let mut builder = memgpt::Agent::builder()
+        .without_model()
+        .storage(storage.clone());
+    if let Some(embedder) = &embedder {
+        builder = builder.embedder(embedder.clone());
+    }
+    let mut agent = builder
         .functions(open::functions_for(&state, None))
         .load(state.id)
         .await
@@ -58,7 +59,6 @@ pub async fn run(settings: &Settings, name: &str, paths: &[PathBuf]) -> Result<(
     let passage_tokens = agent.config().passage_tokens;
     let overlap = passage_tokens / 6;
     let counter = agent.context().counter().clone();
-    let embedder = llm.embedder.clone();
 
     let done = ingested_chunks(&storage, state.id).await?;
     let bar = indicatif::ProgressBar::new(files.len() as u64);

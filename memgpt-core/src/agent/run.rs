@@ -1,0 +1,48 @@
+//! [`StepRun`]: what a step (or a direct function call) accumulates before it commits.
+
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+
+use super::record::{FunctionCallRecord, StepTimings};
+use crate::function::StepWrites;
+use crate::llm::Usage;
+use crate::message::Message;
+use crate::paging::FlushRecord;
+use crate::time::Clock;
+
+/// What a step accumulates before it commits.
+pub(super) struct StepRun {
+    /// The event's time, if it was given (replays); otherwise the clock is read per message.
+    pub(super) fixed_time: Option<DateTime<Utc>>,
+    pub(super) started: Instant,
+    pub(super) messages: Vec<Message>,
+    pub(super) writes: StepWrites,
+    pub(super) function_calls: Vec<FunctionCallRecord>,
+    pub(super) llm_calls: usize,
+    pub(super) usage: Usage,
+    pub(super) pressure_warning: bool,
+    pub(super) flushes: Vec<FlushRecord>,
+    pub(super) timings: StepTimings,
+}
+
+impl StepRun {
+    pub(super) fn new(fixed_time: Option<DateTime<Utc>>) -> Self {
+        Self {
+            fixed_time,
+            started: Instant::now(),
+            messages: Vec::new(),
+            writes: StepWrites::default(),
+            function_calls: Vec::new(),
+            llm_calls: 0,
+            usage: Usage::default(),
+            pressure_warning: false,
+            flushes: Vec::new(),
+            timings: StepTimings::default(),
+        }
+    }
+
+    pub(super) fn now(&self, clock: &dyn Clock) -> DateTime<Utc> {
+        self.fixed_time.unwrap_or_else(|| clock.now())
+    }
+}
