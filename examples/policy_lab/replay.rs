@@ -405,7 +405,7 @@ pub fn run_one(
 ) -> Outcome {
     let agent = AgentId::new();
     let manager = QueueManager::new(policy.clone());
-    let mut queue = FifoQueue::new();
+    let mut queue = FifoQueue::with_policy(policy.clone());
     let mut turn_of: HashMap<MessageId, usize> = HashMap::new();
     let mut summary = ExtractiveSummary::new(window / 8);
     let mut out = Outcome::default();

@@ -17,9 +17,8 @@ fn view_entries(n: usize) -> Vec<EntryView> {
             created_at: DateTime::<Utc>::UNIX_EPOCH,
             last_used: i as u64,
             uses: 1,
-            attention: 0.0,
             relevance: None,
-            salience: 0.0,
+            signals: Vec::new(),
             pinned: false,
         })
         .collect()

@@ -56,8 +56,12 @@ pub struct PagingPreview {
     /// The policy's name.
     pub policy: String,
     /// The queued messages as the policy sees them, oldest first: tokens, recency, uses,
-    /// attention and relevance (as last measured: relevance is measured before a flush).
+    /// relevance (as last measured: relevance is measured before a flush) and the policy's
+    /// signals.
     pub entries: Vec<EntryView>,
+    /// The names of the policy's signals ([`EvictionPolicy::signals`](crate::queue::EvictionPolicy::signals)),
+    /// in the order of each entry's [`EntryView::signals`].
+    pub signals: Vec<String>,
     /// Indices into [`PagingPreview::entries`] that a flush would evict now, ascending (the
     /// manager's invariants applied: calls stay with their results, the newest turn stays).
     pub evict_next: Vec<usize>,
@@ -153,6 +157,9 @@ impl<'a> Pager<'a> {
         PagingPreview {
             policy: self.manager.policy().name().to_owned(),
             entries: QueueManager::view_entries(context.queue(), &[]),
+            signals: (context.queue().policy().signals().iter())
+                .map(|name| (*name).to_owned())
+                .collect(),
             evict_next: plan.indices,
             evict_tokens: plan.tokens,
             lines: self

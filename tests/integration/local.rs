@@ -646,8 +646,7 @@ mod chat {
             .unwrap();
         let queue = agent.context().queue();
         let attended: Vec<f32> = (0..queue.len())
-            .filter_map(|i| queue.get(i))
-            .map(|e| e.attention())
+            .filter_map(|i| queue.signal(i, "attention"))
             .collect();
         assert!(
             attended.iter().any(|a| *a > 0.0),

@@ -8,7 +8,9 @@ use memgpt::queue::{ContextUsage, EvictionPolicy, PaperPolicy, Pressure, QueueVi
 use memgpt::store::{InMemoryStore, Storage};
 use memgpt::testing::ScriptedProvider;
 
-/// A policy defined outside memgpt: evicts the newest half.
+/// A policy defined outside memgpt: evicts the newest half, and keeps a signal of its own
+/// (`words`: the words of a message, plus one per use), which the server's context view shows
+/// (server.rs, `a_custom_policy_signal_shows_in_the_context_view`).
 #[derive(Debug, Default)]
 struct NewestFirst(PaperPolicy);
 
@@ -21,6 +23,15 @@ impl EvictionPolicy for NewestFirst {
     }
     fn select(&self, view: &QueueView<'_>) -> Vec<usize> {
         (view.entries.len() / 2..view.entries.len()).collect()
+    }
+    fn signals(&self) -> &[&'static str] {
+        &["words"]
+    }
+    fn on_queued(&self, message: &memgpt::message::Message, signals: &mut [f32]) {
+        signals[0] = message.text.split_whitespace().count() as f32;
+    }
+    fn on_touched(&self, signals: &mut [f32]) {
+        signals[0] += 1.0;
     }
 }
 

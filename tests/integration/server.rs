@@ -987,7 +987,7 @@ async fn the_stream_shows_memory_pressure_and_flushes() {
         assert!(
             q["id"].is_string()
                 && q["uses"].is_u64()
-                && q["salience"].is_number()
+                && q["signals"] == json!({})
                 && q["evict_next"].is_boolean(),
             "{q}"
         );
@@ -2311,4 +2311,55 @@ async fn every_failure_is_an_error_the_client_sees() {
         (status, code(&body)),
         (StatusCode::UNPROCESSABLE_ENTITY, "unknown_field")
     );
+}
+
+/// A policy defined outside memgpt keeps a signal of its own (`words`, see registries.rs): the
+/// context view shows it by name for every queued message, as it shows the built-in policies'
+/// signals, with no server code for it.
+#[tokio::test]
+async fn a_custom_policy_signal_shows_in_the_context_view() {
+    let s = start().await;
+    let key = s.tenant("acme").await;
+    for (policy, signal) in [("newest-first", "words"), ("salience", "salience")] {
+        let (status, created) = s
+            .post(
+                "/v1/agents",
+                &key,
+                json!({ "name": policy, "policy": policy }),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+        let id = created["id"].as_str().unwrap().to_owned();
+        s.llm.push_call(
+            "send_message",
+            json!({"message": "Noted.", "request_heartbeat": false}),
+        );
+        let (status, step) = s
+            .post(
+                &format!("/v1/agents/{id}/messages"),
+                &key,
+                json!({"text": "My cat Miso is three years old"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{step}");
+        let (status, context) = s.get(&format!("/v1/agents/{id}/context"), &key).await;
+        assert_eq!(status, StatusCode::OK, "{context}");
+        assert_eq!(context["paging"]["policy"], policy);
+        let user = context["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["content"].as_str().is_some_and(|c| c.contains("Miso")))
+            .expect("the user's message is queued");
+        let signals = &user["queued"]["signals"];
+        assert_eq!(
+            signals.as_object().map(|o| o.len()),
+            Some(1),
+            "{policy}: {signals}"
+        );
+        assert!(
+            signals[signal].as_f64().unwrap() > 0.0,
+            "{policy}: {signals}"
+        );
+    }
 }

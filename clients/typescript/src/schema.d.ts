@@ -862,21 +862,18 @@ export interface components {
             uses: number;
             /**
              * Format: float
-             * @description Attention the model paid to it, where the provider reports attention (0 otherwise).
-             */
-            attention: number;
-            /**
-             * Format: float
              * @description Similarity to the latest turns, as measured before the last flush (policies that ask
              *     for it, agents with an embedder).
              */
             relevance?: number | null;
             /**
-             * Format: float
-             * @description How much it states (content words, names and numbers of its statements): what the
-             *     `salience` policy keeps.
+             * @description The policy's own signals of it, by name: `attention` (what the model attended to, under
+             *     the `attention` policy), `salience` (how much it states, under the `salience` policy),
+             *     or whatever a custom policy keeps; empty for a policy that keeps none.
              */
-            salience: number;
+            signals: {
+                [key: string]: number;
+            };
             /** @description Whether it may not be evicted. */
             pinned: boolean;
             /** @description Whether a flush now would evict it. */

@@ -271,6 +271,9 @@ impl Agent {
         self.sync_with_store().await?;
         let guard = Rollback::new(self);
         guard.agent.state.config.policy = policy.name().to_owned();
+        // The queue's entries keep the new policy's signals from now on (the context is part
+        // of the snapshot the guard restores on failure).
+        guard.agent.context.queue_mut().set_policy(policy.clone());
         let old = std::mem::replace(&mut guard.agent.rt.manager, QueueManager::new(policy));
         let now = guard.agent.rt.clock.now();
         if let Err(e) = guard

@@ -53,6 +53,9 @@ pub(super) fn main_context(
         services.counter.clone(),
         state.memory_updated_at,
     );
+    context
+        .queue_mut()
+        .set_policy(services.manager.policy().clone());
     context.set_summary(state.summary.clone());
     context.set_counts(counts);
     context

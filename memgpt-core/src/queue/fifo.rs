@@ -10,8 +10,7 @@ use crate::llm::ChatMessage;
 use crate::message::{Message, MessageKind};
 use crate::tokens::TokenCounter;
 
-use super::policy::eviction_units;
-use super::salience::message_salience;
+use super::policy::{EvictionPolicy, PaperPolicy, eviction_units};
 
 /// One message in the FIFO queue, rendered and counted once.
 #[derive(Clone, Debug)]
@@ -24,12 +23,10 @@ pub struct QueueEntry {
     /// How often it was used.
     uses: u32,
     pinned: bool,
-    /// Attention the model paid to it, summed over the LLM calls that reported any.
-    attention: f32,
     /// Its similarity to the latest turns, when last measured.
     relevance: Option<f32>,
-    /// How much it states, counted when it was queued.
-    salience: f32,
+    /// The queue's policy's signals of it, in the order of [`EvictionPolicy::signals`].
+    signals: Box<[f32]>,
 }
 
 impl QueueEntry {
@@ -63,21 +60,16 @@ impl QueueEntry {
         self.pinned
     }
 
-    /// Attention the model paid to it, summed over the calls whose provider reported it
-    /// (see [`AttentionProvider`](crate::llm::AttentionProvider)).
-    pub fn attention(&self) -> f32 {
-        self.attention
-    }
-
     /// Its similarity to the latest turns, when last measured (before a flush, for policies
     /// that ask for it).
     pub fn relevance(&self) -> Option<f32> {
         self.relevance
     }
 
-    /// How much it states ([`salience`](super::salience)), counted when it was queued.
-    pub fn salience(&self) -> f32 {
-        self.salience
+    /// The values of the queue's policy's signals for it, in the order of
+    /// [`EvictionPolicy::signals`] (see [`FifoQueue::signal`] to read one by name).
+    pub fn signals(&self) -> &[f32] {
+        &self.signals
     }
 
     fn is_function_result(&self) -> bool {
@@ -93,24 +85,76 @@ impl QueueEntry {
 }
 
 /// The recent messages in context, oldest first.
-#[derive(Clone, Debug, Default)]
+///
+/// The queue keeps what every policy may read of an entry (tokens, recency, uses, pins,
+/// relevance) and lets its [`EvictionPolicy`] keep its own per-entry signals: the policy's
+/// hooks run when a message is queued, used and attended to
+/// ([`EvictionPolicy::on_queued`], [`on_touched`](EvictionPolicy::on_touched),
+/// [`on_attended`](EvictionPolicy::on_attended)).
+#[derive(Clone, Debug)]
 pub struct FifoQueue {
     entries: VecDeque<QueueEntry>,
     tokens: usize,
     clock: u64,
+    policy: Arc<dyn EvictionPolicy>,
+}
+
+impl Default for FifoQueue {
+    /// An empty queue under the paper's policy (which keeps no signals).
+    fn default() -> Self {
+        Self::with_policy(Arc::new(PaperPolicy::default()))
+    }
 }
 
 impl FifoQueue {
-    /// An empty queue.
+    /// An empty queue under the paper's policy.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty queue whose entries keep `policy`'s signals.
+    pub fn with_policy(policy: Arc<dyn EvictionPolicy>) -> Self {
+        Self {
+            entries: VecDeque::new(),
+            tokens: 0,
+            clock: 0,
+            policy,
+        }
+    }
+
+    /// The policy whose signals the entries keep.
+    pub fn policy(&self) -> &Arc<dyn EvictionPolicy> {
+        &self.policy
+    }
+
+    /// Switches to `policy`: every entry's signals start afresh from
+    /// [`EvictionPolicy::on_queued`] (what the old policy observed is dropped).
+    pub fn set_policy(&mut self, policy: Arc<dyn EvictionPolicy>) {
+        self.policy = policy;
+        for entry in &mut self.entries {
+            entry.signals = Self::first_signals(self.policy.as_ref(), &entry.message);
+        }
+    }
+
+    fn first_signals(policy: &dyn EvictionPolicy, message: &Message) -> Box<[f32]> {
+        let mut signals = vec![0.0; policy.signals().len()].into_boxed_slice();
+        if !signals.is_empty() {
+            policy.on_queued(message, &mut signals);
+        }
+        signals
+    }
+
+    /// The value of the signal `name` of the entry at `index`, if the policy keeps it.
+    pub fn signal(&self, index: usize, name: &str) -> Option<f32> {
+        let at = self.policy.signals().iter().position(|s| *s == name)?;
+        self.entries.get(index)?.signals.get(at).copied()
     }
 
     /// Appends a message, counting its tokens once.
     pub fn push(&mut self, message: Arc<Message>, counter: &dyn TokenCounter) {
         let chat = message.to_chat();
         let tokens = counter.count_message(&chat);
-        let salience = message_salience(&message);
+        let signals = Self::first_signals(self.policy.as_ref(), &message);
         self.clock += 1;
         self.tokens += tokens;
         self.entries.push_back(QueueEntry {
@@ -120,9 +164,8 @@ impl FifoQueue {
             last_used: self.clock,
             uses: 1,
             pinned: false,
-            attention: 0.0,
             relevance: None,
-            salience,
+            signals,
         });
     }
 
@@ -161,15 +204,16 @@ impl FifoQueue {
         self.entries.iter().map(|e| e.message.id).collect()
     }
 
-    /// Adds attention weights, one per entry in queue order (what a provider reported for the
-    /// queue's part of the prompt). Ignored unless there is exactly one weight per entry.
+    /// Hands attention weights, one per entry in queue order (what a provider reported for the
+    /// queue's part of the prompt), to the policy ([`EvictionPolicy::on_attended`]). Ignored
+    /// unless there is exactly one weight per entry; weights that are not finite are skipped.
     pub fn add_attention(&mut self, weights: &[f32]) {
         if weights.len() != self.entries.len() {
             return;
         }
         for (entry, w) in self.entries.iter_mut().zip(weights) {
             if w.is_finite() {
-                entry.attention += w.max(0.0);
+                self.policy.on_attended(*w, &mut entry.signals);
             }
         }
     }
@@ -200,6 +244,7 @@ impl FifoQueue {
         if let Some(entry) = self.entries.iter_mut().find(|e| e.message.id == id) {
             entry.last_used = clock;
             entry.uses = entry.uses.saturating_add(1);
+            self.policy.on_touched(&mut entry.signals);
         }
     }
 

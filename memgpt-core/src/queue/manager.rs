@@ -77,9 +77,8 @@ impl QueueManager {
                     created_at: m.created_at,
                     last_used: e.last_used(),
                     uses: e.uses(),
-                    attention: e.attention(),
                     relevance: e.relevance(),
-                    salience: e.salience(),
+                    signals: e.signals().to_vec(),
                     pinned: e.is_pinned() || protected.contains(&m.id),
                 }
             })

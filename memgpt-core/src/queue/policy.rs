@@ -7,7 +7,7 @@ use std::ops::Range;
 use chrono::{DateTime, Utc};
 
 use crate::ids::MessageId;
-use crate::message::MessageKind;
+use crate::message::{Message, MessageKind};
 
 /// How full main context is, as judged by a policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -35,16 +35,13 @@ pub struct EntryView {
     pub last_used: u64,
     /// How many times it was used.
     pub uses: u32,
-    /// Attention the model paid to it, summed over the LLM calls whose provider reported any
-    /// (0 when none did).
-    pub attention: f32,
     /// Its similarity (cosine) to the latest turns, when measured: before a flush, for a
     /// policy whose [`EvictionPolicy::relevance_window`] asks for it and an agent with an
     /// embedder.
     pub relevance: Option<f32>,
-    /// How much it states ([`salience`](super::salience)), counted from its text when it was
-    /// queued.
-    pub salience: f32,
+    /// The policy's own signals of it, in the order of [`EvictionPolicy::signals`] (empty for
+    /// a policy that keeps none).
+    pub signals: Vec<f32>,
     /// Whether it may not be evicted (pinned by the user, or protected for the step in
     /// progress). The manager drops such entries from any selection.
     pub pinned: bool,
@@ -198,10 +195,38 @@ pub trait EvictionPolicy: Send + Sync + fmt::Debug {
         None
     }
 
-    /// Whether the policy uses the attention weights a provider can report
-    /// ([`EntryView::attention`]); the agent asks the provider for them only then.
+    /// Whether the policy uses the attention weights a provider can report (they arrive
+    /// through [`EvictionPolicy::on_attended`]); the agent asks the provider for them only
+    /// then.
     fn wants_attention(&self) -> bool {
         false
+    }
+
+    /// The names of the signals the policy keeps for each queued message (its own per-entry
+    /// state: `["attention"]`, `["salience"]`...). The queue keeps one number per name for
+    /// every entry, updated by the hooks below, and hands them back in
+    /// [`EntryView::signals`] in this order; the server's context view and the inspector show
+    /// them by name. Default: none.
+    fn signals(&self) -> &[&'static str] {
+        &[]
+    }
+
+    /// A message joins the queue (or the queue switches to this policy): sets its signals'
+    /// first values (`signals` holds one 0 per name of [`EvictionPolicy::signals`]).
+    fn on_queued(&self, message: &Message, signals: &mut [f32]) {
+        let _ = (message, signals);
+    }
+
+    /// A queued message was used (retrieved by a search, referenced): after its recency and
+    /// use count, its signals may change too.
+    fn on_touched(&self, signals: &mut [f32]) {
+        let _ = signals;
+    }
+
+    /// The model paid `weight` of its attention to a queued message in one LLM call (a
+    /// provider's report, for a policy that [`wants_attention`](Self::wants_attention)).
+    fn on_attended(&self, weight: f32, signals: &mut [f32]) {
+        let _ = (weight, signals);
     }
 }
 
@@ -326,7 +351,7 @@ impl EvictionPolicy for LruPolicy {
 ///   the observation window ([`EntryView::relevance`], measured with the agent's embedder);
 /// * **heavy hitters** ([`heavy_hitter_weight`](Self::heavy_hitter_weight)): accumulated
 ///   importance, as in H2O/Scissorhands: attention the model paid to the message when its
-///   provider reports it ([`EntryView::attention`]) plus how often it was used (retrieved by a
+///   provider reports it (its `attention` signal, see [`EvictionPolicy::on_attended`]) plus how often it was used (retrieved by a
 ///   search or marked), normalised by the queue's maximum;
 /// * **recency** ([`recency_weight`](Self::recency_weight)): rank of its last use.
 ///
@@ -380,7 +405,8 @@ impl AttentionPolicy {
     pub fn scores(&self, entries: &[EntryView]) -> Vec<f32> {
         let n = entries.len();
         let observed_from = n.saturating_sub(self.observation);
-        let importance = |e: &EntryView| e.attention + e.uses.saturating_sub(1) as f32;
+        let attention = |e: &EntryView| e.signals.first().copied().unwrap_or(0.0);
+        let importance = |e: &EntryView| attention(e) + e.uses.saturating_sub(1) as f32;
         let max_importance = entries
             .iter()
             .map(importance)
@@ -437,6 +463,17 @@ impl EvictionPolicy for AttentionPolicy {
 
     fn wants_attention(&self) -> bool {
         true
+    }
+
+    fn signals(&self) -> &[&'static str] {
+        &["attention"]
+    }
+
+    /// Sums the attention the model paid to the message (negative weights count as 0).
+    fn on_attended(&self, weight: f32, signals: &mut [f32]) {
+        if let Some(attention) = signals.first_mut() {
+            *attention += weight.max(0.0);
+        }
     }
 }
 
@@ -546,7 +583,7 @@ mod tests {
 
         // Reported attention counts like uses.
         let mut e2 = entries(&[10; 4]);
-        e2[1].attention = 3.0;
+        e2[1].signals = vec![3.0];
         let policy = AttentionPolicy {
             observation: 1,
             ..AttentionPolicy::default()
@@ -594,9 +631,8 @@ mod tests {
                 created_at: Utc::now(),
                 last_used: i as u64,
                 uses: 1,
-                attention: 0.0,
                 relevance: None,
-                salience: 0.0,
+                signals: Vec::new(),
                 pinned: false,
             })
             .collect()

@@ -155,7 +155,7 @@ impl EvictionPolicy for SaliencePolicy {
             .map(|unit| {
                 let salience = unit
                     .clone()
-                    .map(|i| entries[i].salience)
+                    .map(|i| entries[i].signals.first().copied().unwrap_or(0.0))
                     .fold(0.0, f32::max);
                 let recency = 1.0 + unit.start as f32 / queued;
                 (salience * recency, unit)
@@ -173,6 +173,17 @@ impl EvictionPolicy for SaliencePolicy {
             chosen.extend(unit);
         }
         chosen
+    }
+
+    fn signals(&self) -> &[&'static str] {
+        &["salience"]
+    }
+
+    /// Counts how much the message states, once, when it is queued.
+    fn on_queued(&self, message: &Message, signals: &mut [f32]) {
+        if let Some(salience) = signals.first_mut() {
+            *salience = message_salience(message);
+        }
     }
 }
 
@@ -199,9 +210,8 @@ mod tests {
             created_at: Utc::now(),
             last_used: 0,
             uses: 1,
-            attention: 0.0,
             relevance: None,
-            salience,
+            signals: vec![salience],
             pinned: false,
         }
     }

@@ -308,7 +308,7 @@ async function loadContext() {
     let content = m.content;
     for (const c of m.function_calls || []) content += `${content ? "\n" : ""}→ ${c.name}(${c.arguments})`;
     const signals = q
-      ? `uses ${q.uses} · last used ${q.last_used} · attention ${q.attention.toFixed(3)} · salience ${q.salience}${q.relevance == null ? "" : ` · relevance ${q.relevance.toFixed(3)}`}${q.pinned ? " · pinned" : ""}`
+      ? `uses ${q.uses} · last used ${q.last_used}${Object.entries(q.signals || {}).map(([name, value]) => ` · ${name} ${Number.isInteger(value) ? value : value.toFixed(3)}`).join("")}${q.relevance == null ? "" : ` · relevance ${q.relevance.toFixed(3)}`}${q.pinned ? " · pinned" : ""}`
       : { system: "instructions, memory blocks, memory header", summary: "recursive summary of evicted messages" }[m.section] || "";
     return el("tr", { class: q && q.evict_next ? "evict" : "" },
       el("td", { text: String(i) }),

@@ -375,15 +375,14 @@ struct QueuedView {
     last_used: u64,
     /// How many times it was used.
     uses: u32,
-    /// Attention the model paid to it, where the provider reports attention (0 otherwise).
-    attention: f32,
     /// Similarity to the latest turns, as measured before the last flush (policies that ask
     /// for it, agents with an embedder).
     #[serde(skip_serializing_if = "Option::is_none")]
     relevance: Option<f32>,
-    /// How much it states (content words, names and numbers of its statements): what the
-    /// `salience` policy keeps.
-    salience: f32,
+    /// The policy's own signals of it, by name: `attention` (what the model attended to, under
+    /// the `attention` policy), `salience` (how much it states, under the `salience` policy),
+    /// or whatever a custom policy keeps; empty for a policy that keeps none.
+    signals: std::collections::BTreeMap<String, f32>,
     /// Whether it may not be evicted.
     pinned: bool,
     /// Whether a flush now would evict it.
@@ -479,9 +478,13 @@ async fn context(
             created_at: e.created_at,
             last_used: e.last_used,
             uses: e.uses,
-            attention: e.attention,
             relevance: e.relevance,
-            salience: e.salience,
+            signals: preview
+                .signals
+                .iter()
+                .cloned()
+                .zip(e.signals.iter().copied())
+                .collect(),
             pinned: e.pinned,
             evict_next: preview.evict_next.binary_search(&index).is_ok(),
         })

@@ -56,6 +56,7 @@ from .passage_path import PassagePath
 from .pending_call_view import PendingCallView
 from .prompt_message import PromptMessage
 from .queued_view import QueuedView
+from .queued_view_signals import QueuedViewSignals
 from .recall_results import RecallResults
 from .replace_block import ReplaceBlock
 from .scored_view import ScoredView
@@ -143,6 +144,7 @@ __all__ = (
     "PendingCallView",
     "PromptMessage",
     "QueuedView",
+    "QueuedViewSignals",
     "RecallResults",
     "ReplaceBlock",
     "ScoredView",

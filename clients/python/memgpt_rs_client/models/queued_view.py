@@ -2,12 +2,16 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.queued_view_signals import QueuedViewSignals
+
 
 T = TypeVar("T", bound="QueuedView")
 
@@ -22,9 +26,10 @@ class QueuedView:
         created_at (datetime.datetime): When it was created.
         last_used (int): Logical time of its last use (appended, retrieved or referenced); larger is more recent.
         uses (int): How many times it was used.
-        attention (float): Attention the model paid to it, where the provider reports attention (0 otherwise).
-        salience (float): How much it states (content words, names and numbers of its statements): what the
-            `salience` policy keeps.
+        signals (QueuedViewSignals): The policy's own signals of it, by name: `attention` (what the model attended to,
+            under
+            the `attention` policy), `salience` (how much it states, under the `salience` policy),
+            or whatever a custom policy keeps; empty for a policy that keeps none.
         pinned (bool): Whether it may not be evicted.
         evict_next (bool): Whether a flush now would evict it.
         relevance (float | None | Unset): Similarity to the latest turns, as measured before the last flush (policies
@@ -37,8 +42,7 @@ class QueuedView:
     created_at: datetime.datetime
     last_used: int
     uses: int
-    attention: float
-    salience: float
+    signals: QueuedViewSignals
     pinned: bool
     evict_next: bool
     relevance: float | None | Unset = UNSET
@@ -55,9 +59,7 @@ class QueuedView:
 
         uses = self.uses
 
-        attention = self.attention
-
-        salience = self.salience
+        signals = self.signals.to_dict()
 
         pinned = self.pinned
 
@@ -78,8 +80,7 @@ class QueuedView:
                 "created_at": created_at,
                 "last_used": last_used,
                 "uses": uses,
-                "attention": attention,
-                "salience": salience,
+                "signals": signals,
                 "pinned": pinned,
                 "evict_next": evict_next,
             }
@@ -91,6 +92,8 @@ class QueuedView:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.queued_view_signals import QueuedViewSignals  # noqa: PLC0415
+
         d = dict(src_dict)
         id = d.pop("id")
 
@@ -102,9 +105,7 @@ class QueuedView:
 
         uses = d.pop("uses")
 
-        attention = d.pop("attention")
-
-        salience = d.pop("salience")
+        signals = QueuedViewSignals.from_dict(d.pop("signals"))
 
         pinned = d.pop("pinned")
 
@@ -125,8 +126,7 @@ class QueuedView:
             created_at=created_at,
             last_used=last_used,
             uses=uses,
-            attention=attention,
-            salience=salience,
+            signals=signals,
             pinned=pinned,
             evict_next=evict_next,
             relevance=relevance,

@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+T = TypeVar("T", bound="QueuedViewSignals")
+
+
+@_attrs_define
+class QueuedViewSignals:
+    """The policy's own signals of it, by name: `attention` (what the model attended to, under
+    the `attention` policy), `salience` (how much it states, under the `salience` policy),
+    or whatever a custom policy keeps; empty for a policy that keeps none.
+
+    """
+
+    additional_properties: dict[str, float] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        queued_view_signals = cls()
+
+        queued_view_signals.additional_properties = d
+        return queued_view_signals
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> float:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: float) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties
