@@ -15,8 +15,8 @@ mod vocabulary;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use memgpt::backend::testing::ScriptedProvider;
 use memgpt::chunk::chunk_text_with_overlap;
-use memgpt::testing::ScriptedProvider;
 use memgpt::tokens::{TiktokenCounter, TokenCounter};
 use serde_json::json;
 use vocabulary::WORDS;

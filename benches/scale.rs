@@ -116,9 +116,9 @@ async fn run(name: &str, storage: Storage, provider: Arc<OpenAiProvider>) {
 /// One agent with a million messages and a million passages: how long filling takes, and the
 /// time of steps that search both.
 async fn million(url: &str, label: &str) {
+    use memgpt::backend::testing::ScriptedProvider;
     use memgpt::embed::HashingEmbedder;
     use memgpt::message::{Message, MessageKind};
-    use memgpt::testing::ScriptedProvider;
 
     const ROWS: usize = 1_000_000;
     const BATCH: usize = 10_000;

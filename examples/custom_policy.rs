@@ -16,10 +16,10 @@
 
 use std::sync::Arc;
 
+use memgpt::backend::testing::ScriptedProvider;
 use memgpt::message::{Message, MessageKind};
 use memgpt::queue::{ContextUsage, EvictionPolicy, PaperPolicy, Pressure, QueueView};
 use memgpt::store::{InMemoryStore, Storage};
-use memgpt::testing::ScriptedProvider;
 use memgpt::{Agent, register_policy};
 use serde_json::json;
 

@@ -19,12 +19,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use memgpt::Agent;
+use memgpt::backend::testing::ScriptedProvider;
 use memgpt::ids::AgentId;
 use memgpt::store::{
     AgentLease, AgentState, AgentStore, Commit, EmbeddingSpace, InMemoryStore, MessageEmbedding,
     Storage, StoreError,
 };
-use memgpt::testing::ScriptedProvider;
 use serde_json::json;
 
 /// Counts the steps committed and the messages they appended.

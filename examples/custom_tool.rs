@@ -12,8 +12,8 @@
 
 use std::sync::Arc;
 
+use memgpt::backend::testing::ScriptedProvider;
 use memgpt::function::FunctionError;
-use memgpt::testing::ScriptedProvider;
 use memgpt::{Agent, memgpt_fn};
 use serde_json::json;
 

@@ -95,8 +95,19 @@ pub use memgpt_core::{
     LoopStyle, MainContext, MemoryBlock, PaperPolicy, QueueManager, Result, StepRecord, StopReason,
     WorkingContext, agent, agent_file, builtin, chrono, chunk, config, context, embed, function,
     ids, indexing, llm, memgpt_fn, memory, message, queue, register_policy, retrieval, rules,
-    store, summarizer, testing, time, tokens,
+    store, summarizer, time, tokens,
 };
+
+/// For store and provider authors, and for tests, apart from the everyday surface: what recall
+/// storage's full-text index is built with ([`memgpt_core::backend`]), the crash tests'
+/// failpoints, and a scripted provider for unit tests of agents and functions
+/// ([`testing::ScriptedProvider`]).
+pub mod backend {
+    #[doc(inline)]
+    pub use memgpt_core::backend::*;
+    #[doc(inline)]
+    pub use memgpt_core::{failpoint, testing};
+}
 
 /// Storage backends: SQLite, tantivy, usearch, PostgreSQL, chosen by feature and URL.
 pub use memgpt_backends as backends;

@@ -338,7 +338,7 @@ mod tests {
             facts: vec![],
         };
         let agent = replayed_agent(
-            Arc::new(memgpt::testing::ScriptedProvider::new()),
+            Arc::new(memgpt::backend::testing::ScriptedProvider::new()),
             &conversation,
         )
         .await

@@ -31,11 +31,11 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use chrono::{DateTime, Duration, Utc};
 use memgpt::Agent;
+use memgpt::backend::testing::ScriptedProvider;
 use memgpt::backends::{RecallIndex, SqliteOptions, SqliteStore, VectorIndex};
 use memgpt::message::{Message, MessageKind};
 use memgpt::retrieval::{Bm25Index, document_terms, query_terms};
 use memgpt::store::Storage;
-use memgpt::testing::ScriptedProvider;
 use memgpt::time::format_time;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -302,7 +302,7 @@ async fn run_family(
         json!({
             "family": family.name,
             "embedder": model,
-            "analyzer": memgpt::retrieval::ANALYZER_VERSION,
+            "analyzer": memgpt::backend::ANALYZER_VERSION,
             "ranking": memgpt::retrieval::RecallRanking::default(),
         }),
     )?;

@@ -30,6 +30,11 @@
 //!   and by what each LLM call is offered.
 //! * [`agent_file`]: an agent's whole state as one JSON document, in Letta's agent-file format
 //!   (export, import).
+//!
+//! For store and provider authors and for tests, apart from the everyday surface:
+//!
+//! * [`backend`]: what recall storage's full-text index is built with (message documents, term
+//!   statistics, the analyzer version).
 //! * [`failpoint`]: named places where crash tests stop the process (feature `failpoints`).
 //! * [`testing`]: a scripted in-process provider for unit tests of agents and functions.
 //!
@@ -46,6 +51,7 @@ extern crate self as memgpt_core;
 
 pub mod agent;
 pub mod agent_file;
+pub mod backend;
 pub mod builtin;
 pub mod chunk;
 pub mod config;

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use memgpt::Agent;
 use memgpt::agent_file::*;
+use memgpt::backend::testing::ScriptedProvider;
 use memgpt::message::MessageKind;
 use memgpt::store::{Page, RecallQuery, Storage};
-use memgpt::testing::ScriptedProvider;
 use serde_json::json;
 
 const LETTA: &str = include_str!("../../memgpt-core/src/agent_file/testdata/letta_v2.af");

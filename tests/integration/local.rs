@@ -237,7 +237,7 @@ fn mpnet_matches_an_independent_reference() {
 
 #[tokio::test]
 async fn the_local_embedder_drives_archival_search_by_meaning() {
-    use memgpt::testing::ScriptedProvider;
+    use memgpt::backend::testing::ScriptedProvider;
     use serde_json::json;
     let Some(embedder) = embedder() else { return };
     let provider = Arc::new(ScriptedProvider::new());

@@ -3,10 +3,10 @@
 use std::sync::Arc;
 
 use memgpt::Agent;
+use memgpt::backend::testing::ScriptedProvider;
 use memgpt::function::FunctionRegistry;
 use memgpt::queue::{ContextUsage, EvictionPolicy, PaperPolicy, Pressure, QueueView};
 use memgpt::store::{InMemoryStore, Storage};
-use memgpt::testing::ScriptedProvider;
 
 /// A policy defined outside memgpt: evicts the newest half, and keeps a signal of its own
 /// (`words`: the words of a message, plus one per use), which the server's context view shows

@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
+use memgpt::backend::testing::ScriptedProvider;
 use memgpt::server::{Server, ServerConfig, ServerTables};
 use memgpt::store::Storage;
-use memgpt::testing::ScriptedProvider;
 use reqwest::{Client, Method, StatusCode};
 use serde_json::{Value, json};
 

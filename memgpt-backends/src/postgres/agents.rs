@@ -2,10 +2,10 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use memgpt_core::backend::DocumentBuilder;
 use memgpt_core::embed::Embedding;
 use memgpt_core::ids::AgentId;
 use memgpt_core::message::Message;
-use memgpt_core::retrieval::DocumentBuilder;
 use memgpt_core::store::{
     AgentLease, AgentState, AgentStore, Commit, EmbeddingSpace, MAX_MESSAGE_WINDOWS,
     MessageEmbedding, Passage, PassageEmbedding, StoreError,

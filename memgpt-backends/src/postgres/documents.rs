@@ -9,11 +9,10 @@
 
 use std::collections::HashMap;
 
+use memgpt_core::backend::{ANALYZER_VERSION, DocumentBuilder, TermStatistics, WINDOW_NEIGHBOURS};
 use memgpt_core::ids::AgentId;
 use memgpt_core::message::Message;
-use memgpt_core::retrieval::{
-    ANALYZER_VERSION, DocumentBuilder, TermStatistics, WINDOW_NEIGHBOURS, document_terms,
-};
+use memgpt_core::retrieval::document_terms;
 use memgpt_core::store::StoreError;
 use sqlx::{PgConnection, PgPool, Row};
 use tracing::info;

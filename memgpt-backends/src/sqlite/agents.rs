@@ -1,10 +1,11 @@
 //! Agent state and the atomic commit.
 
 use async_trait::async_trait;
+use memgpt_core::backend::DocumentBuilder;
 use memgpt_core::embed::Embedding;
 use memgpt_core::ids::AgentId;
 use memgpt_core::message::Message;
-use memgpt_core::retrieval::{DocumentBuilder, document_terms};
+use memgpt_core::retrieval::document_terms;
 use memgpt_core::store::{
     AgentState, AgentStore, Commit, EmbeddingSpace, MAX_MESSAGE_WINDOWS, MessageEmbedding, Passage,
     PassageEmbedding, StoreError,

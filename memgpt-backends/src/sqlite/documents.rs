@@ -12,12 +12,12 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use memgpt_core::backend::{
+    ANALYZER_VERSION, DocumentBuilder, MessageDocument, TermStatistics, WINDOW_NEIGHBOURS,
+};
 use memgpt_core::ids::AgentId;
 use memgpt_core::message::Message;
-use memgpt_core::retrieval::{
-    ANALYZER_VERSION, DocumentBuilder, MessageDocument, TermStatistics, WINDOW_NEIGHBOURS,
-    document_terms,
-};
+use memgpt_core::retrieval::document_terms;
 use memgpt_core::store::StoreError;
 use sqlx::{Row, SqliteConnection, SqlitePool};
 use tracing::info;

@@ -19,8 +19,9 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use memgpt_core::backend::{ANALYZER_VERSION, TermStatistics};
 use memgpt_core::ids::AgentId;
-use memgpt_core::retrieval::{ANALYZER_VERSION, TermStatistics, TextCandidates};
+use memgpt_core::retrieval::TextCandidates;
 use memgpt_core::store::{RecallQuery, StoreError};
 use serde_json::json;
 use sqlx::{Row, SqlitePool};

@@ -60,7 +60,8 @@ impl Bm25 {
     /// (`tf[i]` for `stats.document_frequency[i]`).
     ///
     /// ```
-    /// use memgpt_core::retrieval::{Bm25, TermStatistics};
+    /// use memgpt_core::backend::TermStatistics;
+    /// use memgpt_core::retrieval::Bm25;
     ///
     /// let stats = TermStatistics { documents: 100, total_terms: 1_000, document_frequency: vec![2, 50] };
     /// let bm25 = Bm25::default();

@@ -85,7 +85,7 @@ impl MessageDocument {
 /// use chrono::{Duration, TimeZone, Utc};
 /// use memgpt_core::ids::AgentId;
 /// use memgpt_core::message::{Message, MessageKind};
-/// use memgpt_core::retrieval::DocumentBuilder;
+/// use memgpt_core::backend::DocumentBuilder;
 ///
 /// let agent = AgentId::new();
 /// let t = Utc.with_ymd_and_hms(2024, 1, 1, 9, 0, 0).unwrap();

@@ -20,24 +20,21 @@
 //! The defaults and how they were chosen are in BENCHMARKS.md ("LoCoMo: evidence recall of
 //! conversation search").
 
-mod analyzer;
-mod bm25;
+pub(crate) mod analyzer;
+pub(crate) mod bm25;
 mod cues;
-mod document;
+pub(crate) mod document;
 mod fusion;
 mod mode;
 mod passages;
 mod recall;
 
-pub use analyzer::{
-    ANALYZER_VERSION, MAX_TERM_BYTES, count_terms, document_terms, query_terms, tokenize,
-};
-pub use bm25::{Bm25, Bm25Index, TermStatistics};
+pub use analyzer::{MAX_TERM_BYTES, count_terms, document_terms, query_terms, tokenize};
+pub(crate) use bm25::TermStatistics;
+pub use bm25::{Bm25, Bm25Index};
 pub use cues::QueryCues;
-pub use document::{
-    DocumentBuilder, MessageDocument, NEIGHBOUR_TERMS, SESSION_GAP, WINDOW_NEIGHBOURS,
-    document_text, is_conversation,
-};
+pub(crate) use document::DocumentBuilder;
+pub use document::{NEIGHBOUR_TERMS, SESSION_GAP, document_text, is_conversation};
 pub use fusion::{RRF_K, reciprocal_rank_fusion};
 pub use mode::SearchMode;
 pub use passages::{NearestPassages, PassageDocument, PassageMatches, passage_pool, rank_passages};

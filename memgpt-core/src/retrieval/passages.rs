@@ -81,7 +81,8 @@ pub fn passage_pool(depth: usize) -> usize {
 /// of the vector list.
 ///
 /// ```
-/// use memgpt_core::retrieval::{PassageDocument, SearchMode, TermStatistics, query_terms, rank_passages};
+/// use memgpt_core::backend::TermStatistics;
+/// use memgpt_core::retrieval::{PassageDocument, SearchMode, query_terms, rank_passages};
 ///
 /// let now = chrono::Utc::now();
 /// let candidates: Vec<PassageDocument> = ["Mochi likes tuna", "the weather is nice"]

@@ -182,7 +182,7 @@ impl AgentLease for NoLease {
 /// [`search_messages`], so every store searches the same way.
 ///
 /// **What a store indexes.** Each message has a search document built by a
-/// [`DocumentBuilder`](crate::retrieval::DocumentBuilder) in append order (stores keep each
+/// [`DocumentBuilder`](crate::backend::DocumentBuilder) in append order (stores keep each
 /// agent's latest conversation messages to continue it), and conversation messages may have an
 /// embedding ([`Commit::message_embeddings`], [`AgentStore::store_message_embeddings`]).
 #[async_trait]
