@@ -2,6 +2,7 @@
 //! stopping past the end, binding a page as `LIMIT`/`OFFSET`, attaching ranked scores) and the
 //! listings written once over a [`SqlDialect`], which SQLite and PostgreSQL each implement.
 
+use memgpt_core::backend::{DocumentBuilder, WINDOW_NEIGHBOURS};
 use memgpt_core::ids::AgentId;
 use memgpt_core::message::Message;
 use memgpt_core::retrieval::{CandidateKey, RecallCandidate};
@@ -28,6 +29,60 @@ pub(crate) fn push_candidate_window(
     Ok(())
 }
 
+/// The embedding space a store handle knows, shared by its tasks: a store's space never changes
+/// once fixed (until every embedding is cleared), so it is read once.
+#[derive(Debug, Default)]
+pub(crate) struct SpaceCache(std::sync::RwLock<Option<EmbeddingSpace>>);
+
+impl SpaceCache {
+    /// The space, if this handle knows it.
+    pub(crate) fn get(&self) -> Option<EmbeddingSpace> {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Remembers the space a committed transaction fixed or confirmed.
+    pub(crate) fn set(&self, space: EmbeddingSpace) {
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = Some(space);
+    }
+
+    /// Forgets the space (after clearing every embedding).
+    pub(crate) fn clear(&self) {
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// The known space, or the one `read` finds in the store (remembered once there is one).
+    pub(crate) async fn get_or_read(
+        &self,
+        read: impl Future<Output = Result<Option<EmbeddingSpace>, StoreError>>,
+    ) -> Result<Option<EmbeddingSpace>, StoreError> {
+        if let Some(space) = self.get() {
+            return Ok(Some(space));
+        }
+        let space = read.await?;
+        if let Some(space) = &space {
+            self.set(space.clone());
+        }
+        Ok(space)
+    }
+}
+
+/// The embedding space recorded in `memgpt_meta` (`embedding_model`, `embedding_dimension`),
+/// if both are there.
+pub(crate) fn space_from_meta(
+    model: Option<String>,
+    dimension: Option<String>,
+) -> Result<Option<EmbeddingSpace>, StoreError> {
+    Ok(match (model, dimension) {
+        (Some(model), Some(dimension)) => Some(EmbeddingSpace {
+            model,
+            dimension: dimension
+                .parse()
+                .map_err(|_| crate::codec::corrupt("embedding_dimension"))?,
+        }),
+        _ => None,
+    })
+}
+
 /// One SQL backend's dialect: how it binds values, filters, decodes rows and runs queries.
 /// The listings of this module are written once against it.
 pub(crate) trait SqlDialect: Sync {
@@ -46,6 +101,8 @@ pub(crate) trait SqlDialect: Sync {
     fn push_message_filters(sql: &mut QueryBuilder<Self::Db>, query: &RecallQuery);
     /// Decodes a row selected with [`SqlDialect::MESSAGE_COLUMNS`].
     fn message_from_row(row: &<Self::Db as Database>::Row) -> Result<Message, StoreError>;
+    /// Reads the integer column `name` of a row.
+    fn int_column(row: &<Self::Db as Database>::Row, name: &str) -> Result<i64, StoreError>;
     /// Decodes a row selected with [`SqlDialect::PASSAGE_COLUMNS`].
     fn passage_from_row(
         row: &<Self::Db as Database>::Row,
@@ -100,6 +157,11 @@ macro_rules! impl_sql_dialect {
                 message_from_row(row)
             }
 
+            fn int_column(row: &$row, name: &str) -> Result<i64, ::memgpt_core::store::StoreError> {
+                ::sqlx::Row::try_get(row, name)
+                    .map_err(|e| $crate::codec::db(&format!("reading column {name}"), e))
+            }
+
             fn passage_from_row(
                 row: &$row,
                 space: Option<&::memgpt_core::store::EmbeddingSpace>,
@@ -143,6 +205,36 @@ macro_rules! impl_sql_dialect {
     };
 }
 pub(crate) use impl_sql_dialect;
+
+/// The query of an agent's latest [`WINDOW_NEIGHBOURS`] conversation turns, newest first,
+/// with their `turn` numbers: what a commit reads (in its transaction) to continue the agent's
+/// search documents ([`builder_from_latest_turns`]).
+pub(crate) fn latest_turns<S: SqlDialect>(agent: AgentId) -> QueryBuilder<S::Db> {
+    let mut sql = QueryBuilder::new(format!(
+        "SELECT {}, m.turn FROM messages m WHERE m.agent_id = ",
+        S::MESSAGE_COLUMNS
+    ));
+    S::push_agent(&mut sql, agent);
+    sql.push(" AND m.turn IS NOT NULL ORDER BY m.turn DESC LIMIT ");
+    S::push_int(&mut sql, WINDOW_NEIGHBOURS as i64);
+    sql
+}
+
+/// A document builder continuing after the rows of [`latest_turns`].
+pub(crate) fn builder_from_latest_turns<S: SqlDialect>(
+    rows: &[<S::Db as Database>::Row],
+) -> Result<DocumentBuilder, StoreError> {
+    let next_turn = match rows.first() {
+        Some(row) => S::int_column(row, "turn")?.max(0) as u64 + 1,
+        None => 0,
+    };
+    let mut recent = rows
+        .iter()
+        .map(S::message_from_row)
+        .collect::<Result<Vec<Message>, _>>()?;
+    recent.reverse();
+    Ok(DocumentBuilder::new(&recent, next_turn))
+}
 
 /// An agent's messages matching a recall query's filters, oldest first (ties: append order).
 pub(crate) async fn list_messages<S: SqlDialect>(

@@ -15,7 +15,7 @@ use sqlx::types::Json;
 use sqlx::{PgConnection, Postgres};
 use tracing::{debug, info, warn};
 
-use super::documents::{Collection, builder_for, count_documents, passage_search_text};
+use super::documents::{Collection, count_documents, passage_search_text};
 use super::{PgStore, SPACE_LOCK, agent_lock_key, read_space};
 use crate::codec::db;
 
@@ -391,44 +391,38 @@ impl PgStore {
         tx: &mut PgConnection,
         embeddings: &[&Embedding],
     ) -> Result<Option<EmbeddingSpace>, StoreError> {
-        let Some(first) = embeddings.first() else {
+        if embeddings.is_empty() {
             return Ok(None);
-        };
+        }
         // Read on this transaction's connection: a second one from the pool could wait forever
         // while every connection is in a commit.
-        let known = match self.known_space() {
+        let stored = match self.known_space() {
             Some(space) => Some(space),
-            None => read_space(&mut *tx).await?,
-        };
-        let space = match known {
-            Some(space) => space,
-            None => {
-                sqlx::query("SELECT pg_advisory_xact_lock($1)")
-                    .bind(SPACE_LOCK)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(|e| db("waiting for the embedding space lock", e))?;
-                // Another commit may have fixed it while this one waited.
-                match read_space(&mut *tx).await? {
-                    Some(space) => space,
-                    None => fix_space(tx, first).await?,
+            None => match read_space(&mut *tx).await? {
+                Some(space) => Some(space),
+                None => {
+                    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                        .bind(SPACE_LOCK)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(|e| db("waiting for the embedding space lock", e))?;
+                    // Another commit may have fixed it while this one waited.
+                    read_space(&mut *tx).await?
                 }
-            }
+            },
         };
-        for embedding in embeddings {
-            space.check(embedding)?;
+        let first_ever = stored.is_none();
+        let space = EmbeddingSpace::settle(stored, embeddings.iter().copied())?;
+        if let (true, Some(space)) = (first_ever, &space) {
+            fix_space(tx, space).await?;
         }
-        Ok(Some(space))
+        Ok(space)
     }
 }
 
-/// Records `first`'s model and dimension as the store's space and creates the HNSW index over
-/// vectors of that dimension (the caller holds [`SPACE_LOCK`] in this transaction).
-async fn fix_space(tx: &mut PgConnection, first: &Embedding) -> Result<EmbeddingSpace, StoreError> {
-    let space = EmbeddingSpace {
-        model: first.model.clone(),
-        dimension: first.dimension(),
-    };
+/// Records `space` as the store's and creates the HNSW index over vectors of its dimension
+/// (the caller holds [`SPACE_LOCK`] in this transaction).
+async fn fix_space(tx: &mut PgConnection, space: &EmbeddingSpace) -> Result<(), StoreError> {
     if space.dimension == 0 {
         return Err(StoreError::InvalidQuery(
             "pgvector cannot store an embedding of dimension 0".into(),
@@ -446,8 +440,7 @@ async fn fix_space(tx: &mut PgConnection, first: &Embedding) -> Result<Embedding
             .map_err(|e| db("recording the embedding model", e))?;
     }
     info!(model = %space.model, dimension = space.dimension, "fixing the store's embedding space and creating its HNSW indexes");
-    PgStore::create_vector_indexes(tx, space.dimension).await?;
-    Ok(space)
+    PgStore::create_vector_indexes(tx, space.dimension).await
 }
 
 /// The HNSW indexes over passage and message embeddings of dimension `d` (if missing).
@@ -770,4 +763,15 @@ impl PgStore {
         }
         Ok(())
     }
+}
+
+/// A builder continuing the agent's documents from its latest conversation turns (the caller
+/// holds the agent's row lock, so no other commit adds turns meanwhile).
+async fn builder_for(tx: &mut PgConnection, agent: AgentId) -> Result<DocumentBuilder, StoreError> {
+    let rows = crate::sql::latest_turns::<PgStore>(agent)
+        .build()
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(|e| db("reading the latest turns", e))?;
+    crate::sql::builder_from_latest_turns::<PgStore>(&rows)
 }

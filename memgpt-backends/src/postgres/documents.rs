@@ -9,9 +9,8 @@
 
 use std::collections::HashMap;
 
-use memgpt_core::backend::{ANALYZER_VERSION, DocumentBuilder, TermStatistics, WINDOW_NEIGHBOURS};
+use memgpt_core::backend::{ANALYZER_VERSION, DocumentBuilder, TermStatistics};
 use memgpt_core::ids::AgentId;
-use memgpt_core::message::Message;
 use memgpt_core::retrieval::document_terms;
 use memgpt_core::store::StoreError;
 use sqlx::{PgConnection, PgPool, Row};
@@ -49,38 +48,6 @@ pub(crate) fn terms_tsquery(terms: &[String]) -> Option<String> {
         return None;
     }
     Some(quoted.join(" | "))
-}
-
-/// A builder continuing the agent's documents from its latest conversation turns (the caller
-/// holds the agent's row lock, so no other commit adds turns meanwhile).
-pub(crate) async fn builder_for(
-    tx: &mut PgConnection,
-    agent: AgentId,
-) -> Result<DocumentBuilder, StoreError> {
-    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "SELECT {MESSAGE_COLUMNS}, m.turn FROM messages m WHERE m.agent_id = $1 AND m.turn IS NOT NULL \
-         ORDER BY m.turn DESC LIMIT $2"
-    )))
-    .bind(agent.as_uuid())
-    .bind(WINDOW_NEIGHBOURS as i64)
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(|e| db("reading the latest turns", e))?;
-    let next_turn = match rows.first() {
-        Some(row) => {
-            let turn: i64 = row
-                .try_get("turn")
-                .map_err(|e| db("reading the latest turns", e))?;
-            turn as u64 + 1
-        }
-        None => 0,
-    };
-    let mut recent = rows
-        .iter()
-        .map(message_from_row)
-        .collect::<Result<Vec<Message>, _>>()?;
-    recent.reverse();
-    Ok(DocumentBuilder::new(&recent, next_turn))
 }
 
 /// Adds to an agent's statistics of `collection` (negative to remove).

@@ -224,7 +224,7 @@ pub struct PgStore {
     /// [`AgentStore::clear_embeddings`](memgpt_core::store::AgentStore::clear_embeddings) forgets
     /// it (processes sharing the store must be stopped for that: their handles keep the space
     /// they know).
-    space: std::sync::RwLock<Option<EmbeddingSpace>>,
+    space: crate::sql::SpaceCache,
     /// [`PgOptions::ef_search`].
     ef_search: usize,
 }
@@ -302,7 +302,7 @@ impl PgStore {
             pool,
             locks,
             schema,
-            space: std::sync::RwLock::new(None),
+            space: crate::sql::SpaceCache::default(),
             ef_search: options.ef_search.clamp(1, MAX_EF_SEARCH),
         };
         store.space().await?;
@@ -345,34 +345,31 @@ impl PgStore {
 
     /// The store's embedding space if this handle already knows it.
     pub(crate) fn known_space(&self) -> Option<EmbeddingSpace> {
-        self.space.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.space.get()
     }
 
     /// The store's embedding space, once fixed.
     pub(crate) async fn space(&self) -> Result<Option<EmbeddingSpace>, StoreError> {
-        if let Some(space) = self.known_space() {
-            return Ok(Some(space));
-        }
-        let mut conn = self
-            .pool
-            .acquire()
+        self.space
+            .get_or_read(async {
+                let mut conn = self
+                    .pool
+                    .acquire()
+                    .await
+                    .map_err(|e| db("reading store metadata", e))?;
+                read_space(&mut conn).await
+            })
             .await
-            .map_err(|e| db("reading store metadata", e))?;
-        let space = read_space(&mut conn).await?;
-        if let Some(space) = &space {
-            self.remember_space(space.clone());
-        }
-        Ok(space)
     }
 
     /// Remembers the embedding space a committed transaction fixed or confirmed.
     pub(crate) fn remember_space(&self, space: EmbeddingSpace) {
-        *self.space.write().unwrap_or_else(|p| p.into_inner()) = Some(space);
+        self.space.set(space);
     }
 
     /// Forgets the embedding space (after clearing every embedding).
     pub(crate) fn forget_space(&self) {
-        *self.space.write().unwrap_or_else(|p| p.into_inner()) = None;
+        self.space.clear();
     }
 }
 
@@ -517,15 +514,7 @@ async fn migrate(conn: &mut PgConnection) -> Result<(), StoreError> {
 async fn read_space(conn: &mut PgConnection) -> Result<Option<EmbeddingSpace>, StoreError> {
     let model = meta(&mut *conn, "embedding_model").await?;
     let dimension = meta(&mut *conn, "embedding_dimension").await?;
-    Ok(match (model, dimension) {
-        (Some(model), Some(dimension)) => Some(EmbeddingSpace {
-            model,
-            dimension: dimension
-                .parse()
-                .map_err(|_| corrupt("embedding_dimension"))?,
-        }),
-        _ => None,
-    })
+    crate::sql::space_from_meta(model, dimension)
 }
 
 /// `name` as a quoted SQL identifier.

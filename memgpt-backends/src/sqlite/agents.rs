@@ -14,7 +14,7 @@ use sqlx::{Row, SqliteConnection};
 
 use super::SqliteStore;
 use super::batch::Batch;
-use super::documents::{CachedBuilder, builder_for, count_documents, count_passage};
+use super::documents::{CachedBuilder, count_documents, count_passage};
 use super::meta::embedding_space;
 use crate::codec::{corrupt, db, micros, vector_to_blob};
 
@@ -702,4 +702,17 @@ async fn write_commit(
         .bind(id.as_uuid());
     batch.send(tx).await?;
     Ok((space, builder))
+}
+
+/// A builder continuing the agent's documents: its latest conversation turns (read in `tx`).
+async fn builder_for(
+    tx: &mut SqliteConnection,
+    agent: AgentId,
+) -> Result<DocumentBuilder, StoreError> {
+    let rows = crate::sql::latest_turns::<SqliteStore>(agent)
+        .build()
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(|e| db("reading the latest turns", e))?;
+    crate::sql::builder_from_latest_turns::<SqliteStore>(&rows)
 }

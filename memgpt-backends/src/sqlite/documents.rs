@@ -12,11 +12,8 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use memgpt_core::backend::{
-    ANALYZER_VERSION, DocumentBuilder, MessageDocument, TermStatistics, WINDOW_NEIGHBOURS,
-};
+use memgpt_core::backend::{ANALYZER_VERSION, DocumentBuilder, MessageDocument, TermStatistics};
 use memgpt_core::ids::AgentId;
-use memgpt_core::message::Message;
 use memgpt_core::retrieval::document_terms;
 use memgpt_core::store::StoreError;
 use sqlx::{Row, SqliteConnection, SqlitePool};
@@ -73,37 +70,6 @@ impl BuilderCache {
         }
         map.insert(agent, CachedBuilder { version, builder });
     }
-}
-
-/// A builder continuing the agent's documents: its latest conversation turns (read in `tx`).
-pub(crate) async fn builder_for(
-    tx: &mut SqliteConnection,
-    agent: AgentId,
-) -> Result<DocumentBuilder, StoreError> {
-    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "SELECT {MESSAGE_COLUMNS}, m.turn FROM messages m WHERE m.agent_id = ? AND m.turn IS NOT NULL \
-         ORDER BY m.turn DESC LIMIT ?"
-    )))
-    .bind(agent.as_uuid())
-    .bind(WINDOW_NEIGHBOURS as i64)
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(|e| db("reading the latest turns", e))?;
-    let next_turn = match rows.first() {
-        Some(row) => {
-            let turn: i64 = row
-                .try_get("turn")
-                .map_err(|e| db("reading the latest turns", e))?;
-            turn as u64 + 1
-        }
-        None => 0,
-    };
-    let mut recent = rows
-        .iter()
-        .map(message_from_row)
-        .collect::<Result<Vec<Message>, _>>()?;
-    recent.reverse();
-    Ok(DocumentBuilder::new(&recent, next_turn))
 }
 
 /// Adds documents to the collection statistics (negative to remove).

@@ -23,13 +23,5 @@ pub(crate) async fn embedding_space(
 ) -> Result<Option<EmbeddingSpace>, StoreError> {
     let model = meta(&mut *conn, "embedding_model").await?;
     let dimension = meta(&mut *conn, "embedding_dimension").await?;
-    Ok(match (model, dimension) {
-        (Some(model), Some(dimension)) => Some(EmbeddingSpace {
-            model,
-            dimension: dimension
-                .parse()
-                .map_err(|_| crate::codec::corrupt("embedding_dimension"))?,
-        }),
-        _ => None,
-    })
+    crate::sql::space_from_meta(model, dimension)
 }

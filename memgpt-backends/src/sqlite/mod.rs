@@ -33,7 +33,6 @@ pub use tantivy_recall::TantivyRecall;
 #[cfg(feature = "usearch")]
 pub use usearch_index::{Quantization, UsearchIndexes, UsearchOptions};
 
-use meta::meta;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -138,7 +137,7 @@ pub struct SqliteStore {
     /// The store's embedding space as this process last read or fixed it (it changes only when
     /// [`AgentStore::clear_embeddings`](memgpt_core::store::AgentStore::clear_embeddings) forgets
     /// it, in this process: one process opens a data directory at a time).
-    space: SpaceCache,
+    space: crate::sql::SpaceCache,
     /// Rows committed since the derived indexes last caught up.
     #[cfg_attr(not(any(feature = "tantivy", feature = "usearch")), allow(dead_code))]
     unindexed: std::sync::atomic::AtomicUsize,
@@ -147,24 +146,6 @@ pub struct SqliteStore {
     /// Held by this process's write transactions, so its writers queue here in order instead
     /// of polling SQLite's lock (its busy handler sleeps up to 100 ms between tries).
     writer: tokio::sync::Mutex<()>,
-}
-
-/// The embedding space a process knows, shared by its tasks.
-#[derive(Debug, Default)]
-pub(crate) struct SpaceCache(std::sync::RwLock<Option<EmbeddingSpace>>);
-
-impl SpaceCache {
-    pub(crate) fn get(&self) -> Option<EmbeddingSpace> {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    pub(crate) fn set(&self, space: EmbeddingSpace) {
-        *self.0.write().unwrap_or_else(|p| p.into_inner()) = Some(space);
-    }
-
-    pub(crate) fn clear(&self) {
-        *self.0.write().unwrap_or_else(|p| p.into_inner()) = None;
-    }
 }
 
 /// The schema, in order. Each is applied once, in its own transaction.
@@ -267,7 +248,7 @@ impl SqliteStore {
             unindexed: std::sync::atomic::AtomicUsize::new(0),
             builders: documents::BuilderCache::default(),
             writer: tokio::sync::Mutex::new(()),
-            space: SpaceCache::default(),
+            space: crate::sql::SpaceCache::default(),
         };
         Ok(store)
     }
@@ -317,7 +298,7 @@ impl SqliteStore {
             unindexed: std::sync::atomic::AtomicUsize::new(0),
             builders: documents::BuilderCache::default(),
             writer: tokio::sync::Mutex::new(()),
-            space: SpaceCache::default(),
+            space: crate::sql::SpaceCache::default(),
         })
     }
 
@@ -328,19 +309,16 @@ impl SqliteStore {
 
     /// The store's embedding space, once fixed; cached after the first read.
     pub(crate) async fn space(&self) -> Result<Option<EmbeddingSpace>, StoreError> {
-        if let Some(space) = self.space.get() {
-            return Ok(Some(space));
-        }
-        let mut conn = self
-            .pool
-            .acquire()
+        self.space
+            .get_or_read(async {
+                let mut conn = self
+                    .pool
+                    .acquire()
+                    .await
+                    .map_err(|e| db("reading store metadata", e))?;
+                meta::embedding_space(&mut conn).await
+            })
             .await
-            .map_err(|e| db("reading store metadata", e))?;
-        let space = meta::embedding_space(&mut conn).await?;
-        if let Some(space) = &space {
-            self.space.set(space.clone());
-        }
-        Ok(space)
     }
 
     /// The data directory.
@@ -370,7 +348,7 @@ impl SqliteStore {
         self.builders.take(agent);
         #[cfg(feature = "tantivy")]
         if let Some(tantivy) = &self.tantivy {
-            let generation = meta(&self.pool, "generation")
+            let generation = meta::meta(&self.pool, "generation")
                 .await
                 .ok()
                 .flatten()
