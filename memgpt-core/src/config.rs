@@ -57,8 +57,9 @@ pub struct AgentConfig {
     pub recall_ranking: RecallRanking,
     /// Commit a step's messages without embedding them (default `false`: with an embedder,
     /// the step's conversation messages are embedded in one batch before its commit). When
-    /// deferred, the next `conversation_search` embeds them before searching, or
-    /// [`Agent::reindex`](crate::Agent::reindex) does: steps do not wait for the embedder.
+    /// deferred, the agent's next step (or [`Agent::call`](crate::Agent::call)) embeds them
+    /// before it runs, or [`Agent::reindex`](crate::Agent::reindex) does: a step does not wait
+    /// for the embedder with its own messages.
     pub defer_message_embeddings: bool,
     /// Rules about which functions the model may call when ([`crate::rules`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -2,7 +2,8 @@
 //!
 //! Conversation messages are embedded in batches: with their step (before its commit, unless
 //! [`AgentConfig::defer_message_embeddings`](crate::AgentConfig::defer_message_embeddings)), by
-//! the next recall search for whatever is still missing (on demand), and by
+//! the agent's next step or [`Agent::call`](crate::Agent::call) for whatever is still missing
+//! (up to a bound, before it runs: searches only read), and by
 //! [`Agent::reindex`](crate::Agent::reindex) for everything missing (a backfill after an import
 //! without an embedder, an embedder outage or a crash). A message is never left out for good: a
 //! store lists what is missing ([`RecallStore::unembedded_messages`]).

@@ -9,9 +9,10 @@ use crate::store::{Page, Passage, RecallQuery, SearchMode, SearchPage, TimeRange
 
 impl Agent {
     /// Searches recall storage as `conversation_search` does: the agent's ranking, by meaning
-    /// and words when it has an embedder (conversation messages not embedded yet are embedded
-    /// first, up to a bound). Unlike the function, the hits do not count as uses of the
-    /// messages, and nothing is committed.
+    /// and words when it has an embedder (messages still waiting for their embeddings are
+    /// matched by words, with a note: the next step, [`Agent::call`] or [`Agent::reindex`]
+    /// embeds them). Unlike the function, the hits do not count as uses of the messages, and
+    /// nothing is written.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> memgpt_core::Result<()> {
@@ -30,11 +31,12 @@ impl Agent {
     /// # Ok(()) }
     /// ```
     pub async fn search_recall(&self, query: &RecallQuery) -> Result<RecallResults> {
-        Ok(crate::function::embed_and_search_recall(
+        Ok(crate::function::search_recall_hybrid(
             &self.rt.storage,
             self.rt.embedder.as_deref(),
             self.id(),
             self.rt.settings.recall_ranking,
+            self.embedding_backlog,
             query,
         )
         .await?)

@@ -152,6 +152,7 @@ impl Agent {
     /// ```
     pub async fn call(&mut self, function: &str, arguments: Value) -> Result<FunctionCallRecord> {
         self.sync_with_store().await?;
+        self.embed_backlog().await;
         let guard = Rollback::new(self);
         let mut run = StepRun::new(None);
         let call = ToolCall {
@@ -238,6 +239,7 @@ impl Agent {
             extensions: &self.rt.extensions,
             committed_passages: self.committed_passages,
             recall_messages,
+            embedding_backlog: self.embedding_backlog,
         };
         let result = run_call(&self.rt.functions, call, limits, &mut ctx).await;
         let memory_changed = self.context.memory_changed(now);

@@ -53,6 +53,10 @@ use crate::passages::PassageWriter;
 use crate::queue::{EvictionPolicy, QueueManager};
 use crate::store::{AgentState, Commit, MessageEmbedding, Passage, Storage, StoreError, Summary};
 
+/// The most unembedded messages a step (or [`Agent::call`]) embeds before it runs; the rest
+/// wait for the next one or [`Agent::reindex`].
+const BACKLOG_EMBEDDINGS: usize = 512;
+
 /// A MemGPT agent.
 ///
 /// Create one with [`Agent::builder`], drive it with [`Agent::step`].
@@ -66,6 +70,10 @@ pub struct Agent {
     stale: bool,
     /// Set while a commit is awaited.
     commit_in_flight: bool,
+    /// Committed conversation messages may lack their embeddings (deferred, an embedder
+    /// failure, or unknown since the agent was loaded): the next step or [`Agent::call`]
+    /// embeds them first ([`Agent::embed_backlog`]).
+    embedding_backlog: bool,
 }
 
 impl std::fmt::Debug for Agent {
@@ -147,6 +155,7 @@ impl Agent {
             rt,
             stale: false,
             commit_in_flight: false,
+            embedding_backlog: true,
         })
     }
 
@@ -407,9 +416,9 @@ impl Agent {
     /// imported or committed without an embedder, or while it failed) and stores the vectors;
     /// returns how many were embedded. Without an embedder it embeds nothing.
     ///
-    /// Searches embed what is missing on demand too (up to a bound per search), so this is for
-    /// backfills: after attaching an embedder to an agent with a long history, or after an
-    /// import.
+    /// Each step and [`Agent::call`] embeds what is missing first too (up to a bound), so this
+    /// is for backfills: after attaching an embedder to an agent with a long history, or after
+    /// an import. Searches never embed anything.
     pub async fn reindex(&mut self) -> Result<usize> {
         let Some(embedder) = self.rt.embedder.clone() else {
             return Ok(0);
@@ -421,13 +430,14 @@ impl Agent {
             usize::MAX,
         )
         .await?;
+        self.embedding_backlog = false;
         Ok(done)
     }
 
     /// The embeddings of the conversation messages among `messages`, or none (with a warning)
     /// when there is no embedder or it fails: the messages are then committed without, and
     /// embedded later.
-    async fn embed_for_commit(&self, messages: &[Message]) -> Vec<MessageEmbedding> {
+    async fn embed_for_commit(&mut self, messages: &[Message]) -> Vec<MessageEmbedding> {
         let Some(embedder) = &self.rt.embedder else {
             return Vec::new();
         };
@@ -435,9 +445,42 @@ impl Agent {
             Ok(embeddings) => embeddings,
             Err(e) => {
                 tracing::warn!(error = %e, agent = %self.id(), "embedding messages failed; they are stored without embeddings and embedded later");
+                self.embedding_backlog = true;
                 Vec::new()
             }
         }
+    }
+
+    /// Embeds committed conversation messages that still lack embeddings (deferred by
+    /// [`AgentConfig::defer_message_embeddings`], left by an embedder failure, or imported
+    /// without an embedder), at most [`BACKLOG_EMBEDDINGS`] of them: what a step and
+    /// [`Agent::call`] do first, so their searches rank those messages by meaning too. A
+    /// failure is logged and retried next time; it never fails the caller. Returns the time
+    /// spent.
+    async fn embed_backlog(&mut self) -> std::time::Duration {
+        let started = std::time::Instant::now();
+        let Some(embedder) = self.rt.embedder.clone() else {
+            self.embedding_backlog = false;
+            return started.elapsed();
+        };
+        if !self.embedding_backlog {
+            return started.elapsed();
+        }
+        let storage = &self.rt.storage;
+        match crate::indexing::embed_pending(
+            storage,
+            embedder.as_ref(),
+            self.id(),
+            BACKLOG_EMBEDDINGS,
+        )
+        .await
+        {
+            Ok((_, more)) => self.embedding_backlog = more,
+            Err(e) => {
+                tracing::warn!(error = %e, agent = %self.id(), "embedding earlier messages failed; searches match them by words until a later step embeds them");
+            }
+        }
+        started.elapsed()
     }
 
     /// Catches up with the store: if another process committed a newer version of this agent

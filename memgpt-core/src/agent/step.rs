@@ -105,6 +105,9 @@ impl Agent {
             debug!(until = %until, "timer ignored: timers are paused");
             return Ok(self.record(run, label, Vec::new(), StopReason::TimersPaused));
         }
+        // What earlier steps left unembedded is embedded first, so this step's searches rank it
+        // by meaning too.
+        run.timings.embedding += self.embed_backlog().await;
 
         let limit = self.state.config.max_chain_length.max(1);
         let tool_rules = self.state.config.tool_rules.clone();
@@ -196,6 +199,7 @@ impl Agent {
         let messages = std::mem::take(&mut run.messages);
         let passages = std::mem::take(&mut run.writes.passages);
         let embeddings = if self.state.config.defer_message_embeddings {
+            self.embedding_backlog = self.rt.embedder.is_some();
             Vec::new()
         } else {
             let started = Instant::now();

@@ -1654,7 +1654,7 @@ async fn steps_embed_their_conversation_messages_before_committing() {
 }
 
 #[tokio::test]
-async fn deferred_embeddings_are_made_by_the_next_search_or_a_reindex() {
+async fn deferred_embeddings_are_made_by_the_next_step_or_call_or_a_reindex() {
     let llm = llm();
     let mut agent = embedded_agent(&llm, Storage::in_memory(), 32, true).await;
     llm.push_call("send_message", json!({"message": "Noted."}));
@@ -1682,11 +1682,37 @@ async fn deferred_embeddings_are_made_by_the_next_search_or_a_reindex() {
         "{}",
         record.output
     );
-    assert_eq!(unembedded(&agent).await, 0, "embedded on demand");
+    assert_eq!(
+        unembedded(&agent).await,
+        0,
+        "embedded by the call, before it ran"
+    );
 
     llm.push_call("send_message", json!({"message": "Sunny."}));
     agent.step("The weather is sunny.").await.unwrap();
     assert_eq!(unembedded(&agent).await, 2);
+    // A search only reads: it says what it matched by words alone.
+    let found = agent
+        .search_recall(&RecallQuery::text("weather", Page::first(5)))
+        .await
+        .unwrap();
+    assert!(
+        found
+            .note
+            .as_deref()
+            .is_some_and(|n| n.contains("not embedded yet")),
+        "{:?}",
+        found.note
+    );
+    assert_eq!(unembedded(&agent).await, 2, "the search wrote nothing");
+    // The next step embeds them before it runs; its own messages wait for the one after.
+    llm.push_call("send_message", json!({"message": "You're welcome."}));
+    agent.step("Thanks.").await.unwrap();
+    assert_eq!(
+        unembedded(&agent).await,
+        2,
+        "only the new step's own messages"
+    );
     assert_eq!(agent.reindex().await.unwrap(), 2);
     assert_eq!(unembedded(&agent).await, 0);
     assert_eq!(agent.reindex().await.unwrap(), 0, "nothing left");

@@ -22,10 +22,6 @@ use crate::store::{
 };
 use crate::tokens::TokenCounter;
 
-/// The most unembedded messages one recall search embeds before it runs (the rest are matched
-/// by words until a later search or [`Agent::reindex`](crate::Agent::reindex) embeds them).
-const ON_DEMAND_EMBEDDINGS: usize = 512;
-
 /// Settings that built-in functions read: the part of [`AgentConfig`] they obey.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FunctionSettings {
@@ -164,6 +160,8 @@ pub struct FunctionContext<'a> {
     pub(crate) committed_passages: u64,
     /// Messages in recall storage, this step's included.
     pub(crate) recall_messages: u64,
+    /// Whether some committed conversation messages may still lack their embeddings.
+    pub(crate) embedding_backlog: bool,
 }
 
 impl fmt::Debug for FunctionContext<'_> {
@@ -232,10 +230,10 @@ impl<'a> FunctionContext<'a> {
     }
 
     /// Searches recall storage (see [`retrieval`](crate::retrieval)), ranked as the agent is
-    /// configured. A text query is hybrid when the agent has an embedder: the query is embedded,
-    /// and conversation messages not embedded yet are embedded first (on demand, up to a
-    /// bound). Messages of the step in progress are in the FIFO queue and become searchable
-    /// when the step commits. Every hit counts as a *use* of that message (see
+    /// configured. A text query is hybrid when the agent has an embedder: the query is embedded
+    /// (messages still waiting for their embeddings are matched by words, with a note; the
+    /// agent embeds them before its next step). Messages of the step in progress are in the
+    /// FIFO queue and become searchable when the step commits. Every hit counts as a *use* of that message (see
     /// [`FunctionContext::mark_used`]).
     ///
     /// An embedder failure never fails the search: it falls back to words alone and says so in
@@ -244,11 +242,12 @@ impl<'a> FunctionContext<'a> {
         &mut self,
         query: &RecallQuery,
     ) -> Result<RecallResults, FunctionError> {
-        let results = embed_and_search_recall(
+        let results = search_recall_hybrid(
             self.storage,
             self.embedder,
             self.agent_id,
             self.settings.recall_ranking,
+            self.embedding_backlog,
             query,
         )
         .await?;
@@ -349,33 +348,27 @@ pub(crate) async fn archival_query(
     })
 }
 
-/// Recall search as [`FunctionContext::search_recall_and_mark_used`] runs it, without recording uses: the
-/// query ranked by `ranking`, hybrid when there is an embedder (pending conversation messages
-/// embedded first, up to a bound), falling back to words alone with a note.
-pub(crate) async fn embed_and_search_recall(
+/// Recall search as [`FunctionContext::search_recall_and_mark_used`] runs it, without recording
+/// uses: the query ranked by `ranking`, hybrid when there is an embedder (the query embedded),
+/// falling back to words alone with a note. It writes nothing: with `backlog` (committed
+/// messages may still lack embeddings) the note says they were matched by words.
+pub(crate) async fn search_recall_hybrid(
     storage: &Storage,
     embedder: Option<&dyn Embedder>,
     agent: AgentId,
     ranking: RecallRanking,
+    backlog: bool,
     query: &RecallQuery,
 ) -> Result<RecallResults, StoreError> {
     let mut query = query.clone();
     query.ranking = ranking;
     let mut notes = Vec::new();
     if let (Some(text), Some(embedder)) = (query.text_query(), embedder) {
-        match crate::indexing::embed_pending(storage, embedder, agent, ON_DEMAND_EMBEDDINGS).await {
-            Ok((_, false)) => {}
-            Ok((_, true)) => notes.push(
+        if backlog {
+            notes.push(
                 "some older messages are not embedded yet and were matched by words only"
                     .to_owned(),
-            ),
-            Err(e) => {
-                tracing::warn!(error = %e, "embedding messages before a recall search failed");
-                notes.push(
-                    "recent messages could not be embedded and were matched by words only"
-                        .to_owned(),
-                );
-            }
+            );
         }
         match embedder.embed_one(text).await {
             Ok(embedding) => query.embedding = Some(embedding),
