@@ -2,7 +2,9 @@
 //! stopping past the end, binding a page as `LIMIT`/`OFFSET`, attaching ranked scores) and the
 //! listings written once over a [`SqlDialect`], which SQLite and PostgreSQL each implement.
 
-use memgpt_core::backend::{DocumentBuilder, WINDOW_NEIGHBOURS};
+use std::collections::HashMap;
+
+use memgpt_core::backend::{DocumentBuilder, MessageDocument, WINDOW_NEIGHBOURS};
 use memgpt_core::ids::AgentId;
 use memgpt_core::message::Message;
 use memgpt_core::retrieval::{CandidateKey, RecallCandidate};
@@ -234,6 +236,57 @@ pub(crate) fn builder_from_latest_turns<S: SqlDialect>(
         .collect::<Result<Vec<Message>, _>>()?;
     recent.reverse();
     Ok(DocumentBuilder::new(&recent, next_turn))
+}
+
+/// Rebuilding every message's search document when the analyzer changed: batch by batch in
+/// append order, each agent's builder continued from its previous message, documents counted
+/// per agent. A store reads each [`DocumentRebuild::next_batch`], turns the rows into
+/// documents here, and writes them its own way (its full-text table, its statistics).
+#[derive(Debug, Default)]
+pub(crate) struct DocumentRebuild {
+    builders: HashMap<AgentId, DocumentBuilder>,
+    /// Documents and their terms, per agent, so far.
+    pub(crate) totals: HashMap<AgentId, (i64, i64)>,
+    /// The last message read.
+    after: i64,
+}
+
+impl DocumentRebuild {
+    /// The next `size` messages after the last one read, in append order.
+    pub(crate) fn next_batch<S: SqlDialect>(&self, size: i64) -> QueryBuilder<S::Db> {
+        let mut sql = QueryBuilder::new(format!(
+            "SELECT m.seq AS rebuild_seq, {} FROM messages m WHERE m.seq > ",
+            S::MESSAGE_COLUMNS
+        ));
+        S::push_int(&mut sql, self.after);
+        sql.push(" ORDER BY m.seq LIMIT ");
+        S::push_int(&mut sql, size);
+        sql
+    }
+
+    /// The documents of a batch's messages: `(seq, agent, document)` in order. An empty batch
+    /// is the end.
+    pub(crate) fn documents<S: SqlDialect>(
+        &mut self,
+        rows: &[<S::Db as Database>::Row],
+    ) -> Result<Vec<(i64, AgentId, MessageDocument)>, StoreError> {
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let seq = S::int_column(row, "rebuild_seq")?;
+            let message = S::message_from_row(row)?;
+            let document = self
+                .builders
+                .entry(message.agent_id)
+                .or_insert_with(|| DocumentBuilder::new([], 0))
+                .add(&message);
+            let total = self.totals.entry(message.agent_id).or_default();
+            total.0 += 1;
+            total.1 += document.len() as i64;
+            self.after = seq;
+            out.push((seq, message.agent_id, document));
+        }
+        Ok(out)
+    }
 }
 
 /// An agent's messages matching a recall query's filters, oldest first (ties: append order).

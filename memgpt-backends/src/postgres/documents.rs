@@ -9,16 +9,16 @@
 
 use std::collections::HashMap;
 
-use memgpt_core::backend::{ANALYZER_VERSION, DocumentBuilder, TermStatistics};
+use memgpt_core::backend::{ANALYZER_VERSION, TermStatistics};
 use memgpt_core::ids::AgentId;
 use memgpt_core::retrieval::document_terms;
 use memgpt_core::store::StoreError;
 use sqlx::{PgConnection, PgPool, Row};
 use tracing::info;
 
-use super::dialect::{MESSAGE_COLUMNS, message_from_row};
 use super::meta::meta;
 use crate::codec::db;
+use crate::sql::{DocumentRebuild, SqlDialect};
 
 const ANALYZER: &str = "analyzer";
 
@@ -166,7 +166,9 @@ pub(crate) async fn statistics(
 
 /// Rebuilds every document (messages and passages) unless they were built by this analyzer.
 /// Runs in the store's setup transaction, under the migration lock.
-pub(crate) async fn rebuild_if_stale(tx: &mut PgConnection) -> Result<(), StoreError> {
+pub(crate) async fn rebuild_if_stale<S: SqlDialect<Db = sqlx::Postgres>>(
+    tx: &mut PgConnection,
+) -> Result<(), StoreError> {
     if meta(&mut *tx, ANALYZER).await?.as_deref() == Some(ANALYZER_VERSION) {
         return Ok(());
     }
@@ -178,36 +180,20 @@ pub(crate) async fn rebuild_if_stale(tx: &mut PgConnection) -> Result<(), StoreE
         .execute(&mut *tx)
         .await
         .map_err(|e| db("resetting search statistics", e))?;
-    let mut builders: HashMap<AgentId, DocumentBuilder> = HashMap::new();
-    let mut totals: HashMap<AgentId, (i64, i64)> = HashMap::new();
-    let mut after = 0i64;
+    let mut rebuild = DocumentRebuild::default();
     loop {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT m.seq, {MESSAGE_COLUMNS} FROM messages m WHERE m.seq > $1 ORDER BY m.seq LIMIT $2"
-        )))
-        .bind(after)
-        .bind(REBUILD_BATCH)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(|e| db("reading messages to index", e))?;
-        let Some(last) = rows.last() else { break };
-        after = last
-            .try_get("seq")
+        let rows = rebuild
+            .next_batch::<S>(REBUILD_BATCH)
+            .build()
+            .fetch_all(&mut *tx)
+            .await
             .map_err(|e| db("reading messages to index", e))?;
+        if rows.is_empty() {
+            break;
+        }
         let (mut seqs, mut turns, mut texts, mut lengths) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for row in &rows {
-            let seq: i64 = row
-                .try_get("seq")
-                .map_err(|e| db("reading messages to index", e))?;
-            let message = message_from_row(row)?;
-            let document = builders
-                .entry(message.agent_id)
-                .or_insert_with(|| DocumentBuilder::new([], 0))
-                .add(&message);
-            let total = totals.entry(message.agent_id).or_default();
-            total.0 += 1;
-            total.1 += document.len() as i64;
+        for (seq, _, document) in rebuild.documents::<S>(&rows)? {
             seqs.push(seq);
             turns.push(document.turn.map(|t| t as i64));
             texts.push(document.text());
@@ -226,7 +212,7 @@ pub(crate) async fn rebuild_if_stale(tx: &mut PgConnection) -> Result<(), StoreE
         .await
         .map_err(|e| db("storing search documents", e))?;
     }
-    for (agent, (documents, terms)) in totals {
+    for (agent, (documents, terms)) in rebuild.totals {
         count_documents(tx, Collection::Messages, agent, documents, terms).await?;
     }
     let mut after = 0i64;

@@ -450,7 +450,7 @@ async fn set_up(
         .await
         .map_err(|e| db("setting the search path", e))?;
     migrate(&mut tx).await?;
-    documents::rebuild_if_stale(&mut tx).await?;
+    documents::rebuild_if_stale::<PgStore>(&mut tx).await?;
     if let Some(space) = read_space(&mut tx).await? {
         PgStore::create_vector_indexes(&mut tx, space.dimension).await?;
     }

@@ -20,9 +20,9 @@ use sqlx::{Row, SqliteConnection, SqlitePool};
 use tracing::info;
 
 use super::batch::Batch;
-use super::dialect::{MESSAGE_COLUMNS, message_from_row};
 use super::meta::meta;
 use crate::codec::db;
+use crate::sql::{DocumentRebuild, SqlDialect};
 
 /// The `memgpt_meta` keys of the message collection's statistics.
 const DOCUMENTS: &str = "message_documents";
@@ -235,7 +235,9 @@ pub(crate) async fn count_passages_if_missing(pool: &SqlitePool) -> Result<(), S
 }
 
 /// Rebuilds every document and both full-text tables unless they were built by this analyzer.
-pub(crate) async fn rebuild_if_stale(pool: &SqlitePool) -> Result<(), StoreError> {
+pub(crate) async fn rebuild_if_stale<S: SqlDialect<Db = sqlx::Sqlite>>(
+    pool: &SqlitePool,
+) -> Result<(), StoreError> {
     if meta(pool, ANALYZER).await?.as_deref() == Some(ANALYZER_VERSION) {
         return Ok(());
     }
@@ -259,36 +261,25 @@ pub(crate) async fn rebuild_if_stale(pool: &SqlitePool) -> Result<(), StoreError
         .await
         .map_err(|e| db("clearing a full-text table", e))?;
     }
-    let mut builders: HashMap<AgentId, DocumentBuilder> = HashMap::new();
-    let (mut documents, mut terms) = (0i64, 0i64);
-    let mut after = 0i64;
+    let mut rebuild = DocumentRebuild::default();
     loop {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.seq > ? ORDER BY m.seq LIMIT ?"
-        )))
-        .bind(after)
-        .bind(REBUILD_BATCH)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(|e| db("reading messages to index", e))?;
-        let Some(last) = rows.last() else { break };
-        after = last
-            .try_get("seq")
+        let rows = rebuild
+            .next_batch::<S>(REBUILD_BATCH)
+            .build()
+            .fetch_all(&mut *tx)
+            .await
             .map_err(|e| db("reading messages to index", e))?;
-        for row in &rows {
-            let seq: i64 = row
-                .try_get("seq")
-                .map_err(|e| db("reading messages to index", e))?;
-            let message = message_from_row(row)?;
-            let document = builders
-                .entry(message.agent_id)
-                .or_insert_with(|| DocumentBuilder::new([], 0))
-                .add(&message);
-            write_message_document(&mut tx, seq, message.agent_id, &document, true).await?;
-            documents += 1;
-            terms += document.len() as i64;
+        if rows.is_empty() {
+            break;
+        }
+        for (seq, agent, document) in rebuild.documents::<S>(&rows)? {
+            write_message_document(&mut tx, seq, agent, &document, true).await?;
         }
     }
+    let (documents, terms) = rebuild
+        .totals
+        .values()
+        .fold((0, 0), |(d, t), (dd, tt)| (d + dd, t + tt));
     for key in [DOCUMENTS, TERMS] {
         sqlx::query("DELETE FROM memgpt_meta WHERE key = ?")
             .bind(key)

@@ -214,7 +214,7 @@ impl SqliteStore {
             .await
             .map_err(|e| db("opening the SQLite database", e))?;
         migrate(&pool).await?;
-        documents::rebuild_if_stale(&pool).await?;
+        documents::rebuild_if_stale::<Self>(&pool).await?;
         documents::count_passages_if_missing(&pool).await?;
         let store = Self {
             #[cfg(feature = "tantivy")]

@@ -126,6 +126,84 @@ mod postgres_leases {
     }
 }
 
+/// A PostgreSQL store whose documents were built by another analyzer rebuilds them on open:
+/// recall and archival search find and rank the same, with the same statistics.
+#[cfg(feature = "postgres")]
+mod postgres_documents {
+    use memgpt_backends::conformance::fixtures::*;
+    use memgpt_core::retrieval::query_terms;
+    use memgpt_core::store::{ArchivalQuery, Page, RecallQuery, SearchMode};
+
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn documents_are_rebuilt_when_the_analyzer_changes() {
+        let Some(store) = postgres() else { return };
+        let s = store.open().await;
+        let mut a = new_agent(&s, "a").await;
+        let messages = corpus(a.id, 30, 4);
+        let passages = (0..12)
+            .map(|i| passage(a.id, &format!("kiwi orchard note {i}"), t0()))
+            .collect();
+        s.agents
+            .commit(&a.next_commit(messages, passages))
+            .await
+            .unwrap();
+        let recall = RecallQuery::text("kiwi", Page::first(10));
+        let terms = query_terms("kiwi orchard");
+        let archival = ArchivalQuery::new("kiwi orchard", SearchMode::Text, Page::first(10));
+        let before = (
+            s.recall.search(a.id, &recall).await.unwrap(),
+            s.archival.search(a.id, &archival).await.unwrap(),
+            s.recall
+                .text_candidates(a.id, &terms, &recall, 100)
+                .await
+                .unwrap(),
+            s.archival
+                .text_candidates(a.id, &terms, &archival, 100)
+                .await
+                .unwrap(),
+        );
+        drop(s);
+
+        // Mark the documents stale, as a newer analyzer would find them.
+        let url = store.url().unwrap();
+        let (base, schema) = url.split_once("schema=").unwrap();
+        let pool = sqlx::PgPool::connect(base.trim_end_matches(['?', '&']))
+            .await
+            .unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE \"{schema}\".memgpt_meta SET value = 'an-older-analyzer' WHERE key = 'analyzer'"
+        )))
+        .execute(&pool)
+        .await
+        .unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE \"{schema}\".messages SET search_text = '', document_length = 0"
+        )))
+        .execute(&pool)
+        .await
+        .unwrap();
+        pool.close().await;
+
+        let s = store.open().await;
+        let after = (
+            s.recall.search(a.id, &recall).await.unwrap(),
+            s.archival.search(a.id, &archival).await.unwrap(),
+            s.recall
+                .text_candidates(a.id, &terms, &recall, 100)
+                .await
+                .unwrap(),
+            s.archival
+                .text_candidates(a.id, &terms, &archival, 100)
+                .await
+                .unwrap(),
+        );
+        assert_eq!(after, before);
+        assert!(before.0.total > 0 && before.1.total == 12);
+    }
+}
+
 /// The entry point of crash-test child processes (a no-op unless spawned as one).
 #[test]
 fn crash_child_entry() {
