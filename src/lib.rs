@@ -101,7 +101,7 @@ pub use memgpt_core::{
 /// For store and provider authors, and for tests, apart from the everyday surface: what recall
 /// storage's full-text index is built with ([`memgpt_core::backend`]), the crash tests'
 /// failpoints, and a scripted provider for unit tests of agents and functions
-/// ([`testing::ScriptedProvider`]).
+/// ([`ScriptedProvider`](memgpt_core::testing::ScriptedProvider)).
 pub mod backend {
     #[doc(inline)]
     pub use memgpt_core::backend::*;

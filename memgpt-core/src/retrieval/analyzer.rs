@@ -91,7 +91,7 @@ pub fn query_terms(query: &str) -> Vec<String> {
 }
 
 /// Counts how often each of `terms` occurs in a stored document (its terms joined by spaces, as
-/// [`super::MessageDocument::text`] writes them) and how many terms the document has.
+/// [`MessageDocument::text`](crate::backend::MessageDocument::text) writes them) and how many terms the document has.
 ///
 /// ```
 /// use memgpt_core::retrieval::count_terms;

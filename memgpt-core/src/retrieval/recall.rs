@@ -66,7 +66,7 @@ pub struct RecallCandidate {
     pub key: CandidateKey,
     /// The message.
     pub message: Message,
-    /// Its search document as stored ([`MessageDocument::text`](super::MessageDocument::text)).
+    /// Its search document as stored ([`MessageDocument::text`](crate::backend::MessageDocument::text)).
     pub document: String,
     /// Its embeddings, one per window of its text, in order (empty when it has none).
     pub embeddings: Vec<Vec<f32>>,
