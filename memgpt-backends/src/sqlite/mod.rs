@@ -27,7 +27,6 @@ mod url;
 mod usearch_index;
 
 pub use audit::IndexAudit;
-#[cfg(feature = "usearch")]
 #[cfg(feature = "tantivy")]
 pub use tantivy_recall::TantivyRecall;
 #[cfg(feature = "usearch")]
