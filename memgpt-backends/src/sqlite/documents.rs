@@ -16,7 +16,7 @@ use memgpt_core::backend::{ANALYZER_VERSION, DocumentBuilder, MessageDocument, T
 use memgpt_core::ids::AgentId;
 use memgpt_core::retrieval::document_terms;
 use memgpt_core::store::StoreError;
-use sqlx::{Row, SqliteConnection, SqlitePool};
+use sqlx::{SqliteConnection, SqlitePool};
 use tracing::info;
 
 use super::batch::Batch;
@@ -100,22 +100,31 @@ pub(crate) async fn fts_statistics(
         .map_err(|e| db("reading term statistics", e))?;
     let documents = counter(meta(&mut *conn, DOCUMENTS).await?);
     let total_terms = counter(meta(&mut *conn, TERMS).await?);
-    let mut document_frequency = Vec::with_capacity(terms.len());
-    for term in terms {
-        let df: Option<i64> = sqlx::query_scalar(
-            "SELECT doc FROM message_terms_vocab WHERE term = ? AND col = 'body'",
-        )
-        .bind(term)
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(|e| db("reading term statistics", e))?;
-        document_frequency.push(df.unwrap_or(0).max(0) as u64);
-    }
     Ok(TermStatistics {
         documents,
         total_terms,
-        document_frequency,
+        document_frequency: document_frequencies(&mut conn, "message_terms_vocab", terms).await?,
     })
+}
+
+/// In how many documents of the full-text table behind `vocab` (an fts5vocab `col` table)
+/// each of `terms` occurs, in order.
+async fn document_frequencies(
+    conn: &mut SqliteConnection,
+    vocab: &'static str,
+    terms: &[String],
+) -> Result<Vec<u64>, StoreError> {
+    let sql = format!("SELECT doc FROM {vocab} WHERE term = ? AND col = 'body'");
+    let mut out = Vec::with_capacity(terms.len());
+    for term in terms {
+        let df: Option<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql.as_str()))
+            .bind(term)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(|e| db("reading term statistics", e))?;
+        out.push(df.unwrap_or(0).max(0) as u64);
+    }
+    Ok(out)
 }
 
 /// Adds passages of `agent` to the archival collection statistics (negative to remove).
@@ -147,29 +156,20 @@ pub(crate) async fn passage_statistics(
     .fetch_one(&mut *conn)
     .await
     .map_err(get)?;
-    let mut document_frequency = Vec::with_capacity(terms.len());
-    for term in terms {
-        let df: Option<i64> = sqlx::query_scalar(
-            "SELECT doc FROM passage_terms_vocab WHERE term = ? AND col = 'body'",
-        )
-        .bind(term)
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(get)?;
-        document_frequency.push(df.unwrap_or(0).max(0) as u64);
-    }
     Ok(TermStatistics {
         documents: documents.max(0) as u64,
         total_terms: total_terms.max(0) as u64,
-        document_frequency,
+        document_frequency: document_frequencies(&mut conn, "passage_terms_vocab", terms).await?,
     })
 }
 
 /// The `memgpt_meta` key present once `archival_statistics` counts every passage.
 const PASSAGE_STATISTICS: &str = "passage_statistics";
 
-/// Counts every passage afresh into `archival_statistics` (in the caller's transaction).
-async fn recount_passages(tx: &mut SqliteConnection) -> Result<(), StoreError> {
+/// Counts every passage afresh into `archival_statistics` (in the caller's transaction); with
+/// `reindex`, also writes each passage's `passage_terms` row (the table was emptied), in the
+/// same pass.
+async fn recount_passages(tx: &mut SqliteConnection, reindex: bool) -> Result<(), StoreError> {
     let get = |e| db("counting passages", e);
     sqlx::query("DELETE FROM archival_statistics")
         .execute(&mut *tx)
@@ -188,10 +188,20 @@ async fn recount_passages(tx: &mut SqliteConnection) -> Result<(), StoreError> {
         .map_err(get)?;
         let Some(last) = rows.last() else { break };
         after = last.0;
-        for (_, agent, text) in &rows {
+        for (seq, agent, text) in &rows {
+            let words = document_terms(text);
             let count = counts.entry(*agent).or_default();
             count.0 += 1;
-            count.1 += document_terms(text).len() as i64;
+            count.1 += words.len() as i64;
+            if reindex {
+                sqlx::query("INSERT INTO passage_terms (rowid, agent, body) VALUES (?, ?, ?)")
+                    .bind(seq)
+                    .bind(agent.simple().to_string())
+                    .bind(words.join(" "))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| db("indexing a passage", e))?;
+            }
         }
     }
     for (agent, (documents, terms)) in counts {
@@ -227,7 +237,7 @@ pub(crate) async fn count_passages_if_missing(pool: &SqlitePool) -> Result<(), S
     // Another process may have counted while this one waited for the lock.
     if meta(&mut *tx, PASSAGE_STATISTICS).await?.is_none() {
         info!("counting every passage for archival search statistics");
-        recount_passages(&mut tx).await?;
+        recount_passages(&mut tx, false).await?;
     }
     tx.commit()
         .await
@@ -290,35 +300,7 @@ pub(crate) async fn rebuild_if_stale<S: SqlDialect<Db = sqlx::Sqlite>>(
     let mut batch = Batch::new("counting search documents");
     count_documents(&mut batch, documents, terms);
     batch.send(&mut tx).await?;
-    let mut after = 0i64;
-    loop {
-        let rows = sqlx::query(
-            "SELECT seq, agent_id, text FROM passages WHERE seq > ? ORDER BY seq LIMIT ?",
-        )
-        .bind(after)
-        .bind(REBUILD_BATCH)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(|e| db("reading passages to index", e))?;
-        let Some(last) = rows.last() else { break };
-        after = last
-            .try_get("seq")
-            .map_err(|e| db("reading passages to index", e))?;
-        for row in &rows {
-            let get = |e| db("reading passages to index", e);
-            let seq: i64 = row.try_get("seq").map_err(get)?;
-            let agent: uuid::Uuid = row.try_get("agent_id").map_err(get)?;
-            let text: String = row.try_get("text").map_err(get)?;
-            sqlx::query("INSERT INTO passage_terms (rowid, agent, body) VALUES (?, ?, ?)")
-                .bind(seq)
-                .bind(agent.simple().to_string())
-                .bind(document_terms(&text).join(" "))
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| db("indexing a passage", e))?;
-        }
-    }
-    recount_passages(&mut tx).await?;
+    recount_passages(&mut tx, true).await?;
     sqlx::query(
         "INSERT INTO memgpt_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
     )

@@ -459,16 +459,11 @@ impl Agent {
     /// spent.
     async fn embed_backlog(&mut self) -> std::time::Duration {
         let started = std::time::Instant::now();
-        let Some(embedder) = self.rt.embedder.clone() else {
-            self.embedding_backlog = false;
+        let (Some(embedder), true) = (self.rt.embedder.clone(), self.embedding_backlog) else {
             return started.elapsed();
         };
-        if !self.embedding_backlog {
-            return started.elapsed();
-        }
-        let storage = &self.rt.storage;
         match crate::indexing::embed_pending(
-            storage,
+            &self.rt.storage,
             embedder.as_ref(),
             self.id(),
             BACKLOG_EMBEDDINGS,

