@@ -85,6 +85,18 @@ pub(crate) fn space_from_meta(
     })
 }
 
+/// The statement recording a newly fixed embedding space in `memgpt_meta`: the rows
+/// [`space_from_meta`] reads back.
+pub(crate) fn record_space<S: SqlDialect>(space: &EmbeddingSpace) -> QueryBuilder<S::Db> {
+    let mut sql =
+        QueryBuilder::new("INSERT INTO memgpt_meta (key, value) VALUES ('embedding_model', ");
+    S::push_text(&mut sql, space.model.clone());
+    sql.push("), ('embedding_dimension', ");
+    S::push_text(&mut sql, space.dimension.to_string());
+    sql.push(")");
+    sql
+}
+
 /// One SQL backend's dialect: how it binds values, filters, decodes rows and runs queries.
 /// The listings of this module are written once against it.
 pub(crate) trait SqlDialect: Sync {
@@ -99,6 +111,8 @@ pub(crate) trait SqlDialect: Sync {
     fn push_agent(sql: &mut QueryBuilder<Self::Db>, agent: AgentId);
     /// Binds an integer.
     fn push_int(sql: &mut QueryBuilder<Self::Db>, n: i64);
+    /// Binds a text.
+    fn push_text(sql: &mut QueryBuilder<Self::Db>, text: String);
     /// Appends ` AND ...` conditions for a recall query's kinds and time range.
     fn push_message_filters(sql: &mut QueryBuilder<Self::Db>, query: &RecallQuery);
     /// Decodes a row selected with [`SqlDialect::MESSAGE_COLUMNS`].
@@ -144,6 +158,10 @@ macro_rules! impl_sql_dialect {
 
             fn push_int(sql: &mut ::sqlx::QueryBuilder<$db>, n: i64) {
                 sql.push_bind(n);
+            }
+
+            fn push_text(sql: &mut ::sqlx::QueryBuilder<$db>, text: String) {
+                sql.push_bind(text);
             }
 
             fn push_message_filters(

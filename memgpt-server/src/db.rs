@@ -1,5 +1,6 @@
 //! The server's own tables (tenants, keys, timers) in the agents' database: one pool, SQLite or
-//! PostgreSQL, and the same SQL for both (written with PostgreSQL's `$n` parameters).
+//! PostgreSQL, and the same SQL for both. Queries are built with `sqlx::QueryBuilder`, as the
+//! stores in memgpt-backends build theirs, so each driver writes its own placeholders.
 
 use chrono::{DateTime, Utc};
 
@@ -28,16 +29,6 @@ macro_rules! with_pool {
 pub(crate) use with_pool;
 
 impl Db {
-    /// `sql` (written with `$n` parameters) as this pool's driver wants it.
-    pub(crate) fn sql(&self, sql: &'static str) -> sqlx::AssertSqlSafe<String> {
-        sqlx::AssertSqlSafe(match self {
-            #[cfg(feature = "sqlite")]
-            Db::Sqlite(_) => sql.replace('$', "?"),
-            #[cfg(feature = "postgres")]
-            Db::Postgres(_) => sql.to_owned(),
-        })
-    }
-
     /// Runs the `;`-separated statements of `schema` in one transaction.
     pub(crate) async fn migrate(&self, schema: &'static str) -> Result<(), sqlx::Error> {
         with_pool!(self, pool => {

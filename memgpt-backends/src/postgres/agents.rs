@@ -428,22 +428,15 @@ async fn fix_space(tx: &mut PgConnection, space: &EmbeddingSpace) -> Result<(), 
             "pgvector cannot store an embedding of dimension 0".into(),
         ));
     }
-    for (key, value) in [
-        ("embedding_model", space.model.clone()),
-        ("embedding_dimension", space.dimension.to_string()),
-    ] {
-        sqlx::query("INSERT INTO memgpt_meta (key, value) VALUES ($1, $2)")
-            .bind(key)
-            .bind(value)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| db("recording the embedding model", e))?;
-    }
+    crate::sql::record_space::<PgStore>(space)
+        .build()
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db("recording the embedding model", e))?;
     info!(model = %space.model, dimension = space.dimension, "fixing the store's embedding space and creating its HNSW indexes");
     PgStore::create_vector_indexes(tx, space.dimension).await
 }
 
-/// The HNSW indexes over passage and message embeddings of dimension `d` (if missing).
 /// Inserts an agent's row at `version`; an existing id is [`StoreError::AgentExists`].
 async fn insert_agent<'c, E>(
     executor: E,

@@ -298,17 +298,11 @@ async fn fix_space(
     let first_ever = stored.is_none();
     let space = EmbeddingSpace::settle(stored, embeddings.iter().copied())?;
     if let (true, Some(space)) = (first_ever, &space) {
-        for (key, value) in [
-            ("embedding_model", space.model.clone()),
-            ("embedding_dimension", space.dimension.to_string()),
-        ] {
-            sqlx::query("INSERT INTO memgpt_meta (key, value) VALUES (?, ?)")
-                .bind(key)
-                .bind(value)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| db("recording the embedding model", e))?;
-        }
+        crate::sql::record_space::<SqliteStore>(space)
+            .build()
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db("recording the embedding model", e))?;
     }
     Ok(space)
 }

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use chrono::Utc;
 use memgpt_core::ids::AgentId;
-use sqlx::Row;
+use sqlx::{QueryBuilder, Row};
 use uuid::Uuid;
 
 use super::{ApiKey, KeyId, Tenant, TenantId, TenantStore, TenantsError};
@@ -40,6 +40,9 @@ CREATE TABLE IF NOT EXISTS memgpt_agent_owners (
 );
 CREATE INDEX IF NOT EXISTS memgpt_agent_owners_by_tenant ON memgpt_agent_owners (tenant_id, claimed_at);
 ";
+
+/// Selects the columns [`tenant`] reads; conditions follow.
+const SELECT_TENANTS: &str = "SELECT id, name, created_at FROM memgpt_tenants";
 
 impl SqlTenants {
     /// Tenants in `db` (call [`TenantStore::migrate`] before use).
@@ -102,18 +105,16 @@ impl TenantStore for SqlTenants {
             name: name.to_owned(),
             created_at: Utc::now(),
         };
-        let sql = self.db.sql(
-            "INSERT INTO memgpt_tenants (id, name, created_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (name) DO NOTHING",
-        );
-        let inserted = with_pool!(&self.db, pool => sqlx::query(sql)
-            .bind(tenant.id.to_string())
-            .bind(name)
-            .bind(millis(tenant.created_at))
-            .execute(pool)
-            .await
-            .map_err(db)?
-            .rows_affected());
+        let inserted = with_pool!(&self.db, pool => {
+            let mut sql = QueryBuilder::new("INSERT INTO memgpt_tenants (id, name, created_at) ");
+            sql.push_values([&tenant], |mut row, tenant| {
+                row.push_bind(tenant.id.to_string())
+                    .push_bind(tenant.name.clone())
+                    .push_bind(millis(tenant.created_at));
+            });
+            sql.push(" ON CONFLICT (name) DO NOTHING");
+            sql.build().execute(pool).await.map_err(db)?.rows_affected()
+        });
         if inserted == 0 {
             return Err(TenantsError::NameTaken(name.to_owned()));
         }
@@ -121,133 +122,111 @@ impl TenantStore for SqlTenants {
     }
 
     async fn tenants(&self) -> Result<Vec<Tenant>, TenantsError> {
-        let sql = self
-            .db
-            .sql("SELECT id, name, created_at FROM memgpt_tenants ORDER BY created_at, id");
-        with_pool!(&self.db, pool => sqlx::query(sql)
-            .fetch_all(pool)
-            .await
-            .map_err(db)?
-            .iter()
-            .map(tenant)
-            .collect())
+        with_pool!(&self.db, pool => {
+            let mut sql = QueryBuilder::new(SELECT_TENANTS);
+            sql.push(" ORDER BY created_at, id");
+            sql.build().fetch_all(pool).await.map_err(db)?.iter().map(tenant).collect()
+        })
     }
 
     async fn tenant(&self, id: TenantId) -> Result<Option<Tenant>, TenantsError> {
-        let sql = self
-            .db
-            .sql("SELECT id, name, created_at FROM memgpt_tenants WHERE id = $1");
-        with_pool!(&self.db, pool => sqlx::query(sql)
-            .bind(id.to_string())
-            .fetch_optional(pool)
-            .await
-            .map_err(db)?
-            .as_ref()
-            .map(tenant)
-            .transpose())
+        with_pool!(&self.db, pool => {
+            let mut sql = QueryBuilder::new(SELECT_TENANTS);
+            sql.push(" WHERE id = ").push_bind(id.to_string());
+            sql.build()
+                .fetch_optional(pool)
+                .await
+                .map_err(db)?
+                .as_ref()
+                .map(tenant)
+                .transpose()
+        })
     }
 
     async fn add_key(&self, key: &ApiKey, hash: &str) -> Result<(), TenantsError> {
         if self.tenant(key.tenant_id).await?.is_none() {
             return Err(TenantsError::NotFound(format!("tenant {}", key.tenant_id)));
         }
-        let sql = self.db.sql(
-            "INSERT INTO memgpt_api_keys (id, tenant_id, name, prefix, hash, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
-        );
-        with_pool!(&self.db, pool => sqlx::query(sql)
-            .bind(key.id.to_string())
-            .bind(key.tenant_id.to_string())
-            .bind(&key.name)
-            .bind(&key.prefix)
-            .bind(hash)
-            .bind(millis(key.created_at))
-            .execute(pool)
-            .await
-            .map(|_| ())
-            .map_err(db)?);
-        Ok(())
+        with_pool!(&self.db, pool => {
+            let mut sql = QueryBuilder::new(
+                "INSERT INTO memgpt_api_keys (id, tenant_id, name, prefix, hash, created_at) ",
+            );
+            sql.push_values([key], |mut row, key| {
+                row.push_bind(key.id.to_string())
+                    .push_bind(key.tenant_id.to_string())
+                    .push_bind(key.name.clone())
+                    .push_bind(key.prefix.clone())
+                    .push_bind(hash.to_owned())
+                    .push_bind(millis(key.created_at));
+            });
+            sql.build().execute(pool).await.map(|_| ()).map_err(db)
+        })
     }
 
     async fn keys(&self, tenant: TenantId) -> Result<Vec<ApiKey>, TenantsError> {
-        let sql = self.db.sql(
-            "SELECT id, tenant_id, name, prefix, created_at, revoked_at FROM memgpt_api_keys \
-             WHERE tenant_id = $1 ORDER BY created_at, id",
-        );
-        with_pool!(&self.db, pool => sqlx::query(sql)
-            .bind(tenant.to_string())
-            .fetch_all(pool)
-            .await
-            .map_err(db)?
-            .iter()
-            .map(key)
-            .collect())
+        with_pool!(&self.db, pool => {
+            let mut sql = QueryBuilder::new(
+                "SELECT id, tenant_id, name, prefix, created_at, revoked_at FROM memgpt_api_keys \
+                 WHERE tenant_id = ",
+            );
+            sql.push_bind(tenant.to_string()).push(" ORDER BY created_at, id");
+            sql.build().fetch_all(pool).await.map_err(db)?.iter().map(key).collect()
+        })
     }
 
     async fn revoke_key(&self, id: KeyId) -> Result<bool, TenantsError> {
-        let sql = self
-            .db
-            .sql("UPDATE memgpt_api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1");
-        let updated = with_pool!(&self.db, pool => sqlx::query(sql)
-            .bind(id.to_string())
-            .bind(millis(Utc::now()))
-            .execute(pool)
-            .await
-            .map_err(db)?
-            .rows_affected());
+        let updated = with_pool!(&self.db, pool => {
+            let mut sql =
+                QueryBuilder::new("UPDATE memgpt_api_keys SET revoked_at = COALESCE(revoked_at, ");
+            sql.push_bind(millis(Utc::now()))
+                .push(") WHERE id = ")
+                .push_bind(id.to_string());
+            sql.build().execute(pool).await.map_err(db)?.rows_affected()
+        });
         Ok(updated > 0)
     }
 
     async fn authenticate(&self, hash: &str) -> Result<Option<TenantId>, TenantsError> {
-        let sql = self
-            .db
-            .sql("SELECT tenant_id FROM memgpt_api_keys WHERE hash = $1 AND revoked_at IS NULL");
-        let found: Option<String> = with_pool!(&self.db, pool => sqlx::query_scalar(sql)
-            .bind(hash)
-            .fetch_optional(pool)
-            .await
-            .map_err(db)?);
+        let found: Option<String> = with_pool!(&self.db, pool => {
+            let mut sql = QueryBuilder::new("SELECT tenant_id FROM memgpt_api_keys WHERE hash = ");
+            sql.push_bind(hash.to_owned()).push(" AND revoked_at IS NULL");
+            sql.build_query_scalar().fetch_optional(pool).await.map_err(db)?
+        });
         found.map(|t| uuid(&t).map(TenantId)).transpose()
     }
 
     async fn claim_agent(&self, agent: AgentId, tenant: TenantId) -> Result<(), TenantsError> {
-        let sql = self.db.sql(
-            "INSERT INTO memgpt_agent_owners (agent_id, tenant_id, claimed_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (agent_id) DO NOTHING",
-        );
-        with_pool!(&self.db, pool => sqlx::query(sql)
-            .bind(agent.to_string())
-            .bind(tenant.to_string())
-            .bind(millis(Utc::now()))
-            .execute(pool)
-            .await
-            .map(|_| ())
-            .map_err(db)?);
-        Ok(())
+        with_pool!(&self.db, pool => {
+            let mut sql =
+                QueryBuilder::new("INSERT INTO memgpt_agent_owners (agent_id, tenant_id, claimed_at) ");
+            sql.push_values([(agent, tenant)], |mut row, (agent, tenant)| {
+                row.push_bind(agent.to_string())
+                    .push_bind(tenant.to_string())
+                    .push_bind(millis(Utc::now()));
+            });
+            sql.push(" ON CONFLICT (agent_id) DO NOTHING");
+            sql.build().execute(pool).await.map(|_| ()).map_err(db)
+        })
     }
 
     async fn owner(&self, agent: AgentId) -> Result<Option<TenantId>, TenantsError> {
-        let sql = self
-            .db
-            .sql("SELECT tenant_id FROM memgpt_agent_owners WHERE agent_id = $1");
-        let found: Option<String> = with_pool!(&self.db, pool => sqlx::query_scalar(sql)
-            .bind(agent.to_string())
-            .fetch_optional(pool)
-            .await
-            .map_err(db)?);
+        let found: Option<String> = with_pool!(&self.db, pool => {
+            let mut sql =
+                QueryBuilder::new("SELECT tenant_id FROM memgpt_agent_owners WHERE agent_id = ");
+            sql.push_bind(agent.to_string());
+            sql.build_query_scalar().fetch_optional(pool).await.map_err(db)?
+        });
         found.map(|t| uuid(&t).map(TenantId)).transpose()
     }
 
     async fn agents_of(&self, tenant: TenantId) -> Result<Vec<AgentId>, TenantsError> {
-        let sql = self.db.sql(
-            "SELECT agent_id FROM memgpt_agent_owners WHERE tenant_id = $1 \
-             ORDER BY claimed_at, agent_id",
-        );
-        let ids: Vec<String> = with_pool!(&self.db, pool => sqlx::query_scalar(sql)
-            .bind(tenant.to_string())
-            .fetch_all(pool)
-            .await
-            .map_err(db)?);
+        let ids: Vec<String> = with_pool!(&self.db, pool => {
+            let mut sql =
+                QueryBuilder::new("SELECT agent_id FROM memgpt_agent_owners WHERE tenant_id = ");
+            sql.push_bind(tenant.to_string())
+                .push(" ORDER BY claimed_at, agent_id");
+            sql.build_query_scalar().fetch_all(pool).await.map_err(db)?
+        });
         ids.iter()
             .map(|id| {
                 id.parse()
@@ -257,15 +236,10 @@ impl TenantStore for SqlTenants {
     }
 
     async fn release_agent(&self, agent: AgentId) -> Result<(), TenantsError> {
-        let sql = self
-            .db
-            .sql("DELETE FROM memgpt_agent_owners WHERE agent_id = $1");
-        with_pool!(&self.db, pool => sqlx::query(sql)
-            .bind(agent.to_string())
-            .execute(pool)
-            .await
-            .map(|_| ())
-            .map_err(db)?);
-        Ok(())
+        with_pool!(&self.db, pool => {
+            let mut sql = QueryBuilder::new("DELETE FROM memgpt_agent_owners WHERE agent_id = ");
+            sql.push_bind(agent.to_string());
+            sql.build().execute(pool).await.map(|_| ()).map_err(db)
+        })
     }
 }

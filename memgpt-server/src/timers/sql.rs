@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 use memgpt_core::ids::AgentId;
-use sqlx::Row;
+use sqlx::{QueryBuilder, Row};
 
 use super::{ClaimedTimer, Timer, TimerId, TimerStore, TimersError, token};
 use crate::db::{Db, millis, time, with_pool};
@@ -28,11 +28,6 @@ CREATE TABLE IF NOT EXISTS memgpt_timers (
 CREATE INDEX IF NOT EXISTS memgpt_timers_due ON memgpt_timers (next_at);
 CREATE INDEX IF NOT EXISTS memgpt_timers_by_agent ON memgpt_timers (agent_id, next_at);
 ";
-
-/// Claims one due timer; of two processes that read the same due timer, the second one's
-/// update matches no row.
-const CLAIM: &str = "UPDATE memgpt_timers SET claim_token = $1, claimed_till = $2 \
-     WHERE id = $3 AND next_at = $4 AND (claimed_till IS NULL OR claimed_till < $5)";
 
 impl SqlTimers {
     /// Timers in `db` (call [`TimerStore::migrate`] before use).
@@ -67,6 +62,10 @@ macro_rules! timer_of {
     }};
 }
 
+/// Selects the columns `timer_of!` reads; conditions follow.
+const SELECT_TIMERS: &str =
+    "SELECT id, agent_id, reason, next_at, every_secs, created_at FROM memgpt_timers";
+
 #[async_trait]
 impl TimerStore for SqlTimers {
     async fn migrate(&self) -> Result<(), TimersError> {
@@ -74,35 +73,30 @@ impl TimerStore for SqlTimers {
     }
 
     async fn add(&self, timer: &Timer) -> Result<(), TimersError> {
-        let sql = self.db.sql(
-            "INSERT INTO memgpt_timers (id, agent_id, reason, next_at, every_secs, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
-        );
         let every = timer.every_seconds.and_then(|e| i64::try_from(e).ok());
-        with_pool!(&self.db, pool => sqlx::query(sql)
-            .bind(timer.id.to_string())
-            .bind(timer.agent_id.to_string())
-            .bind(&timer.reason)
-            .bind(millis(timer.next_at))
-            .bind(every)
-            .bind(millis(timer.created_at))
-            .execute(pool)
-            .await
-            .map(|_| ())
-            .map_err(db))
+        with_pool!(&self.db, pool => {
+            let mut sql = QueryBuilder::new(
+                "INSERT INTO memgpt_timers (id, agent_id, reason, next_at, every_secs, created_at) ",
+            );
+            sql.push_values([timer], |mut row, timer| {
+                row.push_bind(timer.id.to_string())
+                    .push_bind(timer.agent_id.to_string())
+                    .push_bind(timer.reason.clone())
+                    .push_bind(millis(timer.next_at))
+                    .push_bind(every)
+                    .push_bind(millis(timer.created_at));
+            });
+            sql.build().execute(pool).await.map(|_| ()).map_err(db)
+        })
     }
 
     async fn of_agent(&self, agent: AgentId) -> Result<Vec<Timer>, TimersError> {
-        let sql = self.db.sql(
-            "SELECT id, agent_id, reason, next_at, every_secs, created_at FROM memgpt_timers \
-             WHERE agent_id = $1 ORDER BY next_at, id",
-        );
         with_pool!(&self.db, pool => {
-            let rows = sqlx::query(sql)
-                .bind(agent.to_string())
-                .fetch_all(pool)
-                .await
-                .map_err(db)?;
+            let mut sql = QueryBuilder::new(SELECT_TIMERS);
+            sql.push(" WHERE agent_id = ")
+                .push_bind(agent.to_string())
+                .push(" ORDER BY next_at, id");
+            let rows = sql.build().fetch_all(pool).await.map_err(db)?;
             let mut timers = Vec::with_capacity(rows.len());
             for row in &rows {
                 timers.push(timer_of!(row));
@@ -112,27 +106,22 @@ impl TimerStore for SqlTimers {
     }
 
     async fn remove(&self, agent: AgentId, id: TimerId) -> Result<bool, TimersError> {
-        let sql = self
-            .db
-            .sql("DELETE FROM memgpt_timers WHERE agent_id = $1 AND id = $2");
-        let deleted = with_pool!(&self.db, pool => sqlx::query(sql)
-            .bind(agent.to_string())
-            .bind(id.to_string())
-            .execute(pool)
-            .await
-            .map_err(db)?
-            .rows_affected());
+        let deleted = with_pool!(&self.db, pool => {
+            let mut sql = QueryBuilder::new("DELETE FROM memgpt_timers WHERE agent_id = ");
+            sql.push_bind(agent.to_string())
+                .push(" AND id = ")
+                .push_bind(id.to_string());
+            sql.build().execute(pool).await.map_err(db)?.rows_affected()
+        });
         Ok(deleted > 0)
     }
 
     async fn remove_agent(&self, agent: AgentId) -> Result<(), TimersError> {
-        let sql = self.db.sql("DELETE FROM memgpt_timers WHERE agent_id = $1");
-        with_pool!(&self.db, pool => sqlx::query(sql)
-            .bind(agent.to_string())
-            .execute(pool)
-            .await
-            .map(|_| ())
-            .map_err(db))
+        with_pool!(&self.db, pool => {
+            let mut sql = QueryBuilder::new("DELETE FROM memgpt_timers WHERE agent_id = ");
+            sql.push_bind(agent.to_string());
+            sql.build().execute(pool).await.map(|_| ()).map_err(db)
+        })
     }
 
     async fn claim_due(
@@ -141,33 +130,35 @@ impl TimerStore for SqlTimers {
         lease: Duration,
         limit: usize,
     ) -> Result<Vec<ClaimedTimer>, TimersError> {
-        let due = self.db.sql(
-            "SELECT id, agent_id, reason, next_at, every_secs, created_at FROM memgpt_timers \
-             WHERE next_at <= $1 AND (claimed_till IS NULL OR claimed_till < $1) \
-             ORDER BY next_at LIMIT $2",
-        );
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         with_pool!(&self.db, pool => {
-            let rows = sqlx::query(due)
-                .bind(millis(now))
-                .bind(limit)
-                .fetch_all(pool)
-                .await
-                .map_err(db)?;
+            let mut due = QueryBuilder::new(SELECT_TIMERS);
+            due.push(" WHERE next_at <= ")
+                .push_bind(millis(now))
+                .push(" AND (claimed_till IS NULL OR claimed_till < ")
+                .push_bind(millis(now))
+                .push(") ORDER BY next_at LIMIT ")
+                .push_bind(limit);
+            let rows = due.build().fetch_all(pool).await.map_err(db)?;
             let mut claimed = Vec::new();
             for row in &rows {
                 let timer = timer_of!(row);
                 let token = token();
-                let won = sqlx::query(self.db.sql(CLAIM))
-                    .bind(&token)
-                    .bind(millis(now + lease))
-                    .bind(timer.id.to_string())
-                    .bind(millis(timer.next_at))
-                    .bind(millis(now))
-                    .execute(pool)
-                    .await
-                    .map_err(db)?
-                    .rows_affected();
+                // Of two processes that read the same due timer, the second one's update
+                // matches no row.
+                let mut claim = QueryBuilder::new("UPDATE memgpt_timers SET claim_token = ");
+                claim
+                    .push_bind(token.clone())
+                    .push(", claimed_till = ")
+                    .push_bind(millis(now + lease))
+                    .push(" WHERE id = ")
+                    .push_bind(timer.id.to_string())
+                    .push(" AND next_at = ")
+                    .push_bind(millis(timer.next_at))
+                    .push(" AND (claimed_till IS NULL OR claimed_till < ")
+                    .push_bind(millis(now))
+                    .push(")");
+                let won = claim.build().execute(pool).await.map_err(db)?.rows_affected();
                 if won == 1 {
                     claimed.push(ClaimedTimer { timer, token });
                 }
@@ -181,33 +172,22 @@ impl TimerStore for SqlTimers {
         claimed: &ClaimedTimer,
         now: DateTime<Utc>,
     ) -> Result<(), TimersError> {
-        match claimed.timer.following(now) {
-            Some(next) => {
-                let sql = self.db.sql(
-                    "UPDATE memgpt_timers SET next_at = $1, claim_token = NULL, claimed_till = NULL \
-                     WHERE id = $2 AND claim_token = $3",
-                );
-                with_pool!(&self.db, pool => sqlx::query(sql)
-                    .bind(millis(next))
-                    .bind(claimed.timer.id.to_string())
-                    .bind(&claimed.token)
-                    .execute(pool)
-                    .await
-                    .map(|_| ())
-                    .map_err(db))
-            }
-            None => {
-                let sql = self
-                    .db
-                    .sql("DELETE FROM memgpt_timers WHERE id = $1 AND claim_token = $2");
-                with_pool!(&self.db, pool => sqlx::query(sql)
-                    .bind(claimed.timer.id.to_string())
-                    .bind(&claimed.token)
-                    .execute(pool)
-                    .await
-                    .map(|_| ())
-                    .map_err(db))
-            }
-        }
+        let next = claimed.timer.following(now);
+        with_pool!(&self.db, pool => {
+            let mut sql = match next {
+                Some(next) => {
+                    let mut sql = QueryBuilder::new("UPDATE memgpt_timers SET next_at = ");
+                    sql.push_bind(millis(next))
+                        .push(", claim_token = NULL, claimed_till = NULL");
+                    sql
+                }
+                None => QueryBuilder::new("DELETE FROM memgpt_timers"),
+            };
+            sql.push(" WHERE id = ")
+                .push_bind(claimed.timer.id.to_string())
+                .push(" AND claim_token = ")
+                .push_bind(claimed.token.clone());
+            sql.build().execute(pool).await.map(|_| ()).map_err(db)
+        })
     }
 }
