@@ -11,6 +11,7 @@ from memgpt_rs_client.api.default import (
     create_key,
     create_tenant,
     delete_agent,
+    forget_passage,
     get_agent,
     get_context,
     insert_passages,
@@ -19,6 +20,7 @@ from memgpt_rs_client.api.default import (
     search_archival,
     search_recall,
     send_message,
+    update_passage,
 )
 from memgpt_rs_client.models import (
     AgentView,
@@ -26,10 +28,12 @@ from memgpt_rs_client.models import (
     CreateKey,
     CreateTenant,
     ErrorBody,
+    ForgetPassage,
     InsertPassages,
     SearchArchival,
     SearchRecall,
     SendMessage,
+    UpdatePassage,
 )
 
 url, admin = os.environ["MEMGPT_URL"], os.environ["MEMGPT_ADMIN_KEY"]
@@ -72,6 +76,23 @@ with AuthenticatedClient(base_url=url, token=key) as client:
     assert listed.total == 1, listed
     found = search_archival.sync(agent_id=agent_id, client=client, body=SearchArchival(query="hives"))
     assert found.items and "hill" in found.items[0].text, found
+    # The fact changes: a new version supersedes it, then it is forgotten; history stays.
+    moved = update_passage.sync(
+        agent_id=agent_id, passage_id=str(inserted.ids[0]), client=client,
+        body=UpdatePassage(text="The hives are by the river."),
+    )
+    assert len(moved.ids) == 1, moved
+    found = search_archival.sync(agent_id=agent_id, client=client, body=SearchArchival(query="hives"))
+    assert [item.text for item in found.items] == ["The hives are by the river."], found
+    forgotten = forget_passage.sync_detailed(
+        agent_id=agent_id, passage_id=str(moved.ids[0]), client=client,
+        body=ForgetPassage(reason="the bees swarmed"),
+    )
+    assert forgotten.status_code == 204, forgotten.status_code
+    history = search_archival.sync(
+        agent_id=agent_id, client=client, body=SearchArchival(query="hives", include_retired=True),
+    )
+    assert history.total == 2 and all(item.valid_to for item in history.items), history
     recalled = search_recall.sync(agent_id=agent_id, client=client, body=SearchRecall(query="goats"))
     assert any("goats" in hit.text for hit in recalled.items), recalled
 

@@ -64,6 +64,11 @@ pub struct AgentConfig {
     /// Rules about which functions the model may call when ([`crate::rules`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tool_rules: Vec<crate::rules::ToolRule>,
+    /// Time to live, in days, of archival passages by tag: a passage stored with one of these
+    /// tags stops being a current fact that many days after it is stored (the shortest wins;
+    /// it stays findable as of an earlier date). Empty: passages live until retired.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub archival_ttl_days: std::collections::BTreeMap<String, u32>,
     /// How a step decides to go on after a function call (see [`LoopStyle`]).
     pub loop_style: LoopStyle,
     /// The agents this one was related to in an agent file (Letta's groups: a sleep-time
@@ -147,6 +152,17 @@ pub const DEFAULT_FUNCTIONS: [&str; 8] = [
     "conversation_search_date",
 ];
 
+/// Built-in functions for facts that change, offered when an agent lists them in
+/// [`AgentConfig::functions`]: `archival_memory_update` (a new version supersedes a passage),
+/// `archival_memory_forget` (a passage stops being current, now or after some days) and
+/// `archival_memory_search_as_of` (the facts of a past day). With any of them,
+/// `archival_memory_search` shows each passage's id.
+pub const FACT_FUNCTIONS: [&str; 3] = [
+    "archival_memory_update",
+    "archival_memory_forget",
+    "archival_memory_search_as_of",
+];
+
 /// The default limit on the bytes of text written at once ([`AgentConfig::max_document_bytes`](crate::AgentConfig::max_document_bytes)
 /// and [`FunctionSettings::max_document_bytes`](crate::function::FunctionSettings::max_document_bytes)).
 pub const DEFAULT_MAX_DOCUMENT_BYTES: usize = 10 * 1024 * 1024;
@@ -194,6 +210,7 @@ impl Default for AgentConfig {
             recall_ranking: RecallRanking::default(),
             defer_message_embeddings: false,
             tool_rules: Vec::new(),
+            archival_ttl_days: std::collections::BTreeMap::new(),
             loop_style: LoopStyle::Heartbeat,
             group: None,
             carried: serde_json::Map::new(),

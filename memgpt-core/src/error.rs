@@ -3,7 +3,7 @@
 use crate::embed::EmbedError;
 pub use crate::error_kind::ErrorKind;
 use crate::function::RegistryError;
-use crate::ids::{AgentId, MessageId};
+use crate::ids::{AgentId, MessageId, PassageId};
 use crate::memory::MemoryError;
 use crate::passages::PassageError;
 use crate::queue::PolicyError;
@@ -95,6 +95,17 @@ pub enum Error {
         /// The function it calls.
         function: String,
     },
+    /// An archival passage to update or forget is not one of the agent's.
+    #[error("the agent has no archival passage {0}")]
+    PassageNotFound(PassageId),
+    /// An archival passage to update or forget is no longer a current fact.
+    #[error("passage {id} is not a current fact: {why}")]
+    PassageRetired {
+        /// The passage.
+        id: PassageId,
+        /// Superseded (by which passage), forgotten (why) or expired.
+        why: String,
+    },
     /// An approval or denial names a call that is not waiting for one.
     #[error("no function call with id `{call_id}` is waiting for approval")]
     NoPendingApproval {
@@ -125,6 +136,8 @@ impl Error {
             | Error::MessageTooLarge { .. }
             | Error::ForeignMessage { .. }
             | Error::NoPendingApproval { .. } => ErrorKind::InvalidInput,
+            Error::PassageNotFound(_) => ErrorKind::NotFound,
+            Error::PassageRetired { .. } => ErrorKind::Conflict,
             Error::ApprovalPending { .. } => ErrorKind::Conflict,
             Error::Embed(EmbedError::Transient { .. }) => ErrorKind::Unavailable,
             Error::Embed(_) => ErrorKind::Backend,

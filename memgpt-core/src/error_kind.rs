@@ -5,7 +5,7 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
-    /// The agent does not exist.
+    /// The agent (or the passage asked for) does not exist.
     NotFound,
     /// An agent with this id already exists.
     AlreadyExists,

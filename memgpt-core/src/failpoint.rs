@@ -39,6 +39,10 @@ pub const POINTS: &[(&str, &str)] = &[
         "a store's commit: as each passage row is prepared (a bulk insert stops part way)",
     ),
     (
+        "passages.retire",
+        "a store's commit: the new version of an updated fact prepared, the old one not yet retired",
+    ),
+    (
         "flush.summarized",
         "a flush: messages taken out of the queue and summarised, the summary not yet set",
     ),

@@ -39,6 +39,8 @@ pub(crate) struct PassageWriter<'a> {
     pub(crate) passage_tokens: usize,
     /// Maximum bytes of text accepted at once.
     pub(crate) max_bytes: usize,
+    /// Time to live in days by tag: a passage ends that long after it is stored.
+    pub(crate) ttl_days: &'a std::collections::BTreeMap<String, u32>,
 }
 
 impl PassageWriter<'_> {
@@ -115,6 +117,12 @@ impl PassageWriter<'_> {
             .map(|((text, metadata), vector)| {
                 let mut passage = Passage::new(agent, text, now);
                 passage.metadata = metadata;
+                passage.valid_to = passage
+                    .tags()
+                    .iter()
+                    .filter_map(|tag| self.ttl_days.get(tag))
+                    .min()
+                    .map(|days| now + chrono::Duration::days(i64::from(*days)));
                 passage.embedding = vector.map(|vector| Embedding {
                     model: self
                         .embedder
@@ -134,6 +142,8 @@ mod tests {
     use crate::embed::HashingEmbedder;
     use crate::tokens::TiktokenCounter;
 
+    static NO_TTL: std::collections::BTreeMap<String, u32> = std::collections::BTreeMap::new();
+
     fn writer<'a>(
         counter: &'a TiktokenCounter,
         embedder: Option<&'a dyn Embedder>,
@@ -143,6 +153,7 @@ mod tests {
             embedder,
             passage_tokens: 20,
             max_bytes: 2_000,
+            ttl_days: &NO_TTL,
         }
     }
 

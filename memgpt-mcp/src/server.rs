@@ -29,11 +29,14 @@ use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 
 /// The agent functions a [`MemoryServer`] offers, when the agent has them.
-pub const MEMORY_FUNCTIONS: [&str; 6] = [
+pub const MEMORY_FUNCTIONS: [&str; 9] = [
     "core_memory_append",
     "core_memory_replace",
     "archival_memory_insert",
     "archival_memory_search",
+    "archival_memory_update",
+    "archival_memory_forget",
+    "archival_memory_search_as_of",
     "conversation_search",
     "conversation_search_date",
 ];

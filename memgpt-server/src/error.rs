@@ -216,6 +216,9 @@ impl From<CoreError> for ApiError {
             CoreError::ApprovalPending { .. } => ErrorCode::ApprovalPending,
             // The agent is there; its state does not match the request.
             CoreError::NoPendingApproval { .. } => ErrorCode::Conflict,
+            CoreError::PassageNotFound(_) => ErrorCode::NotFound,
+            // The passage is there, but no longer a current fact.
+            CoreError::PassageRetired { .. } => ErrorCode::Conflict,
             _ => match error.kind() {
                 memgpt_core::ErrorKind::Unavailable => ErrorCode::Unavailable,
                 memgpt_core::ErrorKind::InvalidInput => ErrorCode::InvalidInput,

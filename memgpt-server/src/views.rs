@@ -364,6 +364,21 @@ pub struct PassageView {
     pub metadata: Map<String, Value>,
     /// When it was stored.
     pub created_at: DateTime<Utc>,
+    /// When the fact became true, where known (a newer version holds from when it replaced the
+    /// old one); absent: for as long as memory can tell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid_from: Option<DateTime<Utc>>,
+    /// When it stopped (or stops) being a current fact: superseded, forgotten, or the end of its
+    /// time to live; absent: current until retired.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid_to: Option<DateTime<Utc>>,
+    /// The passage that replaced it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub superseded_by: Option<PassageId>,
+    /// Why it was retired.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retired_reason: Option<String>,
 }
 
 impl From<&Passage> for PassageView {
@@ -374,6 +389,10 @@ impl From<&Passage> for PassageView {
             tags: p.tags(),
             metadata: p.metadata.clone(),
             created_at: p.created_at,
+            valid_from: p.valid_from,
+            valid_to: p.valid_to,
+            superseded_by: p.superseded_by,
+            retired_reason: p.retired_reason.clone(),
         }
     }
 }

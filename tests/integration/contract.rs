@@ -62,6 +62,7 @@ impl Served {
                 Reply::text("A summary of the conversation.")
             }
         });
+        llm.summarize_with(|_| Reply::text("A summary of the conversation."));
         llm.set_recording(false);
         let dir = tempfile::tempdir().unwrap();
         let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_memgpt"))

@@ -7,7 +7,8 @@
 //!   `response_format`, `guided_json`, `grammar` or the text protocol's system prompt, see
 //!   [`is_agent_request`]) are answered from [`FakeOpenAi::push`]'s queue, or by the default
 //!   responder ([`FakeOpenAi::respond_with`]) when the queue is empty;
-//! * summarizer requests (anything else) from [`FakeOpenAi::push_summary`]'s queue;
+//! * summarizer requests (anything else) from [`FakeOpenAi::push_summary`]'s queue, or by
+//!   [`FakeOpenAi::summarize_with`] when it is empty;
 //! * replies are native tool calls ([`Reply::call`]) or plain content ([`Reply::text`],
 //!   [`Reply::json_call`] for the structured modes);
 //! * faults are scripted replies too: [`Reply::status`], [`Reply::rate_limited`],
@@ -198,6 +199,7 @@ struct Script {
     replies: VecDeque<Reply>,
     summaries: VecDeque<Reply>,
     responder: Option<Responder>,
+    summarizer: Option<Responder>,
     received: Vec<Received>,
     record: bool,
     calls: u64,
@@ -277,6 +279,12 @@ impl FakeOpenAi {
     /// Answers agent requests with `responder` whenever the queue is empty.
     pub fn respond_with(&self, responder: impl Fn(&Value) -> Reply + Send + Sync + 'static) {
         self.lock().responder = Some(Arc::new(responder));
+    }
+
+    /// Answers summarizer requests with `responder` whenever their queue is empty (without
+    /// one, a summary nobody scripted fails).
+    pub fn summarize_with(&self, responder: impl Fn(&Value) -> Reply + Send + Sync + 'static) {
+        self.lock().summarizer = Some(Arc::new(responder));
     }
 
     /// Answers every chat request at once with `reply`, rendered once in advance, without
@@ -400,7 +408,9 @@ async fn chat(
                 .pop_front()
                 .or_else(|| s.responder.as_ref().map(|r| r(&body)))
         } else {
-            s.summaries.pop_front()
+            s.summaries
+                .pop_front()
+                .or_else(|| s.summarizer.as_ref().map(|r| r(&body)))
         }
     };
     let Some(reply) = reply else {

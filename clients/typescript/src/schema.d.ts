@@ -241,6 +241,22 @@ export interface paths {
         delete: operations["delete_passage"];
         options?: never;
         head?: never;
+        patch: operations["update_passage"];
+        trace?: never;
+    };
+    "/v1/agents/{agent_id}/archival/{passage_id}/forget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["forget_passage"];
+        delete?: never;
+        options?: never;
+        head?: never;
         patch?: never;
         trace?: never;
     };
@@ -1294,6 +1310,22 @@ export interface components {
              * @description When it was stored.
              */
             created_at: string;
+            /**
+             * Format: date-time
+             * @description When the fact became true, where known (a newer version holds from when it replaced the
+             *     old one); absent: for as long as memory can tell.
+             */
+            valid_from?: string | null;
+            /**
+             * Format: date-time
+             * @description When it stopped (or stops) being a current fact: superseded, forgotten, or the end of its
+             *     time to live; absent: current until retired.
+             */
+            valid_to?: string | null;
+            /** @description The passage that replaced it. */
+            superseded_by?: string | null;
+            /** @description Why it was retired. */
+            retired_reason?: string | null;
         };
         /** @description An archival search. */
         SearchArchival: {
@@ -1316,6 +1348,17 @@ export interface components {
              * @description Only passages stored before this time.
              */
             end?: string | null;
+            /**
+             * Format: date-time
+             * @description The facts valid at this time (default: the current facts; superseded, forgotten and
+             *     expired passages are left out).
+             */
+            as_of?: string | null;
+            /**
+             * @description Every passage, superseded, forgotten and expired ones included (overrides `as_of`).
+             * @default false
+             */
+            include_retired?: boolean;
             /**
              * Format: uint
              * @description The page, from 0.
@@ -1343,6 +1386,21 @@ export interface components {
             agent_id: string;
             /** @description The passage. */
             passage_id: string;
+        };
+        /** @description The new version of a fact. */
+        UpdatePassage: {
+            /** @description The new, complete text (split like an insert; the old passage's tags are kept). */
+            text: string;
+        };
+        /** @description Why a fact is retired. */
+        ForgetPassage: {
+            /** @description Why it is no longer true. */
+            reason: string;
+            /**
+             * Format: date-time
+             * @description When it stops being a current fact (default: now; a time in the past counts as now).
+             */
+            at?: string | null;
         };
         /**
          * @description A chat completion request as OpenAI clients send it (fields memgpt does not use, such as
@@ -2666,6 +2724,100 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
+        responses: {
+            /** @description Done (no content) */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An error: `{"error": {"code", "message"}}` with a stable code */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An error: `{"error": {"code", "message"}}` with a stable code */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    update_passage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent. */
+                agent_id: string;
+                /** @description The passage. */
+                passage_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description The new version of a fact. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdatePassage"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Inserted"];
+                };
+            };
+            /** @description An error: `{"error": {"code", "message"}}` with a stable code */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An error: `{"error": {"code", "message"}}` with a stable code */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    forget_passage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent. */
+                agent_id: string;
+                /** @description The passage. */
+                passage_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Why a fact is retired. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ForgetPassage"];
+            };
+        };
         responses: {
             /** @description Done (no content) */
             204: {

@@ -19,6 +19,7 @@ pub use super::hybrid::{
     hybrid_recall_agrees_with_the_reference, long_messages_are_found_by_every_window,
     message_embeddings_are_checked_and_backfilled,
 };
+pub use super::lifetimes::facts_with_a_lifetime_agree_with_the_reference;
 
 /// Agents are created once (a second create is `AgentExists`), load back equal, list oldest
 /// first, and deleting one removes its messages and passages and nobody else's.
@@ -538,6 +539,7 @@ pub async fn hostile_queries_never_error(backend: &StoreUnderTest) {
                 page: Page::first(5),
                 tags: Vec::new(),
                 range: Default::default(),
+                validity: Default::default(),
             };
             let archival = s.archival.search(a.id, &query).await;
             assert!(
@@ -555,6 +557,7 @@ pub async fn hostile_queries_never_error(backend: &StoreUnderTest) {
         page: Page::first(5),
         tags: Vec::new(),
         range: Default::default(),
+        validity: Default::default(),
     };
     assert_eq!(
         s.archival.search(a.id, &tricky).await.unwrap().total,
@@ -602,6 +605,7 @@ pub async fn archival_insert_search_delete(backend: &StoreUnderTest) {
         page,
         tags: Vec::new(),
         range: Default::default(),
+        validity: Default::default(),
     };
     let page = s
         .archival
@@ -745,6 +749,7 @@ pub async fn archival_finds_an_exact_match_among_equal_vectors(backend: &StoreUn
         page: Page::first(5),
         tags: Vec::new(),
         range: Default::default(),
+        validity: Default::default(),
     };
     let page = s.archival.search(a.id, &q).await.unwrap();
     assert_eq!(
@@ -790,6 +795,7 @@ pub async fn archival_hybrid_and_text(backend: &StoreUnderTest) {
         page: Page::first(5),
         tags: Vec::new(),
         range: Default::default(),
+        validity: Default::default(),
     };
     let page = s.archival.search(a.id, &text).await.unwrap();
     assert_eq!(page.total, 2, "{}", backend.name());
@@ -800,6 +806,7 @@ pub async fn archival_hybrid_and_text(backend: &StoreUnderTest) {
         page: Page::first(5),
         tags: Vec::new(),
         range: Default::default(),
+        validity: Default::default(),
     };
     let page = s.archival.search(a.id, &hybrid).await.unwrap();
     assert_eq!(
@@ -910,6 +917,7 @@ pub async fn embedding_space_is_enforced(backend: &StoreUnderTest) {
         page: Page::first(5),
         tags: Vec::new(),
         range: Default::default(),
+        validity: Default::default(),
     };
     assert!(
         matches!(
@@ -986,6 +994,7 @@ pub async fn persistence_across_reopen(backend: &StoreUnderTest) {
         page: Page::first(1),
         tags: Vec::new(),
         range: Default::default(),
+        validity: Default::default(),
     };
     assert_eq!(
         s.archival.search(a.id, &q).await.unwrap().hits[0].item.id,
@@ -1176,6 +1185,7 @@ pub async fn agrees_with_the_reference(backend: &StoreUnderTest) {
             page: Page::first(10),
             tags: Vec::new(),
             range: Default::default(),
+            validity: Default::default(),
         };
         let ours: Vec<_> = s
             .archival

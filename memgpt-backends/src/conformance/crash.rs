@@ -11,8 +11,10 @@
 //!    indexes up) and checks the result names it;
 //! 3. calls `send_message("stored tok<version>")`.
 //!
-//! Every fourth version is instead a bulk archival insert of [`BULK_PASSAGES`] passages
-//! (`bulk tok<version> part <i>`), committed on its own. The context window is small, so flushes
+//! Every fourth version is instead an archival write committed on its own: a bulk insert of
+//! [`BULK_PASSAGES`] passages (`bulk tok<version> part <i>`), or, every eighth version, an
+//! update of the previous step's fact (`fact number tok<step> revised at tok<version>`), which
+//! stores the new version and retires the old one in one commit. The context window is small, so flushes
 //! (with the summariser) happen every few steps; on SQLite the child saves the usearch indexes
 //! every third version ([`SqliteStore::checkpoint`](crate::SqliteStore::checkpoint)).
 //!
@@ -20,7 +22,8 @@
 //! more: a commit that landed before its acknowledgement was printed); every acknowledged step's
 //! ten messages are there in order with their exact tool calls, and memory-pressure alerts are
 //! the only other messages; every passage is there exactly once; the `human` block names the
-//! last step; the queue and the summary account for every message exactly once; the derived
+//! last step; every updated fact is retired and superseded by its revision, which is current;
+//! the queue and the summary account for every message exactly once; the derived
 //! indexes hold exactly the database's rows ([`SqliteStore::audit_indexes`](crate::SqliteStore::audit_indexes));
 //! the newest step is found by a text search and its passage by a vector search. The next child
 //! then loads the agent and steps on from there.
@@ -44,7 +47,7 @@ use memgpt_core::llm::{
 };
 use memgpt_core::message::{Message, MessageKind, ToolCall};
 use memgpt_core::store::{
-    ArchivalQuery, Page, RecallQuery, SearchMode, Storage, StoreError, TimeRange,
+    ArchivalQuery, Page, Passage, RecallQuery, SearchMode, Storage, StoreError, TimeRange, Validity,
 };
 use memgpt_core::summarizer::{SummarizeError, Summarizer};
 use memgpt_core::{Agent, StopReason};
@@ -338,6 +341,10 @@ fn kill_points(url: &str) -> Vec<KillPoint> {
             name: "flush.summarized",
             max_hit: 2,
         },
+        KillPoint::Failpoint {
+            name: "passages.retire",
+            max_hit: 1,
+        },
     ];
     #[cfg(feature = "sqlite")]
     #[allow(unused_variables)]
@@ -435,8 +442,23 @@ fn token(version: u64) -> String {
     format!("tok{version}")
 }
 
+/// Whether `version` is an archival write of its own rather than a step.
 fn is_bulk(version: u64) -> bool {
     version.is_multiple_of(4)
+}
+
+/// Whether `version` updates the previous step's fact (instead of a bulk insert).
+fn is_update(version: u64) -> bool {
+    version.is_multiple_of(8)
+}
+
+/// The text of the fact that update `version` writes for step `version - 1`.
+fn revised(version: u64) -> String {
+    format!(
+        "fact number {} revised at {}",
+        token(version - 1),
+        token(version)
+    )
 }
 
 /// The step version before `version` (skipping bulk inserts), 0 if none.
@@ -574,7 +596,30 @@ async fn new_agent(storage: Storage) -> memgpt_core::Result<AgentId> {
 /// Commits the agent's next version (a step or a bulk insert); `Err` describes what went wrong.
 async fn advance(agent: &mut Agent, store: Option<&Opened>) -> Result<u64, String> {
     let version = agent.version() + 1;
-    if is_bulk(version) {
+    if is_update(version) {
+        let old = format!("fact number {}", token(version - 1));
+        let found = agent
+            .search_archival(
+                &old,
+                Some(SearchMode::Text),
+                Page::first(5),
+                &[],
+                TimeRange::default(),
+                Validity::Current,
+            )
+            .await
+            .map_err(|e| format!("finding {old:?}: {e}"))?;
+        let id = found
+            .hits
+            .iter()
+            .find(|h| h.item.text == old)
+            .map(|h| h.item.id)
+            .ok_or_else(|| format!("update {version}: {old:?} is not found"))?;
+        agent
+            .update_archival(id, &revised(version))
+            .await
+            .map_err(|e| format!("update {version}: {e}"))?;
+    } else if is_bulk(version) {
         let chunks = (0..BULK_PASSAGES)
             .map(|i| {
                 (
@@ -868,6 +913,7 @@ async fn verify(config: &StoreConfig, agent: AgentId, acknowledged: u64) -> Resu
 
     // Passages: each exactly once.
     let mut passages: BTreeMap<String, usize> = BTreeMap::new();
+    let mut stored: BTreeMap<String, Passage> = BTreeMap::new();
     let mut number = 0;
     loop {
         let page = storage
@@ -877,7 +923,8 @@ async fn verify(config: &StoreConfig, agent: AgentId, acknowledged: u64) -> Resu
             .map_err(store_failure("listing passages"))?;
         let done = page.hits.len() < 1_000;
         for hit in page.hits {
-            *passages.entry(hit.item.text).or_default() += 1;
+            *passages.entry(hit.item.text.clone()).or_default() += 1;
+            stored.insert(hit.item.text.clone(), hit.item);
         }
         if done {
             break;
@@ -886,7 +933,9 @@ async fn verify(config: &StoreConfig, agent: AgentId, acknowledged: u64) -> Resu
     }
     let mut expected: BTreeMap<String, usize> = BTreeMap::new();
     for v in 1..=version {
-        if is_bulk(v) {
+        if is_update(v) {
+            expected.insert(revised(v), 1);
+        } else if is_bulk(v) {
             for i in 0..BULK_PASSAGES {
                 expected.insert(format!("bulk {} part {i}", token(v)), 1);
             }
@@ -908,6 +957,22 @@ async fn verify(config: &StoreConfig, agent: AgentId, acknowledged: u64) -> Resu
         return Err(corrupt(format!(
             "passages differ at version {version}: missing {missing:?}, unexpected {extra:?}"
         )));
+    }
+
+    // Updated facts: the old version retired and superseded by the revision, which is current.
+    for v in (1..=version).filter(|v| is_update(*v)) {
+        let old = &stored[&format!("fact number {}", token(v - 1))];
+        let new = &stored[&revised(v)];
+        if old.superseded_by != Some(new.id)
+            || old.valid_to.is_none()
+            || new.valid_to.is_some()
+            || new.valid_from != old.valid_to
+        {
+            return Err(corrupt(format!(
+                "update {v}: the old fact ends {:?}, superseded by {:?}; the revision {} holds {:?}..{:?}",
+                old.valid_to, old.superseded_by, new.id, new.valid_from, new.valid_to
+            )));
+        }
     }
 
     // Blocks: the last committed state.
@@ -971,7 +1036,14 @@ async fn verify(config: &StoreConfig, agent: AgentId, acknowledged: u64) -> Resu
         if !found.hits.iter().any(|h| h.item.text == wanted) {
             return Err(corrupt(format!("a text search does not find {wanted:?}")));
         }
-        let text = format!("fact number {}", token(last_step));
+        // The newest step's fact, or its revision when an update followed: a current search
+        // finds the current version only.
+        let old = format!("fact number {}", token(last_step));
+        let text = if version > last_step && is_update(last_step + 1) {
+            revised(last_step + 1)
+        } else {
+            old.clone()
+        };
         let query = ArchivalQuery {
             embedding: Some(Embedding {
                 model: HashingEmbedder::new(DIMENSION).model().to_owned(),
@@ -986,6 +1058,11 @@ async fn verify(config: &StoreConfig, agent: AgentId, acknowledged: u64) -> Resu
             .map_err(store_failure("searching archival"))?;
         if !hits.hits.iter().any(|h| h.item.text == text) {
             return Err(corrupt(format!("a vector search does not find {text:?}")));
+        }
+        if text != old && hits.hits.iter().any(|h| h.item.text == old) {
+            return Err(corrupt(format!(
+                "a current search still finds the superseded {old:?}"
+            )));
         }
     }
     Ok(version)

@@ -73,6 +73,7 @@ impl NextCommit for AgentState {
             message_embeddings: Vec::new(),
             passages,
             deleted_passages: Vec::new(),
+            retired_passages: Vec::new(),
         }
     }
 }

@@ -8,7 +8,7 @@ use memgpt_core::ids::AgentId;
 use memgpt_core::message::Message;
 use memgpt_core::store::{
     AgentLease, AgentState, AgentStore, Commit, EmbeddingSpace, MAX_MESSAGE_WINDOWS,
-    MessageEmbedding, Passage, PassageEmbedding, StoreError,
+    MessageEmbedding, Passage, PassageEmbedding, PassageRetirement, StoreError,
 };
 use sqlx::pool::PoolConnection;
 use sqlx::types::Json;
@@ -349,6 +349,7 @@ impl PgStore {
             count_documents(&mut *tx, Collection::Passages, id, -deleted, -deleted_terms).await?;
         }
         let added_terms = insert_passages(&mut *tx, &commit.passages, space.as_ref()).await?;
+        retire_passages(&mut *tx, id, &commit.retired_passages).await?;
         count_documents(
             &mut *tx,
             Collection::Passages,
@@ -588,6 +589,40 @@ async fn insert_message_embeddings(
     Ok(())
 }
 
+/// Retires stored passages of `agent` (one statement); an earlier end (a shorter time to live,
+/// an earlier retirement) stands.
+async fn retire_passages(
+    tx: &mut PgConnection,
+    agent: AgentId,
+    retired: &[PassageRetirement],
+) -> Result<(), StoreError> {
+    if retired.is_empty() {
+        return Ok(());
+    }
+    memgpt_core::failpoint::hit("passages.retire");
+    let ids: Vec<uuid::Uuid> = retired.iter().map(|r| *r.id.as_uuid()).collect();
+    let at: Vec<DateTime<Utc>> = retired.iter().map(|r| r.at).collect();
+    let newer: Vec<Option<uuid::Uuid>> = retired
+        .iter()
+        .map(|r| r.superseded_by.map(|p| *p.as_uuid()))
+        .collect();
+    let reasons: Vec<&str> = retired.iter().map(|r| r.reason.as_str()).collect();
+    sqlx::query(
+        "UPDATE passages p SET valid_to = u.at, superseded_by = u.newer, retired_reason = u.reason \
+         FROM UNNEST($2::uuid[], $3::timestamptz[], $4::uuid[], $5::text[]) AS u(id, at, newer, reason) \
+         WHERE p.agent_id = $1 AND p.id = u.id AND (p.valid_to IS NULL OR p.valid_to > u.at)",
+    )
+    .bind(agent.as_uuid())
+    .bind(ids)
+    .bind(at)
+    .bind(newer)
+    .bind(reasons)
+    .execute(&mut *tx)
+    .await
+    .map_err(|e| db("retiring passages", e))?;
+    Ok(())
+}
+
 /// Stores passages in order (one statement). Their vectors travel as one flat `real[]` (exact
 /// binary floats), each embedded passage taking the slice at its slot. Returns how many words
 /// (analysed terms) the passages have together.
@@ -602,6 +637,12 @@ async fn insert_passages(
     let mut words = 0i64;
     let n = passages.len();
     let dimension = space.map_or(0, |s| s.dimension) as i32;
+    let (mut valid_from, mut valid_to, mut superseded_by, mut reasons) = (
+        Vec::<Option<DateTime<Utc>>>::with_capacity(n),
+        Vec::<Option<DateTime<Utc>>>::with_capacity(n),
+        Vec::<Option<uuid::Uuid>>::with_capacity(n),
+        Vec::<Option<&str>>::with_capacity(n),
+    );
     let (mut ids, mut agents, mut texts, mut slots, mut metadata, mut times, mut searches) = (
         Vec::with_capacity(n),
         Vec::with_capacity(n),
@@ -627,18 +668,26 @@ async fn insert_passages(
             serde_json::to_string(&p.metadata).map_err(|e| db("encoding passage metadata", e))?,
         );
         times.push(p.created_at);
+        valid_from.push(p.valid_from);
+        valid_to.push(p.valid_to);
+        superseded_by.push(p.superseded_by.map(|id| *id.as_uuid()));
+        reasons.push(p.retired_reason.as_deref());
         let search = passage_search_text(&p.text);
         words += search.split(' ').filter(|w| !w.is_empty()).count() as i64;
         searches.push(search);
     }
     sqlx::query(
-        "INSERT INTO passages (id, agent_id, text, embedding, metadata, created_at, search_text) \
+        "INSERT INTO passages (id, agent_id, text, embedding, metadata, created_at, search_text, \
+                               valid_from, valid_to, superseded_by, retired_reason) \
          SELECT u.id, u.agent_id, u.text, \
                 CASE WHEN u.slot IS NULL THEN NULL \
                      ELSE ($4::real[])[u.slot * $5 + 1 : (u.slot + 1) * $5]::vector END, \
-                u.metadata::jsonb, u.created_at, u.search_text \
-         FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $6::int4[], $7::text[], $8::timestamptz[], $9::text[]) \
-              WITH ORDINALITY AS u(id, agent_id, text, slot, metadata, created_at, search_text, ord) \
+                u.metadata::jsonb, u.created_at, u.search_text, \
+                u.valid_from, u.valid_to, u.superseded_by, u.retired_reason \
+         FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $6::int4[], $7::text[], $8::timestamptz[], $9::text[], \
+                     $10::timestamptz[], $11::timestamptz[], $12::uuid[], $13::text[]) \
+              WITH ORDINALITY AS u(id, agent_id, text, slot, metadata, created_at, search_text, \
+                                   valid_from, valid_to, superseded_by, retired_reason, ord) \
          ORDER BY u.ord",
     )
     .bind(ids)
@@ -650,6 +699,10 @@ async fn insert_passages(
     .bind(metadata)
     .bind(times)
     .bind(searches)
+    .bind(valid_from)
+    .bind(valid_to)
+    .bind(superseded_by)
+    .bind(reasons)
     .execute(&mut *tx)
     .await
     .map_err(|e| db("storing passages", e))?;

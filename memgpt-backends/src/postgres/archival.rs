@@ -46,15 +46,19 @@ fn ranking(rows: &[PgRow], context: &str) -> Result<Vec<(f32, i64)>, StoreError>
         .collect()
 }
 
-/// The tag and time filters of an archival query for passages aliased `p`, as SQL reading
-/// parameters `$n` (start), `$n+1` (end) and `$n+2` (tags); unset filters bind NULL or an empty
-/// array, which the planner (custom plans) folds away.
+/// The tag, time and validity filters of an archival query for passages aliased `p`, as SQL
+/// reading parameters `$n` (start), `$n+1` (end), `$n+2` (tags) and `$n+3` (the instant the
+/// passages must be valid at); unset filters bind NULL or an empty array, which the planner
+/// (custom plans) folds away.
 fn filter_sql(n: usize) -> String {
     format!(
         "(${n}::timestamptz IS NULL OR p.created_at >= ${n}) AND (${m}::timestamptz IS NULL OR p.created_at < ${m}) \
-         AND (cardinality(${t}::text[]) = 0 OR (p.metadata -> 'tags') ?| ${t})",
+         AND (cardinality(${t}::text[]) = 0 OR (p.metadata -> 'tags') ?| ${t}) \
+         AND (${v}::timestamptz IS NULL OR ((p.valid_from IS NULL OR p.valid_from <= ${v}) \
+              AND (p.valid_to IS NULL OR p.valid_to > ${v})))",
         m = n + 1,
-        t = n + 2
+        t = n + 2,
+        v = n + 3
     )
 }
 
@@ -67,11 +71,32 @@ fn bind_filter<'q>(
         .bind(filter.range.start)
         .bind(filter.range.end)
         .bind(filter.tags.clone())
+        .bind(filter.validity.instant())
 }
 
-/// Whether a query filters passages at all.
+/// Whether a query filters passages by tag or time.
 fn is_filtered(query: &ArchivalQuery) -> bool {
     !query.tags.is_empty() || !query.range.is_unbounded()
+}
+
+/// Whether `filter`'s validity check can leave out any passage of `agent`: only when some
+/// passage of the agent has a lifetime (found through a partial index).
+async fn validity_filters(
+    conn: &mut PgConnection,
+    agent: AgentId,
+    filter: &ArchivalQuery,
+) -> Result<bool, StoreError> {
+    if filter.validity.instant().is_none() {
+        return Ok(false);
+    }
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM passages WHERE agent_id = $1 \
+         AND (valid_from IS NOT NULL OR valid_to IS NOT NULL))",
+    )
+    .bind(agent.as_uuid())
+    .fetch_one(conn)
+    .await
+    .map_err(|e| db("looking for passages with a lifetime", e))
 }
 
 impl PgStore {
@@ -126,7 +151,9 @@ impl PgStore {
             .begin()
             .await
             .map_err(|e| db("starting a vector search", e))?;
-        let embedded: i64 = if is_filtered(filter) {
+        let embedded: i64 = if is_filtered(filter)
+            || validity_filters(&mut tx, agent, filter).await?
+        {
             bind_filter(
                 sqlx::query(sqlx::AssertSqlSafe(format!(
                     "SELECT count(*) AS n FROM passages p WHERE p.agent_id = $1 AND p.embedding IS NOT NULL AND {}",

@@ -45,8 +45,8 @@ pub(crate) fn push_filters(sql: &mut QueryBuilder<Postgres>, query: &RecallQuery
     }
 }
 
-pub(crate) const PASSAGE_COLUMNS: &str =
-    "p.seq, p.id, p.agent_id, p.text, p.embedding::real[] AS embedding, p.metadata, p.created_at";
+pub(crate) const PASSAGE_COLUMNS: &str = "p.seq, p.id, p.agent_id, p.text, p.embedding::real[] AS embedding, p.metadata, \
+     p.created_at, p.valid_from, p.valid_to, p.superseded_by, p.retired_reason";
 
 pub(crate) fn passage_from_row(
     row: &PgRow,
@@ -74,6 +74,13 @@ pub(crate) fn passage_from_row(
         embedding,
         metadata,
         created_at: row.try_get("created_at").map_err(get_err)?,
+        valid_from: row.try_get("valid_from").map_err(get_err)?,
+        valid_to: row.try_get("valid_to").map_err(get_err)?,
+        superseded_by: row
+            .try_get::<Option<uuid::Uuid>, _>("superseded_by")
+            .map_err(get_err)?
+            .map(PassageId::from_uuid),
+        retired_reason: row.try_get("retired_reason").map_err(get_err)?,
     })
 }
 

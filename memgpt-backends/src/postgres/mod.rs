@@ -256,6 +256,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "passage_statistics",
         include_str!("../../migrations/postgres/0005_passage_statistics.sql"),
     ),
+    (
+        6,
+        "passage_lifetimes",
+        include_str!("../../migrations/postgres/0006_passage_lifetimes.sql"),
+    ),
 ];
 
 /// The transaction-level advisory lock serialising schema creation and migrations (any store in

@@ -400,7 +400,8 @@ async fn insert_passage(
         serde_json::to_string(&passage.metadata).map_err(|e| db("encoding passage metadata", e))?;
     batch
         .values(
-            "INSERT INTO passages (id, agent_id, text, embedding, metadata, created_at) VALUES (",
+            "INSERT INTO passages (id, agent_id, text, embedding, metadata, created_at, \
+             valid_from, valid_to, superseded_by, retired_reason) VALUES (",
         )
         .push_bind(passage.id.as_uuid())
         .push_bind(passage.agent_id.as_uuid())
@@ -413,6 +414,10 @@ async fn insert_passage(
         )
         .push_bind(metadata)
         .push_bind(micros(passage.created_at))
+        .push_bind(passage.valid_from.map(micros))
+        .push_bind(passage.valid_to.map(micros))
+        .push_bind(passage.superseded_by.map(|id| *id.as_uuid()))
+        .push_bind(passage.retired_reason.clone())
         .push_unseparated(")");
     let words = document_terms(&passage.text);
     batch
@@ -676,6 +681,25 @@ async fn write_commit(
     for passage in &commit.passages {
         memgpt_core::failpoint::hit("passages.insert");
         insert_passage(&mut *tx, batch, passage, &token).await?;
+    }
+    for retired in &commit.retired_passages {
+        memgpt_core::failpoint::hit("passages.retire");
+        // An earlier end (a shorter time to live, an earlier retirement) stands.
+        batch
+            .statement("UPDATE passages SET valid_to = ")
+            .bind(micros(retired.at))
+            .sql(", superseded_by = ")
+            .bind(retired.superseded_by.map(|p| *p.as_uuid()))
+            .sql(", retired_reason = ")
+            .bind(retired.reason.clone())
+            .sql(" WHERE id = ")
+            .bind(retired.id.as_uuid())
+            .sql(" AND agent_id = ")
+            .bind(id.as_uuid())
+            .sql(" AND (valid_to IS NULL OR valid_to > ")
+            .bind(micros(retired.at))
+            .sql(")");
+        batch.send_if_full(tx).await?;
     }
     if !commit.deleted_passages.is_empty() {
         batch.send(tx).await?;

@@ -23,8 +23,16 @@ use crate::vector::{TopK, cosine_to_unit, normalized};
 /// Rows read per batch by the exact scan.
 const SCAN_BATCH: i64 = 4_096;
 
-/// Appends the tag and time filters of `query` for the passages aliased `p` (after a `WHERE`).
+/// Appends the tag, time and validity filters of `query` for the passages aliased `p` (after a
+/// `WHERE`).
 fn push_passage_filters(sql: &mut QueryBuilder<Sqlite>, agent: AgentId, query: &ArchivalQuery) {
+    if let Some(at) = query.validity.instant() {
+        sql.push(" AND (p.valid_from IS NULL OR p.valid_from <= ")
+            .push_bind(micros(at))
+            .push(") AND (p.valid_to IS NULL OR p.valid_to > ")
+            .push_bind(micros(at))
+            .push(")");
+    }
     if let Some(start) = query.range.start {
         sql.push(" AND p.created_at >= ").push_bind(micros(start));
     }
@@ -190,6 +198,28 @@ impl SqliteStore {
         Ok(n.max(0) as usize)
     }
 
+    /// Whether `filter`'s validity check can leave out any passage of `agent`: only when some
+    /// passage of the agent has a lifetime (found through a partial index).
+    #[cfg(feature = "usearch")]
+    async fn validity_filters(
+        &self,
+        agent: AgentId,
+        filter: &ArchivalQuery,
+    ) -> Result<bool, StoreError> {
+        if filter.validity.instant().is_none() {
+            return Ok(false);
+        }
+        let found: i64 = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM passages WHERE agent_id = ? \
+             AND (valid_from IS NOT NULL OR valid_to IS NOT NULL))",
+        )
+        .bind(agent.as_uuid())
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| db("looking for passages with a lifetime", e))?;
+        Ok(found != 0)
+    }
+
     /// The vector ranking from the usearch index if there is one, else from an exact scan;
     /// `limit` bounds the length, and the second value is how many embedded passages the filter
     /// admits.
@@ -205,7 +235,7 @@ impl SqliteStore {
             let Some(space) = self.space().await? else {
                 return Ok((Vec::new(), 0));
             };
-            if is_filtered(filter) {
+            if is_filtered(filter) || self.validity_filters(agent, filter).await? {
                 let total = self.count_embedded(agent, filter).await?;
                 let mut sql =
                     QueryBuilder::<Sqlite>::new("SELECT p.seq FROM passages p WHERE p.agent_id = ");

@@ -52,8 +52,8 @@ pub(crate) fn push_filters(sql: &mut QueryBuilder<Sqlite>, query: &RecallQuery) 
     }
 }
 
-pub(crate) const PASSAGE_COLUMNS: &str =
-    "p.seq, p.id, p.agent_id, p.text, p.embedding, p.metadata, p.created_at";
+pub(crate) const PASSAGE_COLUMNS: &str = "p.seq, p.id, p.agent_id, p.text, p.embedding, p.metadata, p.created_at, \
+     p.valid_from, p.valid_to, p.superseded_by, p.retired_reason";
 
 pub(crate) fn passage_from_row(
     row: &SqliteRow,
@@ -81,6 +81,21 @@ pub(crate) fn passage_from_row(
         metadata: serde_json::from_str(&metadata)
             .map_err(|e| corrupt(format!("passage metadata: {e}")))?,
         created_at: from_micros(row.try_get("created_at").map_err(get_err)?)?,
+        valid_from: row
+            .try_get::<Option<i64>, _>("valid_from")
+            .map_err(get_err)?
+            .map(from_micros)
+            .transpose()?,
+        valid_to: row
+            .try_get::<Option<i64>, _>("valid_to")
+            .map_err(get_err)?
+            .map(from_micros)
+            .transpose()?,
+        superseded_by: row
+            .try_get::<Option<uuid::Uuid>, _>("superseded_by")
+            .map_err(get_err)?
+            .map(PassageId::from_uuid),
+        retired_reason: row.try_get("retired_reason").map_err(get_err)?,
     })
 }
 

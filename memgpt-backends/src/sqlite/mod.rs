@@ -174,6 +174,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "passage_statistics",
         include_str!("../../migrations/sqlite/0005_passage_statistics.sql"),
     ),
+    (
+        6,
+        "passage_lifetimes",
+        include_str!("../../migrations/sqlite/0006_passage_lifetimes.sql"),
+    ),
 ];
 
 /// Committed rows after which the derived indexes catch up at commit time instead of waiting

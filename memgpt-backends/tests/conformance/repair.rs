@@ -31,6 +31,7 @@ async fn assert_found(s: &Storage, agent: memgpt_core::ids::AgentId, word: &str,
         page: Page::first(1),
         tags: Vec::new(),
         range: Default::default(),
+        validity: Default::default(),
     };
     let hits = s.archival.search(agent, &q).await.unwrap();
     assert_eq!(
@@ -153,6 +154,7 @@ async fn assert_each_finds_itself(s: &Storage, agent: AgentId, texts: &[String],
             page: Page::first(3),
             tags: Vec::new(),
             range: Default::default(),
+            validity: Default::default(),
         };
         let page = s.archival.search(agent, &q).await.unwrap();
         assert_eq!(page.total, texts.len(), "{what}: every passage indexed");

@@ -1,11 +1,15 @@
 //! The agent's external context for callers other than its LLM (a server, an inspector, a
 //! test): searches ranked exactly as the agent's own functions rank them, and passage deletion.
 
+use chrono::{DateTime, Utc};
+
 use super::Agent;
-use crate::error::Result;
-use crate::function::RecallResults;
+use crate::error::{Error, Result};
+use crate::function::{RecallResults, SUPERSEDED};
 use crate::ids::PassageId;
-use crate::store::{Page, Passage, RecallQuery, SearchMode, SearchPage, TimeRange};
+use crate::store::{
+    Page, Passage, PassageRetirement, RecallQuery, SearchMode, SearchPage, TimeRange, Validity,
+};
 
 impl Agent {
     /// Searches recall storage as `conversation_search` does: the agent's ranking, by meaning
@@ -52,7 +56,13 @@ impl Agent {
         page: Page,
         tags: &[String],
         range: TimeRange,
+        validity: Validity,
     ) -> Result<SearchPage<Passage>> {
+        // "Now" is the agent's clock, as for its functions.
+        let validity = match validity {
+            Validity::Current => Validity::AsOf(self.rt.clock.now()),
+            other => other,
+        };
         let query = crate::function::archival_query(
             self.rt.embedder.as_deref(),
             mode.unwrap_or(self.rt.settings.archival_search),
@@ -60,9 +70,111 @@ impl Agent {
             page,
             tags,
             range,
+            validity,
         )
         .await?;
         Ok(self.rt.storage.archival.search(self.id(), &query).await?)
+    }
+
+    /// Replaces the fact in passage `id` with `text`, as `archival_memory_update` does, in one
+    /// commit: the new version (split and embedded like an insert, with the old one's tags)
+    /// is stored, true from now, and the old one stops being current now, superseded by it. Returns the new
+    /// passages' ids. Fails with [`Error::PassageNotFound`] or [`Error::PassageRetired`].
+    pub async fn update_archival(&mut self, id: PassageId, text: &str) -> Result<Vec<PassageId>> {
+        self.sync_with_store().await?;
+        let now = self.rt.clock.now();
+        let old = self.current_passage(id, now).await?;
+        let mut added = self
+            .passage_writer()
+            .write(self.id(), text, old.metadata, false, now)
+            .await
+            .map_err(|e| Error::from_passages("archival update", e))?;
+        for passage in &mut added {
+            passage.valid_from = Some(now);
+        }
+        let ids: Vec<PassageId> = added.iter().map(|p| p.id).collect();
+        let retired = vec![PassageRetirement {
+            id,
+            at: now,
+            superseded_by: ids.first().copied(),
+            reason: SUPERSEDED.to_owned(),
+        }];
+        self.commit_archival(
+            now,
+            super::ArchivalChanges {
+                added,
+                retired,
+                ..Default::default()
+            },
+        )
+        .await?;
+        Ok(ids)
+    }
+
+    /// Retires passage `id` now, for `reason`, as `archival_memory_forget` does: searches no
+    /// longer return it as a current fact; it stays as history (found as of an earlier time).
+    /// Fails with [`Error::PassageNotFound`] or [`Error::PassageRetired`].
+    pub async fn forget_archival(&mut self, id: PassageId, reason: &str) -> Result<()> {
+        let now = self.rt.clock.now();
+        self.forget_archival_at(id, reason, now).await
+    }
+
+    /// [`Agent::forget_archival`] from `at` on (a time to live; an `at` in the past counts as
+    /// now): the passage stays a current fact until then.
+    pub async fn forget_archival_at(
+        &mut self,
+        id: PassageId,
+        reason: &str,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        self.sync_with_store().await?;
+        let now = self.rt.clock.now();
+        self.current_passage(id, now).await?;
+        let retired = vec![PassageRetirement {
+            id,
+            at: at.max(now),
+            superseded_by: None,
+            reason: reason.to_owned(),
+        }];
+        self.commit_archival(
+            now,
+            super::ArchivalChanges {
+                retired,
+                ..Default::default()
+            },
+        )
+        .await
+    }
+
+    /// The agent's passage `id` if it is a current fact at `now`.
+    async fn current_passage(&self, id: PassageId, now: DateTime<Utc>) -> Result<Passage> {
+        let passage = self
+            .rt
+            .storage
+            .archival
+            .get_passages(self.id(), &[id])
+            .await?
+            .pop()
+            .ok_or(Error::PassageNotFound(id))?;
+        match passage.not_valid_because(now) {
+            Some(why) => Err(Error::PassageRetired { id, why }),
+            None => Ok(passage),
+        }
+    }
+
+    /// Commits archival changes alone; a failed commit leaves the agent as it was.
+    async fn commit_archival(
+        &mut self,
+        now: DateTime<Utc>,
+        changes: super::ArchivalChanges,
+    ) -> Result<()> {
+        let guard = super::Rollback::new(self);
+        guard
+            .agent
+            .commit_with(now, Vec::new(), Vec::new(), changes)
+            .await?;
+        guard.keep();
+        Ok(())
     }
 
     /// Deletes those of `ids` that are the agent's passages, in one commit, and returns them
@@ -81,13 +193,15 @@ impl Agent {
         if found.is_empty() {
             return Ok(found);
         }
-        let guard = super::Rollback::new(self);
-        let now = guard.agent.rt.clock.now();
-        guard
-            .agent
-            .commit_with(now, Vec::new(), Vec::new(), Vec::new(), found.clone())
-            .await?;
-        guard.keep();
+        let now = self.rt.clock.now();
+        self.commit_archival(
+            now,
+            super::ArchivalChanges {
+                deleted: found.clone(),
+                ..Default::default()
+            },
+        )
+        .await?;
         Ok(found)
     }
 }
@@ -98,7 +212,7 @@ mod tests {
 
     use crate::Agent;
     use crate::ids::PassageId;
-    use crate::store::{Page, RecallQuery, SearchMode, Storage, TimeRange};
+    use crate::store::{Page, RecallQuery, SearchMode, Storage, TimeRange, Validity};
     use crate::testing::ScriptedProvider;
 
     #[tokio::test]
@@ -126,6 +240,7 @@ mod tests {
                 Page::first(5),
                 &[],
                 TimeRange::default(),
+                Validity::Current,
             )
             .await
             .unwrap();
@@ -150,7 +265,14 @@ mod tests {
         assert_eq!(a.context().counts().archival, 0);
         assert_eq!(storage.archival.count_passages(b.id()).await.unwrap(), 1);
         let found = a
-            .search_archival("launch", None, Page::first(5), &[], TimeRange::default())
+            .search_archival(
+                "launch",
+                None,
+                Page::first(5),
+                &[],
+                TimeRange::default(),
+                Validity::Current,
+            )
             .await
             .unwrap();
         assert_eq!(found.total, 0);

@@ -165,12 +165,17 @@ impl Agent {
         if let Some(pause) = pause {
             guard.agent.state.heartbeats_paused_until = pause;
         }
-        if memory_changed || pause.is_some() || !run.writes.passages.is_empty() {
+        let archival_changed = !run.writes.passages.is_empty() || !run.writes.retired.is_empty();
+        if memory_changed || pause.is_some() || archival_changed {
             let now = run.now(guard.agent.rt.clock.as_ref());
-            let passages = std::mem::take(&mut run.writes.passages);
+            let archival = super::ArchivalChanges {
+                added: std::mem::take(&mut run.writes.passages),
+                retired: std::mem::take(&mut run.writes.retired),
+                ..Default::default()
+            };
             guard
                 .agent
-                .commit(now, Vec::new(), Vec::new(), passages)
+                .commit_with(now, Vec::new(), Vec::new(), archival)
                 .await?;
         }
         guard.keep();

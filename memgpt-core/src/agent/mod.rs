@@ -27,6 +27,17 @@ mod reply_stream;
 mod run;
 mod services;
 mod step;
+/// The archival part of one commit.
+#[derive(Debug, Default)]
+pub(crate) struct ArchivalChanges {
+    /// Passages to store.
+    pub(crate) added: Vec<crate::store::Passage>,
+    /// Stored passages to delete.
+    pub(crate) deleted: Vec<PassageId>,
+    /// Stored passages to retire.
+    pub(crate) retired: Vec<crate::store::PassageRetirement>,
+}
+
 #[cfg(test)]
 mod tests;
 
@@ -542,19 +553,27 @@ impl Agent {
         message_embeddings: Vec<MessageEmbedding>,
         passages: Vec<crate::store::Passage>,
     ) -> Result<Vec<Message>> {
-        self.commit_with(now, messages, message_embeddings, passages, Vec::new())
+        let archival = ArchivalChanges {
+            added: passages,
+            ..ArchivalChanges::default()
+        };
+        self.commit_with(now, messages, message_embeddings, archival)
             .await
     }
 
-    /// [`Agent::commit`], also deleting the passages `deleted` (which must be the agent's).
+    /// [`Agent::commit`] with every kind of archival change (passages of the agent's only).
     async fn commit_with(
         &mut self,
         now: DateTime<Utc>,
         messages: Vec<Message>,
         message_embeddings: Vec<MessageEmbedding>,
-        passages: Vec<crate::store::Passage>,
-        deleted_passages: Vec<PassageId>,
+        archival: ArchivalChanges,
     ) -> Result<Vec<Message>> {
+        let ArchivalChanges {
+            added: passages,
+            deleted: deleted_passages,
+            retired: retired_passages,
+        } = archival;
         self.state.version += 1;
         self.state.memory = self.context.memory().clone();
         self.state.summary = self.context.summary().clone();
@@ -576,6 +595,7 @@ impl Agent {
             message_embeddings,
             passages,
             deleted_passages,
+            retired_passages,
         };
         self.commit_in_flight = true;
         let result = self.rt.storage.agents.commit(&commit).await;

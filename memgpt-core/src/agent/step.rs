@@ -197,7 +197,11 @@ impl Agent {
         }
         let now = run.now(self.rt.clock.as_ref());
         let messages = std::mem::take(&mut run.messages);
-        let passages = std::mem::take(&mut run.writes.passages);
+        let archival = super::ArchivalChanges {
+            added: std::mem::take(&mut run.writes.passages),
+            retired: std::mem::take(&mut run.writes.retired),
+            ..Default::default()
+        };
         let embeddings = if self.state.config.defer_message_embeddings {
             self.embedding_backlog = self.rt.embedder.is_some();
             Vec::new()
@@ -208,7 +212,9 @@ impl Agent {
             embeddings
         };
         let started = Instant::now();
-        let messages = self.commit(now, messages, embeddings, passages).await?;
+        let messages = self
+            .commit_with(now, messages, embeddings, archival)
+            .await?;
         run.timings.commit = started.elapsed();
         Ok(self.record(run, label, messages, stop))
     }

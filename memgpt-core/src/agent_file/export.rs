@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use super::AgentFileError;
 use super::schema::*;
 use crate::function::FunctionRegistry;
-use crate::ids::{AgentId, MessageId};
+use crate::ids::{AgentId, MessageId, PassageId};
 use crate::llm::Role;
 use crate::message::{Message, MessageKind};
 use crate::store::{AgentState, Page, RecallQuery, SearchPage, Storage, StoreError};
@@ -158,6 +158,12 @@ impl Writer {
             .map(|(i, message)| (message.id, format!("message-{}", first + i + 1)))
             .collect();
         let schema_of = |message: &Message| message_schema(message, &file_ids[&message.id]);
+        // Passages are numbered in the agent's own list (what `superseded_by` refers to).
+        let passage_ids: HashMap<PassageId, String> = passages
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.id, format!("passage-{i}")))
+            .collect();
         let system_message = MessageSchema {
             id: format!("message-{first}"),
             role: "system".into(),
@@ -331,10 +337,15 @@ impl Writer {
             passages: passages
                 .into_iter()
                 .map(|p| PassageSchema {
+                    id: Some(passage_ids[&p.id].clone()),
                     text: p.text,
                     metadata: p.metadata,
                     created_at: p.created_at,
                     embedding: p.embedding,
+                    valid_from: p.valid_from,
+                    valid_to: p.valid_to,
+                    superseded_by: p.superseded_by.and_then(|id| passage_ids.get(&id).cloned()),
+                    retired_reason: p.retired_reason,
                 })
                 .collect(),
             embedding_model: space.map(|s| s.model),

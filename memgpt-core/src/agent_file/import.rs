@@ -9,7 +9,7 @@ use super::AgentFileError;
 use super::schema::*;
 use crate::config::{AgentConfig, AgentGroup, LoopStyle};
 use crate::function::FunctionRegistry;
-use crate::ids::{AgentId, MessageId};
+use crate::ids::{AgentId, MessageId, PassageId};
 use crate::memory::{MemoryBlock, WorkingContext};
 use crate::message::{Message, MessageKind, ToolCall};
 use crate::rules::ToolRule;
@@ -456,17 +456,31 @@ fn agent_commit(
         })
         .unwrap_or_default();
 
-    let passages: Vec<Passage> = extras
-        .map(|x| x.passages.as_slice())
-        .unwrap_or_default()
+    let file_passages = extras.map(|x| x.passages.as_slice()).unwrap_or_default();
+    let mut passages: Vec<Passage> = file_passages
         .iter()
         .map(|p| {
             let mut passage = Passage::new(id, p.text.clone(), p.created_at);
             passage.metadata = p.metadata.clone();
             passage.embedding = p.embedding.clone();
+            passage.valid_from = p.valid_from;
+            passage.valid_to = p.valid_to;
+            passage.retired_reason = p.retired_reason.clone();
             passage
         })
         .collect();
+    // Passages get new ids: a replacement is found by its id in the file.
+    let new_ids: HashMap<&str, PassageId> = file_passages
+        .iter()
+        .zip(&passages)
+        .filter_map(|(p, new)| Some((p.id.as_deref()?, new.id)))
+        .collect();
+    for (p, passage) in file_passages.iter().zip(&mut passages) {
+        passage.superseded_by = p
+            .superseded_by
+            .as_deref()
+            .and_then(|old| new_ids.get(old).copied());
+    }
 
     let now = Utc::now();
     let created_at = system_created_at

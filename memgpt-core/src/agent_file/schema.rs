@@ -393,4 +393,20 @@ pub struct PassageSchema {
     /// Its embedding, if it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embedding: Option<Embedding>,
+    /// Its id among the agent's passages in this file (`passage-<n>`), which `superseded_by`
+    /// refers to (the passage gets a new id when imported).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// When the fact became true, where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_from: Option<DateTime<Utc>>,
+    /// When it stopped (or stops) being a current fact.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_to: Option<DateTime<Utc>>,
+    /// The id (among the agent's passages in this file) of the passage that replaced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
+    /// Why it was retired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retired_reason: Option<String>,
 }

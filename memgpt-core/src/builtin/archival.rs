@@ -2,8 +2,9 @@
 //! functions.
 
 use crate::function::{FunctionContext, FunctionError};
+use crate::ids::PassageId;
 use crate::memgpt_fn;
-use crate::store::TAGS_KEY;
+use crate::store::{Passage, SearchPage, TAGS_KEY};
 
 /// Saves text to archival memory, your unlimited long-term store. Phrase it so it can be
 /// found later on its own.
@@ -21,13 +22,15 @@ async fn archival_memory_insert(
         metadata.insert(TAGS_KEY.into(), serde_json::json!(tags));
     }
     let ids = ctx.insert_archival(&content, metadata).await?;
-    let passages = if ids.len() == 1 {
+    let stored = if ctx.settings().show_passage_ids {
+        stored(&ids)
+    } else if ids.len() == 1 {
         "1 passage".to_owned()
     } else {
         format!("{} passages", ids.len())
     };
     Ok(format!(
-        "Stored as {passages}; archival memory now holds {}.",
+        "Stored as {stored}; archival memory now holds {}.",
         ctx.archival_count()
     ))
 }
@@ -49,21 +52,61 @@ async fn archival_memory_search(
 ) -> Result<String, FunctionError> {
     let range = super::recall::time_range(start_date.as_deref(), end_date.as_deref())?;
     let page = ctx
-        .search_archival(&query, page.unwrap_or(0) as usize, &clean_tags(tags), range)
+        .search_archival(
+            &query,
+            page.unwrap_or(0) as usize,
+            &clean_tags(tags),
+            range,
+            None,
+        )
         .await?;
-    Ok(super::render_page(&page, |p| {
-        let tags = p.tags();
-        let text = if tags.is_empty() {
-            p.text.clone()
+    Ok(render_passages(&page, ctx.settings().show_passage_ids))
+}
+
+/// A page of passages for the model: each with its id when the agent can update or forget
+/// passages, its tags, and when it stops (or stopped) being a current fact, if it does
+/// (superseded, or valid until then).
+pub(super) fn render_passages(page: &SearchPage<Passage>, show_ids: bool) -> String {
+    super::render_page(page, |p| {
+        let mut text = if show_ids {
+            format!("(id {}) ", p.id)
         } else {
-            format!("[tags: {}] {}", tags.join(", "), p.text)
+            String::new()
         };
+        let tags = p.tags();
+        if !tags.is_empty() {
+            text.push_str(&format!("[tags: {}] ", tags.join(", ")));
+        }
+        if let Some(to) = p.valid_to {
+            let state = if p.superseded_by.is_some() {
+                "superseded"
+            } else {
+                "valid until"
+            };
+            text.push_str(&format!("[{state} {}] ", crate::time::format_time(to)));
+        }
+        text.push_str(&p.text);
         (p.created_at, text)
-    }))
+    })
+}
+
+/// "passage <id>" or "N passages (<id>, ...)".
+pub(super) fn stored(ids: &[PassageId]) -> String {
+    match ids {
+        [one] => format!("passage {one}"),
+        many => format!(
+            "{} passages ({})",
+            many.len(),
+            many.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 /// Tags trimmed, without empty or repeated ones.
-fn clean_tags(tags: Option<Vec<String>>) -> Vec<String> {
+pub(super) fn clean_tags(tags: Option<Vec<String>>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for tag in tags.unwrap_or_default() {
         let tag = tag.trim();

@@ -7,10 +7,12 @@
 //! | `pause_heartbeats` | ignores timer events for a while |
 //! | `core_memory_append` / `core_memory_replace` | edits working context |
 //! | `archival_memory_insert` / `archival_memory_search` | writes and pages through archival storage |
+//! | `archival_memory_update` / `archival_memory_forget` / `archival_memory_search_as_of` | supersedes or retires a fact, searches the facts of a past day (opt-in: [`FACT_FUNCTIONS`]) |
 //! | `conversation_search` / `conversation_search_date` | pages through recall storage |
 
 mod archival;
 mod core_memory;
+mod facts;
 mod messaging;
 mod recall;
 
@@ -21,7 +23,7 @@ use chrono::{DateTime, Utc};
 use crate::store::SearchPage;
 use crate::time::format_time;
 
-pub use crate::config::DEFAULT_FUNCTIONS;
+pub use crate::config::{DEFAULT_FUNCTIONS, FACT_FUNCTIONS};
 
 /// Longest text shown per search hit; longer hits are cut (the full text stays in storage).
 /// A default page of five hits then fits the agent's 6,000-character function-output limit.

@@ -114,7 +114,11 @@ pub(super) fn time_range(
 }
 
 /// Parses a date (whole day) or an RFC 3339 time. An end date includes its whole day.
-fn parse_bound(field: &str, value: &str, end: bool) -> Result<DateTime<Utc>, FunctionError> {
+pub(super) fn parse_bound(
+    field: &str,
+    value: &str,
+    end: bool,
+) -> Result<DateTime<Utc>, FunctionError> {
     let value = value.trim();
     if let Ok(t) = DateTime::parse_from_rfc3339(value) {
         let t = t.with_timezone(&Utc);

@@ -17,8 +17,8 @@ use crate::message::Message;
 use crate::passages::{PassageError, PassageWriter};
 use crate::retrieval::RecallRanking;
 use crate::store::{
-    ArchivalQuery, Page, Passage, RecallQuery, SearchMode, SearchPage, Storage, StoreError,
-    TimeRange, search_passages_with,
+    ArchivalQuery, Page, Passage, PassageRetirement, RecallQuery, SearchMode, SearchPage, Storage,
+    StoreError, TimeRange, Validity, search_passages_with,
 };
 use crate::tokens::TokenCounter;
 
@@ -35,13 +35,19 @@ pub struct FunctionSettings {
     pub max_document_bytes: usize,
     /// How recall text searches rank.
     pub recall_ranking: RecallRanking,
+    /// Time to live of archival passages by tag, in days ([`AgentConfig::archival_ttl_days`]).
+    pub archival_ttl_days: std::collections::BTreeMap<String, u32>,
+    /// Whether `archival_memory_search` shows passage ids: when the agent is offered a function
+    /// that takes one ([`FACT_FUNCTIONS`](crate::config::FACT_FUNCTIONS)); otherwise the ids
+    /// would only cost tokens.
+    pub show_passage_ids: bool,
 }
 
 impl FunctionSettings {
     /// How text becomes archival passages under these settings: the one construction shared
     /// by the agent (uploads, `Agent::insert_archival`) and functions.
     pub(crate) fn passage_writer<'a>(
-        &self,
+        &'a self,
         counter: &'a dyn TokenCounter,
         embedder: Option<&'a dyn Embedder>,
     ) -> PassageWriter<'a> {
@@ -50,6 +56,7 @@ impl FunctionSettings {
             embedder,
             passage_tokens: self.passage_tokens,
             max_bytes: self.max_document_bytes,
+            ttl_days: &self.archival_ttl_days,
         }
     }
 }
@@ -63,6 +70,11 @@ impl From<&AgentConfig> for FunctionSettings {
             passage_tokens: config.passage_tokens,
             max_document_bytes: config.max_document_bytes,
             recall_ranking: config.recall_ranking,
+            archival_ttl_days: config.archival_ttl_days.clone(),
+            show_passage_ids: config
+                .functions
+                .iter()
+                .any(|f| crate::config::FACT_FUNCTIONS.contains(&f.as_str())),
         }
     }
 }
@@ -132,6 +144,8 @@ impl fmt::Debug for Extensions {
 pub(crate) struct StepWrites {
     /// Passages inserted by functions (searchable within the step through the overlay).
     pub(crate) passages: Vec<Passage>,
+    /// Stored passages functions retired (updated or forgotten).
+    pub(crate) retired: Vec<PassageRetirement>,
     /// Messages for the user (`send_message`).
     pub(crate) replies: Vec<String>,
     /// A new pause for timer events: `Some(until)` set, `Some(None)` cleared.
@@ -290,15 +304,16 @@ impl<'a> FunctionContext<'a> {
         Ok(ids)
     }
 
-    /// Searches archival storage, this step's inserts included, ranked by
+    /// Searches archival storage, this step's writes included, ranked by
     /// [`FunctionSettings::archival_search`]; only passages with one of `tags` (when any are given)
-    /// stored in `range`.
+    /// stored in `range`, valid at `as_of` (default: the facts valid now).
     pub async fn search_archival(
         &self,
         text: &str,
         page: usize,
         tags: &[String],
         range: TimeRange,
+        as_of: Option<DateTime<Utc>>,
     ) -> Result<SearchPage<Passage>, FunctionError> {
         let page = Page::new(page, self.settings.page_size);
         let query = archival_query(
@@ -308,18 +323,117 @@ impl<'a> FunctionContext<'a> {
             page,
             tags,
             range,
+            Validity::AsOf(as_of.unwrap_or(self.now)),
         )
         .await?;
-        // This step's inserts are ranked with the committed passages, as if already stored.
+        // This step's inserts and retirements count as if already stored.
         Ok(search_passages_with(
             self.storage.archival.as_ref(),
             self.agent_id,
             &query,
             &self.writes.passages,
+            &self.writes.retired,
         )
         .await?)
     }
+
+    /// Replaces the fact in passage `id` with `text`: the new version is stored (split and
+    /// embedded as [`FunctionContext::insert_archival`] does, with the old one's tags), true
+    /// from now, and the old one stops being current now, superseded by it; searches as of an earlier time still
+    /// find the old one. Returns the new passages' ids. Fails for an unknown passage or one
+    /// that is no longer current.
+    pub async fn update_archival(
+        &mut self,
+        id: PassageId,
+        text: &str,
+    ) -> Result<Vec<PassageId>, FunctionError> {
+        let old = self.current_passage(id).await?;
+        let ids = self.insert_archival(text, old.metadata).await?;
+        let now = self.now;
+        for passage in self
+            .writes
+            .passages
+            .iter_mut()
+            .filter(|p| ids.contains(&p.id))
+        {
+            passage.valid_from = Some(now);
+        }
+        let first = ids.first().copied();
+        self.retire_passage(id, first, SUPERSEDED.to_owned(), now);
+        Ok(ids)
+    }
+
+    /// Retires passage `id` at `at` (now, or later: a time to live), for `reason`: from then on
+    /// it is no longer a current fact, and stays as the record of what was once believed
+    /// (searches as of an earlier time find it). Fails for an unknown passage, one that is no
+    /// longer current, or an `at` in the past.
+    pub async fn forget_archival(
+        &mut self,
+        id: PassageId,
+        reason: &str,
+        at: DateTime<Utc>,
+    ) -> Result<(), FunctionError> {
+        if at < self.now {
+            return Err(FunctionError::new(
+                "a passage can only be forgotten from now on, not in the past",
+            ));
+        }
+        self.current_passage(id).await?;
+        self.retire_passage(id, None, reason.to_owned(), at);
+        Ok(())
+    }
+
+    /// The agent's passage `id` (this step's inserts included), if it is current.
+    async fn current_passage(&self, id: PassageId) -> Result<Passage, FunctionError> {
+        let pending = self.writes.passages.iter().find(|p| p.id == id).cloned();
+        let passage = match pending {
+            Some(passage) => passage,
+            None => self
+                .storage
+                .archival
+                .get_passages(self.agent_id, &[id])
+                .await?
+                .pop()
+                .ok_or_else(|| FunctionError::new(format!("there is no archival passage {id}")))?,
+        };
+        if let Some(retired) = self.writes.retired.iter().find(|r| r.id == id) {
+            return Err(FunctionError::new(format!(
+                "passage {id} was already retired in this step ({})",
+                retired.reason
+            )));
+        }
+        if let Some(why) = passage.not_valid_because(self.now) {
+            return Err(FunctionError::new(format!(
+                "passage {id} is not a current fact: {why}"
+            )));
+        }
+        Ok(passage)
+    }
+
+    /// Records the retirement of a current passage: in place for one this step inserted, as a
+    /// write of the step for a stored one.
+    fn retire_passage(
+        &mut self,
+        id: PassageId,
+        superseded_by: Option<PassageId>,
+        reason: String,
+        at: DateTime<Utc>,
+    ) {
+        let retirement = PassageRetirement {
+            id,
+            at,
+            superseded_by,
+            reason,
+        };
+        match self.writes.passages.iter_mut().find(|p| p.id == id) {
+            Some(pending) => pending.retire(&retirement),
+            None => self.writes.retired.push(retirement),
+        }
+    }
 }
+
+/// The retirement reason of a passage replaced by a newer version.
+pub(crate) const SUPERSEDED: &str = "superseded";
 
 /// The archival query for `text` ranked by `mode`: embedded when the mode uses meaning and
 /// there is an embedder, otherwise by words alone ([`SearchMode::Text`]).
@@ -330,6 +444,7 @@ pub(crate) async fn archival_query(
     page: Page,
     tags: &[String],
     range: TimeRange,
+    validity: Validity,
 ) -> Result<ArchivalQuery, crate::embed::EmbedError> {
     let embedding = match (mode, embedder) {
         (SearchMode::Text, _) | (_, None) => None,
@@ -344,6 +459,7 @@ pub(crate) async fn archival_query(
         embedding,
         tags: tags.to_vec(),
         range,
+        validity,
         ..ArchivalQuery::new(text, mode, page)
     })
 }

@@ -254,6 +254,11 @@ impl AgentStore for InMemoryStore {
             archival.push(passage.clone(), *next_passage_key, passage_terms);
             *next_passage_key += 1;
         }
+        for retired in &commit.retired_passages {
+            if let Some(passage) = archival.passages.iter_mut().find(|p| p.id == retired.id) {
+                passage.retire(retired);
+            }
+        }
         let Inner { recall, terms, .. } = &mut *inner;
         let recall = recall.entry(id).or_default();
         for message in &commit.messages {
@@ -682,6 +687,7 @@ mod tests {
             message_embeddings: Vec::new(),
             passages,
             deleted_passages: Vec::new(),
+            retired_passages: Vec::new(),
         }
     }
 

@@ -30,8 +30,8 @@ pub use space::EmbeddingSpace;
 pub(crate) use types::json_holds_nul;
 pub use types::{
     AgentState, ArchivalQuery, Commit, Hit, MAX_MESSAGE_WINDOWS, MessageEmbedding, Page, Passage,
-    PassageCandidate, PassageEmbedding, PendingApproval, RecallQuery, SearchPage, Summary,
-    SummaryRevision, TAGS_KEY, TimeRange, storable,
+    PassageCandidate, PassageEmbedding, PassageRetirement, PendingApproval, RecallQuery,
+    SearchPage, Summary, SummaryRevision, TAGS_KEY, TimeRange, Validity, storable,
 };
 
 /// Re-exported from [`retrieval`](crate::retrieval): the archival ranking a query asks for.

@@ -8,10 +8,10 @@ use std::pin::pin;
 use std::task::Poll;
 
 use super::{
-    ArchivalQuery, ArchivalStore, EmbeddingSpace, Hit, Passage, PassageCandidate, RecallQuery,
-    RecallStore, SearchMode, SearchPage, StoreError,
+    ArchivalQuery, ArchivalStore, EmbeddingSpace, Hit, Passage, PassageCandidate,
+    PassageRetirement, RecallQuery, RecallStore, SearchMode, SearchPage, StoreError, Validity,
 };
-use crate::ids::AgentId;
+use crate::ids::{AgentId, PassageId};
 use crate::message::Message;
 use crate::retrieval::{
     CandidateKey, NearestPassages, PassageDocument, PassageMatches, QueryCues, TextCandidates,
@@ -88,17 +88,39 @@ pub async fn search_passages<S: ArchivalStore + ?Sized>(
     agent: AgentId,
     query: &ArchivalQuery,
 ) -> Result<SearchPage<Passage>, StoreError> {
-    search_passages_with(store, agent, query, &[]).await
+    search_passages_with(store, agent, query, &[], &[]).await
 }
 
-/// [`search_passages`] over the store's passages and `pending` ones not committed yet (a
-/// step's inserts), ranked together as if they were stored: one scorer, one list.
+/// [`search_passages`] over the store's passages and a step's writes not committed yet: the
+/// `pending` passages it inserted and the stored passages it `retired`, ranked as if the step
+/// had committed: one scorer, one list, one total.
 pub(crate) async fn search_passages_with<S: ArchivalStore + ?Sized>(
     store: &S,
     agent: AgentId,
     query: &ArchivalQuery,
     pending: &[Passage],
+    retired: &[PassageRetirement],
 ) -> Result<SearchPage<Passage>, StoreError> {
+    // Every part of the search sees the same "now".
+    let resolved;
+    let query = if query.validity == Validity::Current {
+        resolved = ArchivalQuery {
+            validity: query.validity.resolved(),
+            ..query.clone()
+        };
+        &resolved
+    } else {
+        query
+    };
+    // Stored passages this step retired before the query's instant are gone from its view.
+    let gone: Vec<PassageId> = match query.validity.instant() {
+        Some(at) => retired
+            .iter()
+            .filter(|r| r.at <= at)
+            .map(|r| r.id)
+            .collect(),
+        None => Vec::new(),
+    };
     let embedding = match (query.mode, &query.embedding) {
         (SearchMode::Vector, None) => {
             return Err(StoreError::InvalidQuery(
@@ -113,7 +135,7 @@ pub(crate) async fn search_passages_with<S: ArchivalStore + ?Sized>(
         (mode, _) => mode,
     };
     let terms = query_terms(&query.text);
-    let pool = passage_pool(query.page.depth());
+    let pool = passage_pool(query.page.depth()) + gone.len();
     let by_text = async {
         if mode == SearchMode::Vector || terms.is_empty() {
             Ok(PassageMatches::default())
@@ -135,6 +157,26 @@ pub(crate) async fn search_passages_with<S: ArchivalStore + ?Sized>(
     } else {
         store.passage_candidates(agent, &keys).await?
     };
+    if !gone.is_empty() {
+        // Take them out of the candidates and the totals they were counted in (the store's
+        // filters admitted them, valid as stored); the collection statistics keep them, as
+        // they will once the retirement is stored.
+        for passage in store.get_passages(agent, &gone).await? {
+            if !query.admits(&passage) {
+                continue;
+            }
+            let embedded = passage.embedding.is_some();
+            let words = document_terms(&passage.text);
+            if mode != SearchMode::Vector && terms.iter().any(|t| words.contains(t)) {
+                lexical.total = lexical.total.saturating_sub(1);
+                lexical.unembedded = lexical.unembedded.saturating_sub(u64::from(!embedded));
+            }
+            if embedded && embedding.is_some() {
+                semantic.total = semantic.total.saturating_sub(1);
+            }
+        }
+        candidates.retain(|c| !gone.contains(&c.passage.id));
+    }
     // Pending passages join as if committed: counted in the statistics and the totals, keyed
     // below every store key (stores key by non-negative row numbers).
     for (i, passage) in pending.iter().enumerate() {
@@ -287,6 +329,7 @@ mod tests {
             message_embeddings: Vec::new(),
             passages,
             deleted_passages: Vec::new(),
+            retired_passages: Vec::new(),
         };
         committed
             .agents
@@ -306,7 +349,7 @@ mod tests {
                     let q = ArchivalQuery::new(text, mode, page).with_embedding(embedding.clone());
                     let all = committed.archival.search(agent, &q).await.unwrap();
                     let overlaid =
-                        search_passages_with(split.archival.as_ref(), agent, &q, pending)
+                        search_passages_with(split.archival.as_ref(), agent, &q, pending, &[])
                             .await
                             .unwrap();
                     assert_eq!(all, overlaid, "{mode:?} {text:?} page {}", page.number);

@@ -227,10 +227,45 @@ pub struct ArchivalQuery {
     /// Only passages stored in this range.
     #[serde(default)]
     pub range: TimeRange,
+    /// Which facts: the ones valid now (the default), at a past instant, or every version.
+    #[serde(default)]
+    pub validity: Validity,
+}
+
+/// Which versions of archival facts a search sees (see [`Passage::valid_at`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Validity {
+    /// The passages valid now: not retired, superseded or expired.
+    #[default]
+    Current,
+    /// The passages that were valid at this instant.
+    AsOf(DateTime<Utc>),
+    /// Every passage, retired and superseded ones included.
+    Any,
+}
+
+impl Validity {
+    /// The instant passages must be valid at (`Current` is now), or `None` for any passage.
+    pub fn instant(self) -> Option<DateTime<Utc>> {
+        match self {
+            Validity::Current => Some(Utc::now()),
+            Validity::AsOf(at) => Some(at),
+            Validity::Any => None,
+        }
+    }
+
+    /// `Current` fixed to the present instant, so that every part of one search agrees on it.
+    pub fn resolved(self) -> Self {
+        match self.instant() {
+            Some(at) => Validity::AsOf(at),
+            None => Validity::Any,
+        }
+    }
 }
 
 impl ArchivalQuery {
-    /// A query of `text` ranked by `mode`, without filters.
+    /// A query of `text` ranked by `mode`, without filters: it sees the facts valid now.
     pub fn new(text: impl Into<String>, mode: SearchMode, page: Page) -> Self {
         Self {
             text: text.into(),
@@ -239,7 +274,14 @@ impl ArchivalQuery {
             page,
             tags: Vec::new(),
             range: TimeRange::default(),
+            validity: Validity::Current,
         }
+    }
+
+    /// The same query over the facts valid at `at` instead of now.
+    pub fn as_of(mut self, at: DateTime<Utc>) -> Self {
+        self.validity = Validity::AsOf(at);
+        self
     }
 
     /// The same query with the text's embedding.
@@ -248,10 +290,15 @@ impl ArchivalQuery {
         self
     }
 
-    /// Whether a passage passes the tag and time filters.
+    /// Whether a passage passes the tag, time and validity filters (a `Current` query is
+    /// checked against this instant: [`Validity::resolved`] fixes it for a whole search).
     pub fn admits(&self, passage: &Passage) -> bool {
         self.range.contains(passage.created_at)
             && (self.tags.is_empty() || passage.tags().iter().any(|t| self.tags.contains(t)))
+            && self
+                .validity
+                .instant()
+                .is_none_or(|at| passage.valid_at(at))
     }
 }
 
@@ -274,9 +321,52 @@ pub struct Passage {
     pub metadata: serde_json::Map<String, serde_json::Value>,
     /// When it was stored.
     pub created_at: DateTime<Utc>,
+    /// When the fact became true, where memory knows it: a newer version of a fact holds from
+    /// when it replaced the old one. `None`: true for as long as memory can tell (searches as
+    /// of any earlier time find it, unless it was retired by then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_from: Option<DateTime<Utc>>,
+    /// When the fact stopped (or stops) being true: it was forgotten, superseded by a newer
+    /// version, or its time to live ends then. `None`: true until retired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_to: Option<DateTime<Utc>>,
+    /// The passage that replaced it (`archival_memory_update`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<PassageId>,
+    /// Why it was retired (`archival_memory_forget`, or "superseded").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retired_reason: Option<String>,
 }
 
 impl Passage {
+    /// Whether the fact was true at `at`: from [`Passage::valid_from`] (when known) up to,
+    /// not including, [`Passage::valid_to`].
+    pub fn valid_at(&self, at: DateTime<Utc>) -> bool {
+        self.valid_from.is_none_or(|from| from <= at) && self.valid_to.is_none_or(|to| at < to)
+    }
+
+    /// Why the passage is not a current fact at `at` (superseded, forgotten, expired or not
+    /// yet true), or `None` when it is.
+    pub fn not_valid_because(&self, at: DateTime<Utc>) -> Option<String> {
+        if self.valid_at(at) {
+            return None;
+        }
+        Some(
+            match (&self.superseded_by, &self.retired_reason, self.valid_to) {
+                (Some(newer), _, _) => format!("it was superseded by passage {newer}"),
+                (None, Some(reason), _) => format!("it was forgotten: {reason}"),
+                (None, None, Some(to)) if to <= at => format!("it expired at {to}"),
+                _ => "it is not true yet".to_owned(),
+            },
+        )
+    }
+
+    /// Whether the passage has a lifetime at all (a known start, or an end):
+    /// stores index these to skip validity checks for agents that have none.
+    pub fn has_lifetime(&self) -> bool {
+        self.valid_from.is_some() || self.valid_to.is_some()
+    }
+
     /// The passage's tags: the strings of its `tags` metadata array.
     pub fn tags(&self) -> Vec<String> {
         match self.metadata.get(TAGS_KEY) {
@@ -297,8 +387,44 @@ impl Passage {
             embedding: None,
             metadata: serde_json::Map::new(),
             created_at: at,
+            valid_from: None,
+            valid_to: None,
+            superseded_by: None,
+            retired_reason: None,
         }
     }
+
+    /// Applies a retirement as every store does: the passage stops being true at
+    /// `retired.at`, or keeps an earlier end it already had (its replacement and reason are
+    /// then kept too).
+    pub fn retire(&mut self, retired: &PassageRetirement) {
+        if self.valid_to.is_some_and(|to| to <= retired.at) {
+            return;
+        }
+        self.valid_to = Some(retired.at);
+        self.superseded_by = retired.superseded_by;
+        self.retired_reason = Some(retired.reason.clone());
+    }
+
+    /// The same passage, true until `until` (a time to live).
+    pub fn valid_until(mut self, until: DateTime<Utc>) -> Self {
+        self.valid_to = Some(until);
+        self
+    }
+}
+
+/// Retiring a stored passage: from `at` it is no longer a current fact (searches as of an
+/// earlier instant still find it). A passage already retired earlier keeps its earlier end.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PassageRetirement {
+    /// The passage.
+    pub id: PassageId,
+    /// When it stops being true.
+    pub at: DateTime<Utc>,
+    /// The passage replacing it, if it was updated.
+    pub superseded_by: Option<PassageId>,
+    /// Why.
+    pub reason: String,
 }
 
 /// One passage an archival search ranks: the store's key for it and the passage.
@@ -538,6 +664,8 @@ pub struct Commit {
     pub passages: Vec<Passage>,
     /// Passages to delete from archival storage.
     pub deleted_passages: Vec<PassageId>,
+    /// Stored passages to retire (they stay, as the record of what was once true).
+    pub retired_passages: Vec<PassageRetirement>,
 }
 
 impl Commit {
@@ -549,6 +677,7 @@ impl Commit {
             message_embeddings: Vec::new(),
             passages: Vec::new(),
             deleted_passages: Vec::new(),
+            retired_passages: Vec::new(),
         }
     }
 
@@ -581,6 +710,16 @@ impl Commit {
                 &serde_json::Value::Object(passage.metadata.clone()),
                 &|| format!("the metadata of passage {}", passage.id),
             )?;
+            if let Some(reason) = &passage.retired_reason {
+                storable(reason, || {
+                    format!("the retirement reason of passage {}", passage.id)
+                })?;
+            }
+        }
+        for retired in &self.retired_passages {
+            storable(&retired.reason, || {
+                format!("the retirement reason of passage {}", retired.id)
+            })?;
         }
         Ok(())
     }

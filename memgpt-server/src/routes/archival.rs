@@ -1,4 +1,4 @@
-//! Archival storage: insert, list, search, delete passages.
+//! Archival storage: insert, list, search, update, forget and delete passages.
 
 use aide::axum::ApiRouter;
 use aide::axum::routing::{delete, post};
@@ -6,6 +6,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use chrono::{DateTime, Utc};
 use memgpt_core::ids::PassageId;
+use memgpt_core::store::Validity;
 use memgpt_core::store::{SearchMode, TimeRange};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -14,6 +15,7 @@ use super::params::{AgentPath, PageQuery, page_of};
 use crate::auth::Caller;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
+use crate::hub::LiveAgent;
 use crate::query::Query;
 use crate::reply::{Created, NoContent};
 use crate::state::AppState;
@@ -25,7 +27,11 @@ pub(super) fn routes() -> ApiRouter<AppState> {
         .api_route("/v1/agents/{agent_id}/archival/search", post(search))
         .api_route(
             "/v1/agents/{agent_id}/archival/{passage_id}",
-            delete(remove),
+            delete(remove).patch(update),
+        )
+        .api_route(
+            "/v1/agents/{agent_id}/archival/{passage_id}/forget",
+            post(forget),
         )
 }
 
@@ -116,6 +122,12 @@ pub(super) struct SearchArchival {
     start: Option<DateTime<Utc>>,
     /// Only passages stored before this time.
     end: Option<DateTime<Utc>>,
+    /// The facts valid at this time (default: the current facts; superseded, forgotten and
+    /// expired passages are left out).
+    as_of: Option<DateTime<Utc>>,
+    /// Every passage, superseded, forgotten and expired ones included (overrides `as_of`).
+    #[serde(default)]
+    include_retired: bool,
     /// The page, from 0.
     #[schemars(range(max = 1_000_000))]
     #[serde(default)]
@@ -143,9 +155,14 @@ async fn search(
         start: request.start,
         end: request.end,
     };
+    let validity = match (request.include_retired, request.as_of) {
+        (true, _) => Validity::Any,
+        (false, Some(at)) => Validity::AsOf(at),
+        (false, None) => Validity::Current,
+    };
     let agent = state.hub.lock(id).await?;
     let found = agent
-        .search_archival(&request.query, mode, page, &request.tags, range)
+        .search_archival(&request.query, mode, page, &request.tags, range, validity)
         .await?;
     Ok(Json(PageView::new(&found, |p| PassageView::from(p))))
 }
@@ -157,6 +174,27 @@ struct PassagePath {
     agent_id: String,
     /// The passage.
     passage_id: String,
+}
+
+impl PassagePath {
+    /// The caller's agent, loaded, and the passage id (an id that does not parse is a `404`,
+    /// as a passage that does not exist).
+    async fn live_passage(
+        &self,
+        state: &AppState,
+        caller: Caller,
+    ) -> ApiResult<(LiveAgent, PassageId)> {
+        let agent = AgentPath {
+            agent_id: self.agent_id.clone(),
+        }
+        .live(state, caller)
+        .await?;
+        let passage = self
+            .passage_id
+            .parse()
+            .map_err(|_| ApiError::not_found(format_args!("passage {}", self.passage_id)))?;
+        Ok((agent, passage))
+    }
 }
 
 /// Deletes a passage.
@@ -173,6 +211,64 @@ async fn remove(
     let passage: PassageId = path.passage_id.parse().map_err(|_| not_found())?;
     if agent.delete_archival(&[passage]).await?.is_empty() {
         return Err(not_found());
+    }
+    Ok(NoContent)
+}
+
+/// The new version of a fact.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct UpdatePassage {
+    /// The new, complete text (split like an insert; the old passage's tags are kept).
+    #[schemars(pattern(crate::routes::document::NOT_BLANK))]
+    text: String,
+}
+
+/// Replaces a current fact with its new version, as `archival_memory_update` does: the new
+/// passages are stored, true from now, and the old one is superseded by them (searches as of
+/// an earlier time still find it). `409` if the passage is no longer current.
+async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(path): Path<PassagePath>,
+    Body(request): Body<UpdatePassage>,
+) -> ApiResult<Created<Inserted>> {
+    if request.text.trim().is_empty() {
+        return Err(ApiError::invalid("`text` is empty"));
+    }
+    let (mut agent, passage) = path.live_passage(&state, caller).await?;
+    let ids = agent.update_archival(passage, &request.text).await?;
+    Ok(Created(Inserted { ids }))
+}
+
+/// Why a fact is retired.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ForgetPassage {
+    /// Why it is no longer true.
+    #[schemars(pattern(crate::routes::document::NOT_BLANK))]
+    reason: String,
+    /// When it stops being a current fact (default: now; a time in the past counts as now).
+    at: Option<DateTime<Utc>>,
+}
+
+/// Retires a current fact now (or at `at`), as `archival_memory_forget` does: from then on
+/// searches no longer return it unless asked for an earlier time or for retired passages.
+/// `409` if it is no longer current.
+async fn forget(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(path): Path<PassagePath>,
+    Body(request): Body<ForgetPassage>,
+) -> ApiResult<NoContent> {
+    let reason = request.reason.trim();
+    if reason.is_empty() {
+        return Err(ApiError::invalid("`reason` is empty"));
+    }
+    let (mut agent, passage) = path.live_passage(&state, caller).await?;
+    match request.at {
+        Some(at) => agent.forget_archival_at(passage, reason, at).await?,
+        None => agent.forget_archival(passage, reason).await?,
     }
     Ok(NoContent)
 }

@@ -100,6 +100,8 @@ fn operation_id(method: &str, path: &str) -> Option<&'static str> {
         ("get", "/v1/agents/{agent_id}/archival") => "list_passages",
         ("post", "/v1/agents/{agent_id}/archival/search") => "search_archival",
         ("delete", "/v1/agents/{agent_id}/archival/{passage_id}") => "delete_passage",
+        ("patch", "/v1/agents/{agent_id}/archival/{passage_id}") => "update_passage",
+        ("post", "/v1/agents/{agent_id}/archival/{passage_id}/forget") => "forget_passage",
         ("post", "/v1/agents/{agent_id}/recall/search") => "search_recall",
         ("post", "/v1/agents/{agent_id}/timers") => "create_timer",
         ("get", "/v1/agents/{agent_id}/timers") => "list_timers",

@@ -9,7 +9,7 @@
 //! | `POST /v1/agents/{agent_id}/messages` | one step; `.../messages/stream` streams it (SSE) |
 //! | `GET /v1/agents/{agent_id}/messages` | the conversation, paged |
 //! | `GET /v1/agents/{agent_id}/memory[/{label}]`, `PUT .../{label}`, `POST .../{label}/append` | memory blocks |
-//! | `POST/GET /v1/agents/{agent_id}/archival`, `POST .../archival/search`, `DELETE .../archival/{passage_id}` | archival storage |
+//! | `POST/GET /v1/agents/{agent_id}/archival`, `POST .../archival/search`, `PATCH/DELETE .../archival/{passage_id}`, `POST .../archival/{passage_id}/forget` | archival storage (facts updated, forgotten, searched as of a time) |
 //! | `POST /v1/agents/{agent_id}/recall/search` | recall storage |
 //! | `GET /v1/agents/{agent_id}/context` | the compiled context window |
 //! | `POST/GET /v1/agents/{agent_id}/timers`, `DELETE .../timers/{timer_id}` | timer events |

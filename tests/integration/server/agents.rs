@@ -363,6 +363,104 @@ async fn an_agent_lives_through_every_route() {
 /// A policy defined outside memgpt keeps a signal of its own (`words`, see registries.rs): the
 /// context view shows it by name for every queued message, as it shows the built-in policies'
 /// signals, with no server code for it.
+/// Facts that change over HTTP: a passage updated and forgotten, searched now, as of an earlier
+/// time and with its history; a retired passage cannot change again (409), another tenant's
+/// passage is not found (404).
+#[tokio::test]
+async fn archival_facts_are_updated_forgotten_and_searched_as_of() {
+    let s = start().await;
+    let key = s.tenant("acme").await;
+    let other = s.tenant("globex").await;
+    let (_, created) = s.post("/v1/agents", &key, json!({"name": "ada"})).await;
+    let agent = format!("/v1/agents/{}", created["id"].as_str().unwrap());
+    let (_, inserted) = s
+        .post(
+            &format!("{agent}/archival"),
+            &key,
+            json!({"text": "The user lives in Berlin.", "tags": ["home"]}),
+        )
+        .await;
+    let berlin = inserted["ids"][0].as_str().unwrap().to_owned();
+    let before = chrono::Utc::now();
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+
+    let (status, updated) = s
+        .call(
+            Method::PATCH,
+            &format!("{agent}/archival/{berlin}"),
+            &key,
+            Some(json!({"text": "The user lives in Paris."})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{updated}");
+    let paris = updated["ids"][0].as_str().unwrap().to_owned();
+    let search = |body: Value| {
+        let (s, key, agent) = (&s, &key, &agent);
+        async move {
+            let (status, found) = s.post(&format!("{agent}/archival/search"), key, body).await;
+            assert_eq!(status, StatusCode::OK, "{found}");
+            found["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| i["text"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        search(json!({"query": "user lives"})).await,
+        ["The user lives in Paris."]
+    );
+    assert_eq!(
+        search(json!({"query": "user lives", "as_of": before})).await,
+        ["The user lives in Berlin."]
+    );
+    assert_eq!(
+        search(json!({"query": "user lives", "include_retired": true}))
+            .await
+            .len(),
+        2
+    );
+    let (_, listed) = s.get(&format!("{agent}/archival"), &key).await;
+    let old = &listed["items"][0];
+    assert_eq!(old["superseded_by"], paris.as_str(), "{listed}");
+    assert_eq!(old["retired_reason"], "superseded");
+    assert_eq!(listed["items"][1]["tags"], json!(["home"]));
+
+    // The old version is history: it cannot be updated or forgotten.
+    let (status, body) = s
+        .call(
+            Method::PATCH,
+            &format!("{agent}/archival/{berlin}"),
+            &key,
+            Some(json!({"text": "Rome"})),
+        )
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::CONFLICT, "conflict"),
+        "{body}"
+    );
+    let forget = format!("{agent}/archival/{paris}/forget");
+    let (status, body) = s
+        .post(&forget, &other, json!({"reason": "not yours"}))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    let (status, _) = s.post(&forget, &key, json!({"reason": "moved away"})).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert!(search(json!({"query": "user lives"})).await.is_empty());
+    let (status, body) = s.post(&forget, &key, json!({"reason": "again"})).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    let (status, body) = s
+        .post(
+            &format!("{agent}/archival/{}/forget", memgpt::ids::PassageId::new()),
+            &key,
+            json!({"reason": "x"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+}
+
 #[tokio::test]
 async fn a_custom_policy_signal_shows_in_the_context_view() {
     let s = start().await;

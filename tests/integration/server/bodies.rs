@@ -142,6 +142,8 @@ async fn the_openapi_document_describes_every_route() {
         ("/v1/agents/{agent_id}/memory/{label}/append", "post"),
         ("/v1/agents/{agent_id}/archival/search", "post"),
         ("/v1/agents/{agent_id}/archival/{passage_id}", "delete"),
+        ("/v1/agents/{agent_id}/archival/{passage_id}", "patch"),
+        ("/v1/agents/{agent_id}/archival/{passage_id}/forget", "post"),
         ("/v1/agents/{agent_id}/recall/search", "post"),
         ("/v1/agents/{agent_id}/context", "get"),
         ("/v1/agents/import", "post"),
@@ -163,6 +165,17 @@ async fn the_openapi_document_describes_every_route() {
                 .is_some_and(|r| !r.is_empty()),
             "{method} {path}"
         );
+    }
+    // Every operation has a name for generated clients (`client.update_passage(...)`), not
+    // one a generator makes up from its path.
+    for (path, item) in paths {
+        for (method, operation) in item.as_object().unwrap() {
+            let id = operation["operationId"].as_str().unwrap_or_default();
+            assert!(
+                !id.is_empty() && !id.contains("v1"),
+                "{method} {path} has no operation name of its own: {id:?}"
+            );
+        }
     }
     let create = &paths["/v1/agents"]["post"];
     assert!(create["requestBody"].is_object(), "{create}");

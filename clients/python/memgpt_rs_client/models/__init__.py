@@ -31,6 +31,7 @@ from .error_detail import ErrorDetail
 from .event_type import EventType
 from .export_agent_response_200 import ExportAgentResponse200
 from .flush_view import FlushView
+from .forget_passage import ForgetPassage
 from .function_view import FunctionView
 from .health import Health
 from .import_query import ImportQuery
@@ -86,6 +87,7 @@ from .tool_rule_requires_approval import ToolRuleRequiresApproval
 from .tool_rule_run_first import ToolRuleRunFirst
 from .tool_rule_terminal import ToolRuleTerminal
 from .update_agent import UpdateAgent
+from .update_passage import UpdatePassage
 
 __all__ = (
     "AdminCheck",
@@ -119,6 +121,7 @@ __all__ = (
     "EventType",
     "ExportAgentResponse200",
     "FlushView",
+    "ForgetPassage",
     "FunctionView",
     "Health",
     "Imported",
@@ -174,4 +177,5 @@ __all__ = (
     "ToolRuleRunFirst",
     "ToolRuleTerminal",
     "UpdateAgent",
+    "UpdatePassage",
 )

@@ -22,6 +22,11 @@ class SearchArchival:
         tags (list[str] | Unset): Only passages with one of these tags.
         start (datetime.datetime | None | Unset): Only passages stored at or after this time.
         end (datetime.datetime | None | Unset): Only passages stored before this time.
+        as_of (datetime.datetime | None | Unset): The facts valid at this time (default: the current facts; superseded,
+            forgotten and
+            expired passages are left out).
+        include_retired (bool | Unset): Every passage, superseded, forgotten and expired ones included (overrides
+            `as_of`). Default: False.
         page (int | Unset): The page, from 0. Default: 0.
         size (int | None | Unset): Results per page (default 10).
     """
@@ -31,6 +36,8 @@ class SearchArchival:
     tags: list[str] | Unset = UNSET
     start: datetime.datetime | None | Unset = UNSET
     end: datetime.datetime | None | Unset = UNSET
+    as_of: datetime.datetime | None | Unset = UNSET
+    include_retired: bool | Unset = False
     page: int | Unset = 0
     size: int | None | Unset = UNSET
 
@@ -65,6 +72,16 @@ class SearchArchival:
         else:
             end = self.end
 
+        as_of: None | str | Unset
+        if isinstance(self.as_of, Unset):
+            as_of = UNSET
+        elif isinstance(self.as_of, datetime.datetime):
+            as_of = self.as_of.isoformat()
+        else:
+            as_of = self.as_of
+
+        include_retired = self.include_retired
+
         page = self.page
 
         size: int | None | Unset
@@ -88,6 +105,10 @@ class SearchArchival:
             field_dict["start"] = start
         if end is not UNSET:
             field_dict["end"] = end
+        if as_of is not UNSET:
+            field_dict["as_of"] = as_of
+        if include_retired is not UNSET:
+            field_dict["include_retired"] = include_retired
         if page is not UNSET:
             field_dict["page"] = page
         if size is not UNSET:
@@ -153,6 +174,25 @@ class SearchArchival:
 
         end = _parse_end(d.pop("end", UNSET))
 
+        def _parse_as_of(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                as_of_type_0 = datetime.datetime.fromisoformat(data)
+
+                return as_of_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        as_of = _parse_as_of(d.pop("as_of", UNSET))
+
+        include_retired = d.pop("include_retired", UNSET)
+
         page = d.pop("page", UNSET)
 
         def _parse_size(data: object) -> int | None | Unset:
@@ -170,6 +210,8 @@ class SearchArchival:
             tags=tags,
             start=start,
             end=end,
+            as_of=as_of,
+            include_retired=include_retired,
             page=page,
             size=size,
         )

@@ -51,6 +51,7 @@ mod building;
 mod durability;
 mod embeddings;
 mod events;
+mod facts;
 mod filters;
 mod history;
 mod limits;
