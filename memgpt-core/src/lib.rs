@@ -66,6 +66,7 @@ pub mod indexing;
 pub mod llm;
 pub mod memory;
 pub mod message;
+pub mod messaging;
 pub mod paging;
 mod passages;
 pub mod queue;

@@ -93,6 +93,32 @@ fn same(a: &str, b: &str) -> bool {
 }
 
 impl Caller {
+    /// One of the caller's agents by id or by name: `404` for a name or id no agent of the
+    /// caller's tenant has, `400` for a name several of them share.
+    pub async fn agent_named(&self, state: &AppState, name_or_id: &str) -> ApiResult<AgentId> {
+        if let Ok(id) = name_or_id.parse::<AgentId>() {
+            self.owns(state, id).await?;
+            return Ok(id);
+        }
+        let mut named = Vec::new();
+        for id in state.tenants.agents_of(self.tenant).await? {
+            if let Some(agent) = state.hub.storage().agents.load_agent(id).await?
+                && agent.name == name_or_id
+            {
+                named.push(id);
+            }
+        }
+        match named.as_slice() {
+            [id] => Ok(*id),
+            [] => Err(ApiError::not_found(format_args!("agent `{name_or_id}`"))),
+            // Names are unique per tenant; agents created before they were may still share one.
+            _ => Err(ApiError::invalid(format!(
+                "{} agents are named `{name_or_id}`: name the one you mean by its id, or rename one",
+                named.len()
+            ))),
+        }
+    }
+
     /// Checks that the caller's tenant owns `agent`: otherwise `404`, exactly as for an agent
     /// that does not exist, so ids of other tenants' agents cannot be probed.
     pub async fn owns(&self, state: &AppState, agent: AgentId) -> ApiResult<()> {

@@ -12,6 +12,7 @@ use memgpt_core::embed::Embedder;
 use memgpt_core::function::FunctionRegistry;
 use memgpt_core::ids::AgentId;
 use memgpt_core::llm::LlmProvider;
+use memgpt_core::messaging::AgentMessenger;
 use memgpt_core::store::Storage;
 use memgpt_core::{Agent, AgentBuilder};
 use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
@@ -54,6 +55,8 @@ pub struct AgentHub {
     live: Mutex<Live>,
     capacity: usize,
     registry: Option<FunctionRegistry>,
+    /// Where the agents' `send_message_to_agent` delivers (set once the server state exists).
+    messenger: std::sync::OnceLock<Arc<dyn AgentMessenger>>,
 }
 
 /// An agent locked for one request; others wait until it is dropped.
@@ -95,6 +98,7 @@ impl AgentHub {
             live: Mutex::new(Live::default()),
             capacity: capacity.max(1),
             registry: None,
+            messenger: std::sync::OnceLock::new(),
         }
     }
 
@@ -103,6 +107,12 @@ impl AgentHub {
     pub fn with_registry(mut self, registry: Option<FunctionRegistry>) -> Self {
         self.registry = registry;
         self
+    }
+
+    /// Gives the agents built from now on `messenger` for `send_message_to_agent` (the first
+    /// call wins).
+    pub fn set_messenger(&self, messenger: Arc<dyn AgentMessenger>) {
+        let _ = self.messenger.set(messenger);
     }
 
     /// The store.
@@ -120,6 +130,9 @@ impl AgentHub {
         }
         if let Some(registry) = &self.registry {
             builder = builder.registry(registry.clone());
+        }
+        if let Some(messenger) = self.messenger.get() {
+            builder = builder.messenger(messenger.clone());
         }
         builder
     }

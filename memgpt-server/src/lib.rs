@@ -41,6 +41,7 @@ pub mod db;
 pub mod error;
 pub mod hub;
 mod inspector;
+mod messenger;
 pub mod metrics;
 pub mod query;
 pub mod reply;
@@ -150,17 +151,23 @@ impl Server {
     ) -> Self {
         let hub = AgentHub::new(storage, provider, embedder, config.live_agents)
             .with_registry(config.functions.clone());
+        let state = Arc::new(ServerState {
+            hub,
+            tenants: tables.tenants,
+            timers: tables.timers,
+            metrics: Metrics::default(),
+            admin_key: config.admin_key.clone(),
+            config,
+            naming: tokio::sync::Mutex::new(()),
+        });
+        state
+            .hub
+            .set_messenger(Arc::new(messenger::HubMessenger::new(Arc::downgrade(
+                &state,
+            ))));
         Self {
             directory_lock: None,
-            state: Arc::new(ServerState {
-                hub,
-                tenants: tables.tenants,
-                timers: tables.timers,
-                metrics: Metrics::default(),
-                admin_key: config.admin_key.clone(),
-                config,
-                naming: tokio::sync::Mutex::new(()),
-            }),
+            state,
         }
     }
 

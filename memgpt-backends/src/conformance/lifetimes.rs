@@ -176,15 +176,15 @@ pub async fn facts_with_a_lifetime_agree_with_the_reference(backend: &StoreUnder
     };
     assert_eq!(
         lives(Validity::Current).await,
-        [paris.text.clone()],
+        [paris.text.as_str()],
         "{}",
         backend.name()
     );
-    assert_eq!(lives(Validity::AsOf(day(1))).await, [berlin.text.clone()]);
-    assert_eq!(lives(Validity::AsOf(day(5))).await, [paris.text.clone()]);
+    assert_eq!(lives(Validity::AsOf(day(1))).await, [berlin.text.as_str()]);
+    assert_eq!(lives(Validity::AsOf(day(5))).await, [paris.text.as_str()]);
     assert_eq!(
         lives(Validity::Any).await,
-        [berlin.text.clone(), paris.text.clone()]
+        [berlin.text.as_str(), paris.text.as_str()]
     );
 }
 

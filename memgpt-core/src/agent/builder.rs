@@ -12,6 +12,7 @@ use crate::function::{Extensions, FunctionRegistry, FunctionSettings};
 use crate::ids::AgentId;
 use crate::llm::LlmProvider;
 use crate::memory::{MemoryBlock, WorkingContext};
+use crate::messaging::AgentMessenger;
 use crate::queue::{EvictionPolicy, QueueManager, policy_by_name};
 use crate::store::{AgentState, SearchMode, Storage, StoreError};
 use crate::summarizer::{LlmSummarizer, Summarizer};
@@ -69,6 +70,7 @@ pub struct AgentBuilder {
     block_limit: Option<usize>,
     id: Option<AgentId>,
     observer: Option<Arc<dyn StepObserver>>,
+    messenger: Option<Arc<dyn AgentMessenger>>,
     without_model: bool,
 }
 
@@ -246,6 +248,13 @@ impl AgentBuilder {
     /// (checked when the agent is built or loaded).
     pub fn embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
         self.embedder = Some(embedder);
+        self
+    }
+
+    /// Where `send_message_to_agent` delivers the agent's messages to other agents (see
+    /// [`crate::messaging`]); without one, the function tells the model it cannot.
+    pub fn messenger(mut self, messenger: Arc<dyn AgentMessenger>) -> Self {
+        self.messenger = Some(messenger);
         self
     }
 
@@ -530,6 +539,7 @@ impl AgentBuilder {
             extensions: std::mem::take(&mut self.extensions),
             settings,
             observer: self.observer.take(),
+            messenger: self.messenger.take(),
             without_model: self.without_model,
         };
         Ok((services, state))

@@ -12,7 +12,7 @@ use super::run::StepRun;
 use super::{Agent, FunctionCallRecord, Rollback};
 use crate::config::LoopStyle;
 use crate::error::Result;
-use crate::function::{CallLimits, FunctionContext, FunctionReturn, run_call};
+use crate::function::{CallLimits, FunctionContext, FunctionReturn, Messaging, run_call};
 use crate::message::{Message, ToolCall};
 use crate::rules::StepRules;
 
@@ -232,6 +232,7 @@ impl Agent {
             fill_heartbeat: self.state.config.loop_style == LoopStyle::UntilReply,
         };
         let recall_messages = self.context.counts().recall;
+        let waiting = std::mem::take(&mut run.waiting);
         let mut ctx = FunctionContext {
             agent_id: self.state.id,
             now,
@@ -245,8 +246,15 @@ impl Agent {
             committed_passages: self.committed_passages,
             recall_messages,
             embedding_backlog: self.embedding_backlog,
+            messaging: Messaging {
+                messenger: self.rt.messenger.as_deref(),
+                name: &self.state.name,
+                hops: run.hops,
+                waiting: &waiting,
+            },
         };
         let result = run_call(&self.rt.functions, call, limits, &mut ctx).await;
+        run.waiting = waiting;
         let memory_changed = self.context.memory_changed(now);
         self.sync_archival_count(run);
         for id in std::mem::take(&mut run.writes.used) {

@@ -1,8 +1,10 @@
 //! [`Event`]: what happened that the agent reacts to (a user's message, an alert, a login, a
-//! timer, an approval).
+//! timer, an approval, another agent's message).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+
+use crate::ids::AgentId;
 
 /// Something that makes the agent run, like an interrupt makes an OS run.
 ///
@@ -55,6 +57,20 @@ pub enum EventKind {
         /// Why it fired.
         reason: String,
     },
+    /// Another agent wrote to this one (`send_message_to_agent`, see [`crate::messaging`]).
+    AgentMessage {
+        /// The sender.
+        from: AgentId,
+        /// The sender's name.
+        from_name: String,
+        /// The text.
+        text: String,
+        /// The message's hop in its exchange ([`AgentMessage::hops`](crate::messaging::AgentMessage::hops)).
+        hops: u32,
+        /// The agents whose steps wait for this one's reply, the sender last (empty when the
+        /// sender does not wait).
+        waiting: Vec<AgentId>,
+    },
     /// A person approved or denied the function call the agent is waiting on
     /// ([`StopReason::AwaitingApproval`](crate::StopReason::AwaitingApproval)): the paused step
     /// goes on, with the call run (approved) or failed with the denial as its result.
@@ -78,6 +94,7 @@ impl EventKind {
             EventKind::DocumentUpload { .. } => "document_upload",
             EventKind::Timer { .. } => "timer",
             EventKind::Approval { .. } => "approval",
+            EventKind::AgentMessage { .. } => "agent_message",
         }
     }
 }
@@ -145,6 +162,17 @@ impl Event {
             call_id: call_id.into(),
             approve: false,
             reason: (!reason.trim().is_empty()).then_some(reason),
+        })
+    }
+
+    /// A message from another agent, as a messenger delivers it.
+    pub fn from_agent(message: &crate::messaging::AgentMessage) -> Self {
+        Self::now(EventKind::AgentMessage {
+            from: message.from,
+            from_name: message.from_name.clone(),
+            text: message.text.clone(),
+            hops: message.hops,
+            waiting: message.waiting.clone(),
         })
     }
 

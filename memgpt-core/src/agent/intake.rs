@@ -67,6 +67,27 @@ impl Agent {
                     call_id: call_id.clone(),
                 });
             }
+            EventKind::AgentMessage {
+                from,
+                from_name,
+                text,
+                waiting,
+                ..
+            } => {
+                let answer = if waiting.last() == Some(from) {
+                    "it waits: what you say with send_message goes back to it"
+                } else {
+                    "it does not wait: write back with send_message_to_agent if you need to"
+                };
+                let mut message = Message::new(
+                    id,
+                    MessageKind::User,
+                    format!("[A message from agent {from_name} ({from}); {answer}] {text}"),
+                    now,
+                );
+                message.name = Some(from_name.clone());
+                message
+            }
             EventKind::Timer { reason } => Message::new(
                 id,
                 MessageKind::Timer,

@@ -24,6 +24,10 @@ pub(super) struct StepRun {
     pub(super) pressure_warning: bool,
     pub(super) flushes: Vec<FlushRecord>,
     pub(super) timings: StepTimings,
+    /// The hop of the agent message that started the step (0 for any other event).
+    pub(super) hops: u32,
+    /// The agents waiting for this step's replies (an agent message's sender chain).
+    pub(super) waiting: Vec<crate::ids::AgentId>,
 }
 
 impl StepRun {
@@ -39,6 +43,8 @@ impl StepRun {
             pressure_warning: false,
             flushes: Vec::new(),
             timings: StepTimings::default(),
+            hops: 0,
+            waiting: Vec::new(),
         }
     }
 

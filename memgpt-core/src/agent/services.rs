@@ -30,6 +30,8 @@ pub(crate) struct Services {
     pub(crate) extensions: Extensions,
     pub(crate) settings: FunctionSettings,
     pub(crate) observer: Option<Arc<dyn StepObserver>>,
+    /// Where `send_message_to_agent` delivers ([`crate::messaging`]).
+    pub(crate) messenger: Option<Arc<dyn crate::messaging::AgentMessenger>>,
     /// Opened without a chat model ([`AgentBuilder::without_model`](super::AgentBuilder::without_model)):
     /// steps are refused.
     pub(crate) without_model: bool,

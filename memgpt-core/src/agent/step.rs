@@ -91,6 +91,10 @@ impl Agent {
 
     async fn run_step(&mut self, event: Event) -> Result<StepRecord> {
         let mut run = StepRun::new(event.at);
+        if let EventKind::AgentMessage { hops, waiting, .. } = &event.kind {
+            run.hops = *hops;
+            run.waiting = waiting.clone();
+        }
         let label = event.kind.label();
         let now = run.now(self.rt.clock.as_ref());
 

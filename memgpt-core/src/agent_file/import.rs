@@ -66,11 +66,18 @@ pub struct ImportReport {
     pub related: Vec<ImportReport>,
 }
 
-/// Letta's memory tools and the memgpt functions that do their job.
+/// Letta's tools and the memgpt functions that do their job.
 const TOOL_MAP: &[(&str, &str)] = &[
     ("memory_insert", "core_memory_append"),
     ("memory_replace", "core_memory_replace"),
     ("conversation_search_date", "conversation_search"),
+    // Letta's multi-agent tools (its agents message each other by id; memgpt's function takes
+    // a name or an id, and `wait`).
+    (
+        "send_message_to_agent_and_wait_for_reply",
+        "send_message_to_agent",
+    ),
+    ("send_message_to_agent_async", "send_message_to_agent"),
 ];
 
 /// Agent fields that mean nothing in another store (ids of Letta's objects, copies of what the

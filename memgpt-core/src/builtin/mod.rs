@@ -9,7 +9,9 @@
 //! | `archival_memory_insert` / `archival_memory_search` | writes and pages through archival storage |
 //! | `archival_memory_update` / `archival_memory_forget` / `archival_memory_search_as_of` | supersedes or retires a fact, searches the facts of a past day (opt-in: [`FACT_FUNCTIONS`]) |
 //! | `conversation_search` / `conversation_search_date` | pages through recall storage |
+//! | `send_message_to_agent` | writes to another agent, waiting for its reply or not (opt-in; see [`crate::messaging`]) |
 
+mod agents;
 mod archival;
 mod core_memory;
 mod facts;

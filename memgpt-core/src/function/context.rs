@@ -14,6 +14,7 @@ use crate::embed::Embedder;
 use crate::ids::{AgentId, MessageId, PassageId};
 use crate::memory::WorkingContext;
 use crate::message::Message;
+use crate::messaging::{AgentMessage, AgentMessenger, Delivery, MAX_AGENT_HOPS};
 use crate::passages::{PassageError, PassageWriter};
 use crate::retrieval::RecallRanking;
 use crate::store::{
@@ -176,6 +177,19 @@ pub struct FunctionContext<'a> {
     pub(crate) recall_messages: u64,
     /// Whether some committed conversation messages may still lack their embeddings.
     pub(crate) embedding_backlog: bool,
+    /// Where messages to other agents go, with this step's place in an exchange.
+    pub(crate) messaging: Messaging<'a>,
+}
+
+/// What a function needs to write to another agent: the messenger, who is writing, and the
+/// exchange the step is part of.
+pub(crate) struct Messaging<'a> {
+    pub(crate) messenger: Option<&'a dyn AgentMessenger>,
+    pub(crate) name: &'a str,
+    /// The hop of the agent message that started the step (0 for any other event).
+    pub(crate) hops: u32,
+    /// The agents waiting for this step's replies.
+    pub(crate) waiting: &'a [AgentId],
 }
 
 impl fmt::Debug for FunctionContext<'_> {
@@ -335,6 +349,57 @@ impl<'a> FunctionContext<'a> {
             &self.writes.retired,
         )
         .await?)
+    }
+
+    /// Sends `text` to another agent (by name or id) through the agent's messenger: with
+    /// `wait`, the addressee steps now and its replies come back; without, it reads the message
+    /// on a step of its own. Refused without a messenger, past [`MAX_AGENT_HOPS`], to the agent
+    /// itself, and (by the messenger) waiting on an agent that waits on this exchange.
+    pub async fn message_agent(
+        &mut self,
+        to: &str,
+        text: &str,
+        wait: bool,
+    ) -> Result<Delivery, FunctionError> {
+        let Some(messenger) = self.messaging.messenger else {
+            return Err(FunctionError::new(
+                "this agent cannot write to other agents (it has no messenger)",
+            ));
+        };
+        let to = to.trim();
+        if to == self.messaging.name || to == self.agent_id.to_string() {
+            return Err(FunctionError::new(
+                "that is you: write to another agent, or answer with send_message",
+            ));
+        }
+        if self.messaging.hops >= MAX_AGENT_HOPS {
+            return Err(FunctionError::new(format!(
+                "this exchange between agents has taken {} hops, the most allowed: answer with send_message instead",
+                self.messaging.hops
+            )));
+        }
+        // A waited-for message joins the chain of steps waiting on each other; one read later
+        // starts a chain of its own.
+        let waiting = if wait {
+            let mut waiting = self.messaging.waiting.to_vec();
+            waiting.push(self.agent_id);
+            waiting
+        } else {
+            Vec::new()
+        };
+        let message = AgentMessage {
+            from: self.agent_id,
+            from_name: self.messaging.name.to_owned(),
+            to: to.to_owned(),
+            text: text.to_owned(),
+            wait,
+            hops: self.messaging.hops + 1,
+            waiting,
+        };
+        messenger
+            .deliver(message)
+            .await
+            .map_err(|e| FunctionError::new(e.to_string()))
     }
 
     /// Replaces the fact in passage `id` with `text`: the new version is stored (split and

@@ -44,8 +44,8 @@ mod runtime;
 mod validate;
 
 pub use args::{FunctionError, IntoFunctionOutput, Json};
-pub(crate) use context::StepWrites;
 pub use context::{Extensions, FunctionContext, FunctionSettings, RecallResults};
+pub(crate) use context::{Messaging, StepWrites};
 pub(crate) use context::{SUPERSEDED, archival_query, search_recall_hybrid};
 pub use def::{BoxFuture, CallFn, FUNCTIONS, Function, FunctionDef, FunctionReturn};
 pub use registry::{FunctionRegistry, FunctionSet, RegisteredFunction, RegistryError};

@@ -17,7 +17,6 @@ use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, Stream};
 use memgpt_core::agent::{Event, StepProgress};
-use memgpt_core::ids::AgentId;
 use memgpt_core::message::Message;
 use memgpt_core::{Agent, StepRecord};
 use schemars::JsonSchema;
@@ -172,31 +171,6 @@ impl CompletionUsage {
     }
 }
 
-/// The caller's agent that `model` names: an id, or a name.
-async fn named_agent(state: &AppState, caller: Caller, model: &str) -> ApiResult<AgentId> {
-    if let Ok(id) = model.parse::<AgentId>() {
-        caller.owns(state, id).await?;
-        return Ok(id);
-    }
-    let mut named = Vec::new();
-    for id in state.tenants.agents_of(caller.tenant).await? {
-        if let Some(agent) = state.hub.storage().agents.load_agent(id).await?
-            && agent.name == model
-        {
-            named.push(id);
-        }
-    }
-    match named.as_slice() {
-        [id] => Ok(*id),
-        [] => Err(ApiError::not_found(format_args!("model (agent) `{model}`"))),
-        // Names are unique per tenant; agents created before they were may still share one.
-        _ => Err(ApiError::invalid(format!(
-            "{} agents are named `{model}`: name the one you mean by its id, or rename one",
-            named.len()
-        ))),
-    }
-}
-
 /// What to step with: the newest user message with text.
 fn event(request: &CompletionRequest) -> ApiResult<Event> {
     let (message, text) = request
@@ -227,7 +201,7 @@ async fn completions(
     Body(request): Body<CompletionRequest>,
 ) -> ApiResult<Response> {
     let event = event(&request)?;
-    let id = named_agent(&state, caller, &request.model).await?;
+    let id = caller.agent_named(&state, &request.model).await?;
     let agent = state.hub.lock(id).await?;
     let completion_id = format!("chatcmpl-{}", uuid::Uuid::now_v7().simple());
     let created = chrono::Utc::now().timestamp();
@@ -466,7 +440,7 @@ async fn model(
     caller: Caller,
     axum::extract::Path(path): axum::extract::Path<ModelPath>,
 ) -> ApiResult<Json<ModelView>> {
-    let id = named_agent(&state, caller, &path.model).await?;
+    let id = caller.agent_named(&state, &path.model).await?;
     let agent = state
         .hub
         .storage()

@@ -269,6 +269,7 @@ mod approval;
 mod bodies;
 mod errors;
 mod lifecycle;
+mod messaging;
 mod openai;
 mod persistence;
 mod streaming;

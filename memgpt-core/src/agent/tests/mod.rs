@@ -55,6 +55,7 @@ mod facts;
 mod filters;
 mod history;
 mod limits;
+mod messaging;
 mod paging;
 mod policies;
 mod recall;
