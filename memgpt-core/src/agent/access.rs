@@ -48,7 +48,9 @@ impl Agent {
 
     /// Searches archival storage as `archival_memory_search` does, with the caller's page:
     /// `mode` `None` is the agent's configured mode; without an embedder (or in
-    /// [`SearchMode::Text`]) the search is by words alone.
+    /// [`SearchMode::Text`]) the search is by words alone. `validity` chooses the facts:
+    /// [`Validity::Current`] (those valid now by the agent's clock), [`Validity::AsOf`] an
+    /// earlier instant, or [`Validity::Any`] (superseded and forgotten ones included).
     pub async fn search_archival(
         &self,
         text: &str,
