@@ -8,7 +8,9 @@ use memgpt_core::backend::{DocumentBuilder, MessageDocument, WINDOW_NEIGHBOURS};
 use memgpt_core::ids::AgentId;
 use memgpt_core::message::Message;
 use memgpt_core::retrieval::{CandidateKey, RecallCandidate};
-use memgpt_core::store::{EmbeddingSpace, Hit, Page, Passage, RecallQuery, SearchPage, StoreError};
+use memgpt_core::store::{
+    ArchivalQuery, EmbeddingSpace, Hit, Page, Passage, RecallQuery, SearchPage, StoreError,
+};
 use sqlx::{Database, QueryBuilder};
 
 /// Adds one row of a search-candidates query to `out`. The query returns one row per window of
@@ -83,6 +85,23 @@ pub(crate) fn space_from_meta(
         }),
         _ => None,
     })
+}
+
+/// The query of whether some passage of `agent` has a lifetime (a known start or an end): the
+/// rows the partial index `passages_with_lifetime` holds, so it is one index probe, answered
+/// as a count of 0 or 1. `None` when `filter` sees every passage anyway (no validity instant).
+pub(crate) fn lifetimes_exist<S: SqlDialect>(
+    agent: AgentId,
+    filter: &ArchivalQuery,
+) -> Option<QueryBuilder<S::Db>> {
+    filter.validity.instant()?;
+    // `count(*)` over at most one row: an integer in both dialects, where EXISTS is a boolean
+    // in one and an integer in the other.
+    let mut sql =
+        QueryBuilder::new("SELECT count(*) FROM (SELECT 1 FROM passages WHERE agent_id = ");
+    S::push_agent(&mut sql, agent);
+    sql.push(" AND (valid_from IS NOT NULL OR valid_to IS NOT NULL) LIMIT 1) AS found");
+    Some(sql)
 }
 
 /// The statement recording a newly fixed embedding space in `memgpt_meta`: the rows

@@ -59,9 +59,14 @@ impl AgentMessenger for HubMessenger {
                 ErrorCode::NotFound => MessengerError::NotFound(to.clone()),
                 _ => failed(e.message),
             })?;
-        let name = addressee_name(&state, id)
-            .await
-            .unwrap_or_else(|| to.clone());
+        // Named by its id, the addressee's name is read for the sender; named by its name, it
+        // is what the sender wrote.
+        let name = match to.parse::<AgentId>() {
+            Ok(_) => addressee_name(&state, id)
+                .await
+                .unwrap_or_else(|| to.clone()),
+            Err(_) => to.clone(),
+        };
         if !message.wait {
             tokio::spawn(step_later(state, id, message));
             return Ok(Delivery::Queued { agent: name });

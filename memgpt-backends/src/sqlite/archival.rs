@@ -206,17 +206,14 @@ impl SqliteStore {
         agent: AgentId,
         filter: &ArchivalQuery,
     ) -> Result<bool, StoreError> {
-        if filter.validity.instant().is_none() {
+        let Some(mut sql) = sql::lifetimes_exist::<SqliteStore>(agent, filter) else {
             return Ok(false);
-        }
-        let found: i64 = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM passages WHERE agent_id = ? \
-             AND (valid_from IS NOT NULL OR valid_to IS NOT NULL))",
-        )
-        .bind(agent.as_uuid())
-        .fetch_one(&self.pool)
-        .await
-        .map_err(|e| db("looking for passages with a lifetime", e))?;
+        };
+        let found: i64 = sql
+            .build_query_scalar()
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| db("looking for passages with a lifetime", e))?;
         Ok(found != 0)
     }
 

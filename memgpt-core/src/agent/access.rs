@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 
 use super::Agent;
 use crate::error::{Error, Result};
-use crate::function::{RecallResults, SUPERSEDED};
+use crate::function::RecallResults;
 use crate::ids::PassageId;
 use crate::store::{
     Page, Passage, PassageRetirement, RecallQuery, SearchMode, SearchPage, TimeRange, Validity,
@@ -91,16 +91,8 @@ impl Agent {
             .write(self.id(), text, old.metadata, false, now)
             .await
             .map_err(|e| Error::from_passages("archival update", e))?;
-        for passage in &mut added {
-            passage.valid_from = Some(now);
-        }
+        let retired = vec![PassageRetirement::superseded(id, &mut added, now)];
         let ids: Vec<PassageId> = added.iter().map(|p| p.id).collect();
-        let retired = vec![PassageRetirement {
-            id,
-            at: now,
-            superseded_by: ids.first().copied(),
-            reason: SUPERSEDED.to_owned(),
-        }];
         self.commit_archival(
             now,
             super::ArchivalChanges {

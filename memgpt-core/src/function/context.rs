@@ -413,18 +413,11 @@ impl<'a> FunctionContext<'a> {
         text: &str,
     ) -> Result<Vec<PassageId>, FunctionError> {
         let old = self.current_passage(id).await?;
+        let first_new = self.writes.passages.len();
         let ids = self.insert_archival(text, old.metadata).await?;
-        let now = self.now;
-        for passage in self
-            .writes
-            .passages
-            .iter_mut()
-            .filter(|p| ids.contains(&p.id))
-        {
-            passage.valid_from = Some(now);
-        }
-        let first = ids.first().copied();
-        self.retire_passage(id, first, SUPERSEDED.to_owned(), now);
+        let retirement =
+            PassageRetirement::superseded(id, &mut self.writes.passages[first_new..], self.now);
+        self.retire_passage(retirement);
         Ok(ids)
     }
 
@@ -444,7 +437,12 @@ impl<'a> FunctionContext<'a> {
             ));
         }
         self.current_passage(id).await?;
-        self.retire_passage(id, None, reason.to_owned(), at);
+        self.retire_passage(PassageRetirement {
+            id,
+            at,
+            superseded_by: None,
+            reason: reason.to_owned(),
+        });
         Ok(())
     }
 
@@ -477,28 +475,18 @@ impl<'a> FunctionContext<'a> {
 
     /// Records the retirement of a current passage: in place for one this step inserted, as a
     /// write of the step for a stored one.
-    fn retire_passage(
-        &mut self,
-        id: PassageId,
-        superseded_by: Option<PassageId>,
-        reason: String,
-        at: DateTime<Utc>,
-    ) {
-        let retirement = PassageRetirement {
-            id,
-            at,
-            superseded_by,
-            reason,
-        };
-        match self.writes.passages.iter_mut().find(|p| p.id == id) {
+    fn retire_passage(&mut self, retirement: PassageRetirement) {
+        match self
+            .writes
+            .passages
+            .iter_mut()
+            .find(|p| p.id == retirement.id)
+        {
             Some(pending) => pending.retire(&retirement),
             None => self.writes.retired.push(retirement),
         }
     }
 }
-
-/// The retirement reason of a passage replaced by a newer version.
-pub(crate) const SUPERSEDED: &str = "superseded";
 
 /// The archival query for `text` ranked by `mode`: embedded when the mode uses meaning and
 /// there is an embedder, otherwise by words alone ([`SearchMode::Text`]).

@@ -46,7 +46,7 @@ mod validate;
 pub use args::{FunctionError, IntoFunctionOutput, Json};
 pub use context::{Extensions, FunctionContext, FunctionSettings, RecallResults};
 pub(crate) use context::{Messaging, StepWrites};
-pub(crate) use context::{SUPERSEDED, archival_query, search_recall_hybrid};
+pub(crate) use context::{archival_query, search_recall_hybrid};
 pub use def::{BoxFuture, CallFn, FUNCTIONS, Function, FunctionDef, FunctionReturn};
 pub use registry::{FunctionRegistry, FunctionSet, RegisteredFunction, RegistryError};
 pub(crate) use runtime::{CallLimits, run_call, without_nul};

@@ -165,15 +165,13 @@ pub(crate) async fn search_passages_with<S: ArchivalStore + ?Sized>(
             if !query.admits(&passage) {
                 continue;
             }
-            let embedded = passage.embedding.is_some();
             let words = document_terms(&passage.text);
-            if mode != SearchMode::Vector && terms.iter().any(|t| words.contains(t)) {
-                lexical.total = lexical.total.saturating_sub(1);
-                lexical.unembedded = lexical.unembedded.saturating_sub(u64::from(!embedded));
-            }
-            if embedded && embedding.is_some() {
-                semantic.total = semantic.total.saturating_sub(1);
-            }
+            let matches = terms.iter().any(|t| words.contains(t));
+            let (text, unembedded, vector) =
+                counted_in_totals(&passage, matches, mode, embedding.is_some());
+            lexical.total = lexical.total.saturating_sub(text);
+            lexical.unembedded = lexical.unembedded.saturating_sub(unembedded);
+            semantic.total = semantic.total.saturating_sub(vector);
         }
         candidates.retain(|c| !gone.contains(&c.passage.id));
     }
@@ -193,15 +191,12 @@ pub(crate) async fn search_passages_with<S: ArchivalStore + ?Sized>(
         if !query.admits(passage) {
             continue;
         }
-        let embedded = passage.embedding.is_some();
-        if matches && mode != SearchMode::Vector {
-            lexical.total += 1;
-            lexical.unembedded += u64::from(!embedded);
-        }
-        if embedded && embedding.is_some() {
-            semantic.total += 1;
-        }
-        if matches || embedded {
+        let (text, unembedded, vector) =
+            counted_in_totals(passage, matches, mode, embedding.is_some());
+        lexical.total += text;
+        lexical.unembedded += unembedded;
+        semantic.total += vector;
+        if matches || passage.embedding.is_some() {
             candidates.push(PassageCandidate {
                 key: -1 - i as CandidateKey,
                 passage: passage.clone(),
@@ -232,6 +227,24 @@ pub(crate) async fn search_passages_with<S: ArchivalStore + ?Sized>(
     });
     page.total = usize::try_from(total).unwrap_or(usize::MAX);
     Ok(page)
+}
+
+/// What one passage the filters admit counts for in a search's totals, as a store counts it:
+/// (a text match, a text match without an embedding, an embedded passage of a vector search).
+/// `matches` says whether its words hold a query term.
+fn counted_in_totals(
+    passage: &Passage,
+    matches: bool,
+    mode: SearchMode,
+    by_vector: bool,
+) -> (u64, u64, u64) {
+    let embedded = passage.embedding.is_some();
+    let text = matches && mode != SearchMode::Vector;
+    (
+        u64::from(text),
+        u64::from(text && !embedded),
+        u64::from(embedded && by_vector),
+    )
 }
 
 /// The keys of both candidate lists, each once, text candidates first.

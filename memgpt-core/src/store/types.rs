@@ -361,12 +361,6 @@ impl Passage {
         )
     }
 
-    /// Whether the passage has a lifetime at all (a known start, or an end):
-    /// stores index these to skip validity checks for agents that have none.
-    pub fn has_lifetime(&self) -> bool {
-        self.valid_from.is_some() || self.valid_to.is_some()
-    }
-
     /// The passage's tags: the strings of its `tags` metadata array.
     pub fn tags(&self) -> Vec<String> {
         match self.metadata.get(TAGS_KEY) {
@@ -425,6 +419,26 @@ pub struct PassageRetirement {
     pub superseded_by: Option<PassageId>,
     /// Why.
     pub reason: String,
+}
+
+/// The retirement reason of a passage replaced by a newer version.
+const SUPERSEDED: &str = "superseded";
+
+impl PassageRetirement {
+    /// Passage `old` replaced at `at` by `versions`, the passages of its new text in order:
+    /// each holds from `at`, and `old` is superseded by the first. The one rule of an update,
+    /// for the function and the agent's API alike.
+    pub(crate) fn superseded(old: PassageId, versions: &mut [Passage], at: DateTime<Utc>) -> Self {
+        for version in versions.iter_mut() {
+            version.valid_from = Some(at);
+        }
+        Self {
+            id: old,
+            at,
+            superseded_by: versions.first().map(|p| p.id),
+            reason: SUPERSEDED.to_owned(),
+        }
+    }
 }
 
 /// One passage an archival search ranks: the store's key for it and the passage.

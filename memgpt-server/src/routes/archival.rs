@@ -189,11 +189,13 @@ impl PassagePath {
         }
         .live(state, caller)
         .await?;
-        let passage = self
-            .passage_id
-            .parse()
-            .map_err(|_| ApiError::not_found(format_args!("passage {}", self.passage_id)))?;
+        let passage = self.passage_id.parse().map_err(|_| self.not_found())?;
         Ok((agent, passage))
+    }
+
+    /// The `404` of a passage that does not exist (or is another agent's).
+    fn not_found(&self) -> ApiError {
+        ApiError::not_found(format_args!("passage {}", self.passage_id))
     }
 }
 
@@ -203,14 +205,9 @@ async fn remove(
     caller: Caller,
     Path(path): Path<PassagePath>,
 ) -> ApiResult<NoContent> {
-    let agent_path = AgentPath {
-        agent_id: path.agent_id.clone(),
-    };
-    let mut agent = agent_path.live(&state, caller).await?;
-    let not_found = || ApiError::not_found(format_args!("passage {}", path.passage_id));
-    let passage: PassageId = path.passage_id.parse().map_err(|_| not_found())?;
+    let (mut agent, passage) = path.live_passage(&state, caller).await?;
     if agent.delete_archival(&[passage]).await?.is_empty() {
-        return Err(not_found());
+        return Err(path.not_found());
     }
     Ok(NoContent)
 }
