@@ -99,7 +99,8 @@ async fn main() -> anyhow::Result<()> {
     let storage = Storage {
         agents: audited.clone(),
         recall: store.clone(),
-        archival: store,
+        archival: store.clone(),
+        blocks: store,
     };
 
     let llm = Arc::new(ScriptedProvider::new());

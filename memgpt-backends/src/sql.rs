@@ -5,11 +5,12 @@
 use std::collections::HashMap;
 
 use memgpt_core::backend::{DocumentBuilder, MessageDocument, WINDOW_NEIGHBOURS};
-use memgpt_core::ids::AgentId;
+use memgpt_core::ids::{AgentId, BlockId};
 use memgpt_core::message::Message;
 use memgpt_core::retrieval::{CandidateKey, RecallCandidate};
 use memgpt_core::store::{
-    ArchivalQuery, EmbeddingSpace, Hit, Page, Passage, RecallQuery, SearchPage, StoreError,
+    ArchivalQuery, EmbeddingSpace, Hit, Page, Passage, RecallQuery, SearchPage, SharedBlock,
+    StoreError,
 };
 use sqlx::{Database, QueryBuilder};
 
@@ -463,4 +464,31 @@ mod tests {
         );
         assert_eq!(sql_int(usize::MAX), i64::MAX);
     }
+}
+
+/// A shared block's `block` column: its [`MemoryBlock`](memgpt_core::MemoryBlock) as JSON.
+pub(crate) fn block_json(block: &SharedBlock) -> Result<String, StoreError> {
+    serde_json::to_string(&block.block).map_err(|e| crate::codec::db("encoding a shared block", e))
+}
+
+/// A shared block from its columns, as both SQL stores keep them.
+pub(crate) fn block_parts(
+    id: uuid::Uuid,
+    block: &str,
+    version: i64,
+    scope: Option<String>,
+    created_at: chrono::DateTime<chrono::Utc>,
+    updated_at: chrono::DateTime<chrono::Utc>,
+    updated_by: Option<uuid::Uuid>,
+) -> Result<SharedBlock, StoreError> {
+    Ok(SharedBlock {
+        id: BlockId::from_uuid(id),
+        block: serde_json::from_str(block)
+            .map_err(|e| crate::codec::corrupt(format!("shared block {id}: {e}")))?,
+        version: version as u64,
+        scope,
+        created_at,
+        updated_at,
+        updated_by: updated_by.map(AgentId::from_uuid),
+    })
 }

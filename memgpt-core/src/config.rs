@@ -163,6 +163,11 @@ pub const FACT_FUNCTIONS: [&str; 3] = [
     "archival_memory_search_as_of",
 ];
 
+/// The functions of a memory-consolidation (sleep-time) agent besides the paper's memory
+/// functions: `memory_rethink` (rewrite a block as a whole, refused if it changed since it
+/// was read) and `memory_finish_edits` (end the turn).
+pub const CONSOLIDATION_FUNCTIONS: [&str; 2] = ["memory_rethink", "memory_finish_edits"];
+
 /// The default limit on the bytes of text written at once ([`AgentConfig::max_document_bytes`](crate::AgentConfig::max_document_bytes)
 /// and [`FunctionSettings::max_document_bytes`](crate::function::FunctionSettings::max_document_bytes)).
 pub const DEFAULT_MAX_DOCUMENT_BYTES: usize = 10 * 1024 * 1024;

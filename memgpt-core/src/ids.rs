@@ -74,6 +74,10 @@ typed_id!(
     /// Identifies one passage in archival storage.
     PassageId
 );
+typed_id!(
+    /// Identifies one shared memory block (see [`SharedBlock`](crate::store::SharedBlock)).
+    BlockId
+);
 
 #[cfg(test)]
 mod tests {

@@ -12,6 +12,7 @@ use memgpt_core::store::{
 };
 
 use super::StoreUnderTest;
+pub use super::blocks::shared_blocks_are_exact;
 use super::fixtures::*;
 pub use super::hybrid::{
     archival_filters_by_tag_and_date, archival_ranking_agrees_with_the_reference,

@@ -74,6 +74,7 @@ impl NextCommit for AgentState {
             passages,
             deleted_passages: Vec::new(),
             retired_passages: Vec::new(),
+            attachments_changed: false,
         }
     }
 }

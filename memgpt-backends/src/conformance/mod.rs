@@ -3,7 +3,7 @@
 //! Every backend in this crate passes the same cases as the in-memory reference
 //! ([`InMemoryStore`](memgpt_core::store::InMemoryStore)): agent lifecycle, atomic versioned
 //! commits, recall text search and paging, date ranges and message kinds, Unicode and long texts,
-//! hostile queries, archival insert/search/delete, facts that are superseded, forgotten or expire, hybrid ranking, the embedding-space check,
+//! hostile queries, archival insert/search/delete, facts that are superseded, forgotten or expire, hybrid ranking, shared memory blocks edited from several handles at once, the embedding-space check,
 //! persistence across reopen, concurrent commits, all-or-nothing imports, and agreement with the reference on every
 //! query. A store written outside this crate runs the very same cases by describing how to open
 //! it as a [`StoreUnderTest`] and invoking [`store_conformance_tests!`](crate::store_conformance_tests)
@@ -39,6 +39,7 @@
 //!
 //! Requires the `conformance` feature.
 
+mod blocks;
 pub mod cases;
 pub mod crash;
 pub mod fixtures;
@@ -217,6 +218,7 @@ macro_rules! store_conformance_tests {
             archival_filters_by_tag_and_date,
             archival_ranking_agrees_with_the_reference,
             facts_with_a_lifetime_agree_with_the_reference,
+            shared_blocks_are_exact,
             imports_are_all_or_nothing,
             nul_characters_are_refused_alike,
         );

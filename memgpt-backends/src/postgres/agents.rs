@@ -15,6 +15,7 @@ use sqlx::types::Json;
 use sqlx::{PgConnection, Postgres};
 use tracing::{debug, info, warn};
 
+use super::blocks::write_attachments;
 use super::documents::{Collection, count_documents, passage_search_text};
 use super::{PgStore, SPACE_LOCK, agent_lock_key, read_space};
 use crate::codec::db;
@@ -23,7 +24,19 @@ use crate::codec::db;
 impl AgentStore for PgStore {
     async fn create_agent(&self, state: &AgentState) -> Result<(), StoreError> {
         state.check_text()?;
-        insert_agent(&self.pool, state, state.version).await
+        if !state.memory.has_shared() {
+            return insert_agent(&self.pool, state, state.version).await;
+        }
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(|e| db("starting to create an agent", e))?;
+        insert_agent(&mut *tx, state, state.version).await?;
+        write_attachments(&mut tx, state).await?;
+        tx.commit()
+            .await
+            .map_err(|e| db("committing a new agent", e))
     }
 
     async fn load_agent(&self, id: AgentId) -> Result<Option<AgentState>, StoreError> {
@@ -77,6 +90,7 @@ impl AgentStore for PgStore {
             "DELETE FROM archival_statistics WHERE agent_id = $1",
             "DELETE FROM passages WHERE agent_id = $1",
             "DELETE FROM agent_embedded_counts WHERE agent_id = $1",
+            "DELETE FROM block_attachments WHERE agent_id = $1",
         ] {
             sqlx::query(sql)
                 .bind(uuid)
@@ -277,6 +291,9 @@ impl PgStore {
         if create {
             commit.check_version(0)?;
             insert_agent(&mut *tx, &commit.state, 0).await?;
+            if commit.state.memory.has_shared() {
+                write_attachments(&mut tx, &commit.state).await?;
+            }
         } else {
             // The row lock makes concurrent commits of this agent take turns; each then sees
             // the version the previous one wrote.
@@ -368,6 +385,9 @@ impl PgStore {
             .execute(&mut *tx)
             .await
             .map_err(|e| db("counting embedded passages", e))?;
+        }
+        if commit.attachments_changed {
+            write_attachments(&mut *tx, &commit.state).await?;
         }
         sqlx::query(
             "UPDATE agents SET name = $1, version = $2, state = $3, updated_at = $4 WHERE id = $5",

@@ -22,6 +22,7 @@
 
 mod agents;
 mod archival;
+mod blocks;
 mod dialect;
 mod documents;
 mod meta;
@@ -260,6 +261,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         6,
         "passage_lifetimes",
         include_str!("../../migrations/postgres/0006_passage_lifetimes.sql"),
+    ),
+    (
+        7,
+        "shared_blocks",
+        include_str!("../../migrations/postgres/0007_shared_blocks.sql"),
     ),
 ];
 

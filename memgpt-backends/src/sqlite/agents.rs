@@ -14,6 +14,7 @@ use sqlx::{Row, SqliteConnection};
 
 use super::SqliteStore;
 use super::batch::Batch;
+use super::blocks::write_attachments;
 use super::documents::{CachedBuilder, count_documents, count_passage};
 use super::meta::embedding_space;
 use crate::codec::{corrupt, db, micros, vector_to_blob};
@@ -35,7 +36,13 @@ pub(super) fn agent_token(id: AgentId) -> String {
 impl AgentStore for SqliteStore {
     async fn create_agent(&self, state: &AgentState) -> Result<(), StoreError> {
         state.check_text()?;
-        insert_agent(&self.pool, state, state.version).await
+        if !state.memory.has_shared() {
+            return insert_agent(&self.pool, state, state.version).await;
+        }
+        let (_writer, mut tx) = self.begin_commit().await?;
+        insert_agent(&mut *tx, state, state.version).await?;
+        write_attachments(&mut tx, state).await?;
+        finish_commit(tx).await
     }
 
     async fn load_agent(&self, id: AgentId) -> Result<Option<AgentState>, StoreError> {
@@ -98,6 +105,7 @@ impl AgentStore for SqliteStore {
             "DELETE FROM passages WHERE agent_id = ?",
             "DELETE FROM passage_deletions WHERE agent_id = ?",
             "DELETE FROM archival_statistics WHERE agent_id = ?",
+            "DELETE FROM block_attachments WHERE agent_id = ?",
         ] {
             sqlx::query(sql)
                 .bind(uuid)
@@ -511,7 +519,7 @@ impl SqliteStore {
     /// Starts a commit's transaction, after this process's other writers (the guard keeps
     /// the turn until the transaction ends). IMMEDIATE takes the write lock up front: the
     /// version check and the writes cannot interleave with another process's writer.
-    async fn begin_commit(
+    pub(super) async fn begin_commit(
         &self,
     ) -> Result<
         (
@@ -600,6 +608,9 @@ impl SqliteStore {
         let mut batch = if create {
             commit.check_version(0)?;
             insert_agent(&mut *tx, &commit.state, 0).await?;
+            if commit.state.memory.has_shared() {
+                write_attachments(&mut tx, &commit.state).await?;
+            }
             Batch::new("writing a step")
         } else {
             let mut batch = Batch::new("reading an agent's version");
@@ -706,6 +717,10 @@ async fn write_commit(
         for passage_id in &commit.deleted_passages {
             delete_passage(&mut *tx, id, *passage_id).await?;
         }
+    }
+    if commit.attachments_changed {
+        batch.send(tx).await?;
+        write_attachments(&mut *tx, &commit.state).await?;
     }
     batch
         .statement("UPDATE agents SET name = ")

@@ -16,6 +16,7 @@ mod agents;
 mod archival;
 mod audit;
 mod batch;
+mod blocks;
 mod dialect;
 mod documents;
 mod meta;
@@ -178,6 +179,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         6,
         "passage_lifetimes",
         include_str!("../../migrations/sqlite/0006_passage_lifetimes.sql"),
+    ),
+    (
+        7,
+        "shared_blocks",
+        include_str!("../../migrations/sqlite/0007_shared_blocks.sql"),
     ),
 ];
 

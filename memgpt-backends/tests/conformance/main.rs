@@ -270,7 +270,8 @@ mod a_broken_store_fails {
         let storage = Storage {
             agents: Arc::new(NewestFirst(inner.clone())),
             recall: inner.clone(),
-            archival: inner,
+            archival: inner.clone(),
+            blocks: inner,
         };
         StoreUnderTest::new("newest first", move || {
             let storage = storage.clone();

@@ -14,7 +14,7 @@ use crate::llm::LlmProvider;
 use crate::memory::{MemoryBlock, WorkingContext};
 use crate::messaging::AgentMessenger;
 use crate::queue::{EvictionPolicy, QueueManager, policy_by_name};
-use crate::store::{AgentState, SearchMode, Storage, StoreError};
+use crate::store::{AgentState, SearchMode, Storage, StoreError, refresh_shared_blocks};
 use crate::summarizer::{LlmSummarizer, Summarizer};
 use crate::time::{Clock, SystemClock};
 use crate::tokens::{TiktokenCounter, TokenCounter};
@@ -326,6 +326,14 @@ impl AgentBuilder {
         self
     }
 
+    /// Attaches shared block `block` (stored in the agent's
+    /// [`BlockStore`](crate::store::BlockStore)) to a new agent, after its other blocks: the
+    /// agent is created holding it, and sees other writers' edits on every step.
+    pub fn shared_block(mut self, block: &crate::store::SharedBlock) -> Self {
+        self.blocks.push(block.attached());
+        self
+    }
+
     /// Creates the agent and stores it.
     pub async fn build(mut self) -> Result<Agent> {
         let now = self.resolved_clock().now();
@@ -413,10 +421,17 @@ impl AgentBuilder {
         for edit in self.edits.drain(..) {
             edit(&mut state.config);
         }
-        let (services, state) = self.services(state)?;
+        let (services, mut state) = self.services(state)?;
         check_fixed_prompt(&services, &state)?;
         check_embedding_space(&services).await?;
         let (queued, counts) = load_queue(&services, &state).await?;
+        let now = services.clock.now();
+        if !refresh_shared_blocks(&mut state.memory, services.storage.blocks.as_ref())
+            .await?
+            .is_empty()
+        {
+            state.memory_updated_at = now;
+        }
         Agent::assemble(services, state, queued, counts)
     }
 

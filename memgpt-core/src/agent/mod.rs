@@ -26,6 +26,7 @@ mod record;
 mod reply_stream;
 mod run;
 mod services;
+mod shared;
 mod step;
 /// The archival part of one commit.
 #[derive(Debug, Default)]
@@ -575,6 +576,8 @@ impl Agent {
             retired: retired_passages,
         } = archival;
         self.state.version += 1;
+        let attachments_changed =
+            self.state.memory.shared_ids() != self.context.memory().shared_ids();
         self.state.memory = self.context.memory().clone();
         self.state.summary = self.context.summary().clone();
         self.state.fifo = self.context.queue().ids();
@@ -596,6 +599,7 @@ impl Agent {
             passages,
             deleted_passages,
             retired_passages,
+            attachments_changed,
         };
         self.commit_in_flight = true;
         let result = self.rt.storage.agents.commit(&commit).await;

@@ -131,6 +131,10 @@ pub struct StepRecord {
     pub stop_reason: StopReason,
     /// Main context after the step.
     pub context: ContextStats,
+    /// Labels of the shared blocks other writers had changed since this agent's last step:
+    /// the step started from their new text (its prompt was rebuilt with it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shared_blocks_changed: Vec<String>,
 }
 
 impl StepRecord {

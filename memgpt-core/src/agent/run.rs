@@ -28,6 +28,8 @@ pub(super) struct StepRun {
     pub(super) hops: u32,
     /// The agents waiting for this step's replies (an agent message's sender chain).
     pub(super) waiting: Vec<crate::ids::AgentId>,
+    /// Shared blocks other writers changed before the step (their labels).
+    pub(super) shared_blocks_changed: Vec<String>,
 }
 
 impl StepRun {
@@ -45,6 +47,7 @@ impl StepRun {
             timings: StepTimings::default(),
             hops: 0,
             waiting: Vec::new(),
+            shared_blocks_changed: Vec::new(),
         }
     }
 

@@ -97,6 +97,11 @@ impl Agent {
         }
         let label = event.kind.label();
         let now = run.now(self.rt.clock.as_ref());
+        // Other agents' (and people's) edits of shared blocks are in the prompt of this step.
+        run.shared_blocks_changed = self.refresh_shared_blocks_at(now).await?;
+        if !run.shared_blocks_changed.is_empty() {
+            debug!(blocks = ?run.shared_blocks_changed, "shared blocks changed under the agent");
+        }
 
         if let Some(stop) = self.check_approval_gate(&event)? {
             return Ok(self.record(run, label, Vec::new(), stop));
@@ -423,6 +428,7 @@ impl Agent {
             timings,
             stop_reason,
             context: self.context.stats(),
+            shared_blocks_changed: run.shared_blocks_changed,
         }
     }
 }

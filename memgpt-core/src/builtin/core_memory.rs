@@ -2,6 +2,7 @@
 
 use crate::function::{FunctionContext, FunctionError};
 use crate::memgpt_fn;
+use crate::memory::MemoryBlock;
 
 /// Appends to a block of your core memory (always in view).
 #[memgpt_fn]
@@ -12,8 +13,8 @@ async fn core_memory_append(
     /// Text to add on a new line.
     content: String,
 ) -> Result<String, FunctionError> {
-    ctx.memory_mut().append(&label, &content)?;
-    Ok(block_usage(ctx, &label))
+    let block = ctx.edit_block(&label, |b| b.append(&content)).await?;
+    Ok(block_usage(block))
 }
 
 /// Replaces text in a block of your core memory. old_content must match exactly; an empty
@@ -28,24 +29,28 @@ async fn core_memory_replace(
     /// The replacement text.
     new_content: String,
 ) -> Result<String, FunctionError> {
-    let replaced = ctx
-        .memory_mut()
-        .replace(&label, &old_content, &new_content)?;
-    let times = if replaced == 1 {
-        String::new()
-    } else {
-        format!(" ({replaced} occurrences)")
+    let replaced = std::sync::atomic::AtomicUsize::new(0);
+    let block = ctx
+        .edit_block(&label, |b| {
+            let n = b.replace(&old_content, &new_content)?;
+            replaced.store(n, std::sync::atomic::Ordering::Relaxed);
+            Ok(())
+        })
+        .await?;
+    let usage = block_usage(block);
+    let times = match replaced.into_inner() {
+        1 => String::new(),
+        n => format!(" ({n} occurrences)"),
     };
-    Ok(format!("Replaced{times}. {}", block_usage(ctx, &label)))
+    Ok(format!("Replaced{times}. {usage}"))
 }
 
-fn block_usage(ctx: &FunctionContext<'_>, label: &str) -> String {
-    match ctx.memory().get(label) {
-        Some(block) => format!(
-            "Block `{label}` now holds {}/{} characters.",
-            block.chars(),
-            block.limit()
-        ),
-        None => String::new(),
-    }
+/// What an edited block now holds, for the model.
+pub(super) fn block_usage(block: &MemoryBlock) -> String {
+    format!(
+        "Block `{}` now holds {}/{} characters.",
+        block.label(),
+        block.chars(),
+        block.limit()
+    )
 }

@@ -9,10 +9,12 @@
 //! | `archival_memory_insert` / `archival_memory_search` | writes and pages through archival storage |
 //! | `archival_memory_update` / `archival_memory_forget` / `archival_memory_search_as_of` | supersedes or retires a fact, searches the facts of a past day (opt-in: [`FACT_FUNCTIONS`]) |
 //! | `conversation_search` / `conversation_search_date` | pages through recall storage |
+//! | `memory_rethink` / `memory_finish_edits` | rewrites a block as a whole, ends a consolidation turn (opt-in: [`CONSOLIDATION_FUNCTIONS`]) |
 //! | `send_message_to_agent` | writes to another agent, waiting for its reply or not (opt-in; see [`crate::messaging`]) |
 
 mod agents;
 mod archival;
+mod consolidation;
 mod core_memory;
 mod facts;
 mod messaging;
@@ -25,7 +27,7 @@ use chrono::{DateTime, Utc};
 use crate::store::SearchPage;
 use crate::time::format_time;
 
-pub use crate::config::{DEFAULT_FUNCTIONS, FACT_FUNCTIONS};
+pub use crate::config::{CONSOLIDATION_FUNCTIONS, DEFAULT_FUNCTIONS, FACT_FUNCTIONS};
 
 /// Longest text shown per search hit; longer hits are cut (the full text stays in storage).
 /// A default page of five hits then fits the agent's 6,000-character function-output limit.

@@ -12,14 +12,14 @@ use super::FunctionError;
 use crate::config::AgentConfig;
 use crate::embed::Embedder;
 use crate::ids::{AgentId, MessageId, PassageId};
-use crate::memory::WorkingContext;
+use crate::memory::{MemoryBlock, MemoryError, WorkingContext};
 use crate::message::Message;
 use crate::messaging::{AgentMessage, AgentMessenger, Delivery, MAX_AGENT_HOPS};
 use crate::passages::{PassageError, PassageWriter};
 use crate::retrieval::RecallRanking;
 use crate::store::{
-    ArchivalQuery, Page, Passage, PassageRetirement, RecallQuery, SearchMode, SearchPage, Storage,
-    StoreError, TimeRange, Validity, search_passages_with,
+    ArchivalQuery, BlockEdit, BlockUpdate, Page, Passage, PassageRetirement, RecallQuery,
+    SearchMode, SearchPage, Storage, StoreError, TimeRange, Validity, search_passages_with,
 };
 use crate::tokens::TokenCounter;
 
@@ -220,6 +220,81 @@ impl<'a> FunctionContext<'a> {
     /// Working context, for editing.
     pub fn memory_mut(&mut self) -> &mut WorkingContext {
         self.memory
+    }
+
+    /// Edits block `label` and returns it as edited: the agent's own block in working context
+    /// (committed with the step), a shared block where it lives, in one transaction of the
+    /// block store applied to its current text (so an edit by another agent meanwhile is
+    /// kept, and the others see this one on their next step). Limits and the read-only flag
+    /// hold either way; a refused edit changes nothing and says why.
+    ///
+    /// Functions editing memory use this rather than [`FunctionContext::memory_mut`], whose
+    /// edits refuse shared blocks.
+    pub async fn edit_block(
+        &mut self,
+        label: &str,
+        edit: impl Fn(&mut MemoryBlock) -> Result<(), MemoryError> + Send + Sync,
+    ) -> Result<&MemoryBlock, FunctionError> {
+        self.edit_block_with(label, &edit, false).await
+    }
+
+    /// Replaces the whole text of block `label` with `value`, as a rewrite of what the agent
+    /// read: for a shared block it is refused, with the current text, when another writer
+    /// changed the block since this agent's copy (nothing is lost by rewriting over it).
+    pub async fn rewrite_block(
+        &mut self,
+        label: &str,
+        value: &str,
+    ) -> Result<&MemoryBlock, FunctionError> {
+        let edit = |block: &mut MemoryBlock| block.set(value.to_owned());
+        self.edit_block_with(label, &edit, true).await
+    }
+
+    async fn edit_block_with(
+        &mut self,
+        label: &str,
+        edit: BlockEdit<'_>,
+        based_on_copy: bool,
+    ) -> Result<&MemoryBlock, FunctionError> {
+        let block = self
+            .memory
+            .get(label)
+            .cloned()
+            .ok_or_else(|| MemoryError::UnknownBlock {
+                label: label.to_owned(),
+                available: self
+                    .memory
+                    .blocks()
+                    .iter()
+                    .map(|b| b.label().to_owned())
+                    .collect(),
+            })?;
+        match block.shared() {
+            None => {
+                let mut block = block;
+                edit(&mut block)?;
+                self.memory.put(block)?;
+            }
+            Some(shared) => {
+                let mut update = BlockUpdate::new(edit, self.now).by(self.agent_id);
+                if based_on_copy {
+                    update = update.based_on(shared.version);
+                }
+                let stored = self
+                    .storage
+                    .blocks
+                    .update_block(shared.id, &update)
+                    .await
+                    .map_err(|e| match e {
+                        StoreError::BlockRefused(refused) => FunctionError::from(refused),
+                        other => FunctionError::from(other),
+                    })?;
+                self.memory.refresh_shared(&stored);
+            }
+        }
+        self.memory
+            .get(label)
+            .ok_or_else(|| FunctionError::new(format!("block `{label}` disappeared")))
     }
 
     /// Settings for built-in functions.

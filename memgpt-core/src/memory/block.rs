@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::MemoryError;
+use crate::ids::BlockId;
 
 /// The default character limit of a block (Letta's default for `persona` and `human`).
 pub const DEFAULT_BLOCK_LIMIT: usize = 2_000;
@@ -27,6 +28,20 @@ pub struct MemoryBlock {
     description: Option<String>,
     #[serde(default)]
     read_only: bool,
+    /// Set when the block is shared: this is the agent's copy of a block kept in the
+    /// [`BlockStore`](crate::store::BlockStore).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    shared: Option<SharedRef>,
+}
+
+/// Where a shared block lives: its id in the [`BlockStore`](crate::store::BlockStore) and the
+/// version an agent's copy shows (every edit bumps it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SharedRef {
+    /// The block's id.
+    pub id: BlockId,
+    /// The version of the copy.
+    pub version: u64,
 }
 
 impl MemoryBlock {
@@ -38,6 +53,7 @@ impl MemoryBlock {
             limit: DEFAULT_BLOCK_LIMIT,
             description: None,
             read_only: false,
+            shared: None,
         }
     }
 
@@ -82,6 +98,47 @@ impl MemoryBlock {
     /// Whether the LLM may edit it.
     pub fn is_read_only(&self) -> bool {
         self.read_only
+    }
+
+    /// Where the block lives when it is shared by several agents, `None` for an agent's own.
+    pub fn shared(&self) -> Option<SharedRef> {
+        self.shared
+    }
+
+    /// The same block marked as the copy of shared block `id` at `version`.
+    pub(crate) fn sharing(mut self, id: BlockId, version: u64) -> Self {
+        self.shared = Some(SharedRef { id, version });
+        self
+    }
+
+    /// The block's content and settings without its shared marker (what the block store keeps).
+    pub(crate) fn unshared(mut self) -> Self {
+        self.shared = None;
+        self
+    }
+
+    /// Changes the character limit; refused when the current text is longer.
+    pub fn set_limit(&mut self, limit: usize) -> Result<(), MemoryError> {
+        let chars = self.chars();
+        if chars > limit {
+            return Err(MemoryError::OverLimit {
+                label: self.label.clone(),
+                limit,
+                would_be: chars,
+            });
+        }
+        self.limit = limit;
+        Ok(())
+    }
+
+    /// Changes the description shown to the LLM.
+    pub fn set_description(&mut self, description: Option<String>) {
+        self.description = description;
+    }
+
+    /// Makes the block read-only for every writer, or writable again.
+    pub fn set_read_only(&mut self, read_only: bool) {
+        self.read_only = read_only;
     }
 
     /// Its length in characters (what the limit counts).

@@ -8,7 +8,7 @@
 mod block;
 mod working;
 
-pub use block::{DEFAULT_BLOCK_LIMIT, MemoryBlock};
+pub use block::{DEFAULT_BLOCK_LIMIT, MemoryBlock, SharedRef};
 pub use working::WorkingContext;
 
 /// Why a working-context edit was rejected. The messages are written for the LLM to read.
@@ -54,6 +54,28 @@ pub enum MemoryError {
     ReadOnly {
         /// The block.
         label: String,
+    },
+    /// The block is shared with other agents: its edits go to the block store
+    /// ([`FunctionContext::edit_block`](crate::function::FunctionContext::edit_block),
+    /// [`Agent::edit_block`](crate::Agent::edit_block)), not to one agent's copy.
+    #[error(
+        "block `{label}` is shared with other agents: edit it through FunctionContext::edit_block \
+         or Agent::edit_block, which write it where it is shared"
+    )]
+    Shared {
+        /// The block.
+        label: String,
+    },
+    /// A shared block changed since the version the edit was based on (another agent or
+    /// person edited it): read its current text and edit again.
+    #[error(
+        "edit rejected: block `{label}` was changed by another writer since you read it; its text is now:\n{current}"
+    )]
+    Changed {
+        /// The block.
+        label: String,
+        /// Its current text.
+        current: String,
     },
     /// A block with this label already exists.
     #[error("a memory block labelled `{label}` already exists")]

@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{MemoryBlock, MemoryError};
+use crate::ids::BlockId;
+use crate::store::SharedBlock;
 
 /// The labelled blocks of working context, in display order.
 ///
@@ -59,9 +61,61 @@ impl WorkingContext {
         self.blocks.iter().find(|b| b.label() == label)
     }
 
+    /// Adds shared block `block` at the end, as this agent's copy of it (see
+    /// [`Agent::attach_block`](crate::Agent::attach_block), which also records the attachment).
+    pub fn attach(&mut self, block: &SharedBlock) -> Result<(), MemoryError> {
+        self.add(block.attached())
+    }
+
+    /// Puts `block` in place of the agent's own block of the same label (an edit made on a
+    /// copy of it); a shared block is refused with [`MemoryError::Shared`].
+    pub fn put(&mut self, block: MemoryBlock) -> Result<(), MemoryError> {
+        let index = self.own_index(block.label())?;
+        if block.shared().is_some() {
+            return Err(MemoryError::Shared {
+                label: block.label().to_owned(),
+            });
+        }
+        self.blocks[index] = block;
+        self.revision += 1;
+        Ok(())
+    }
+
+    /// The ids of the shared blocks, in order.
+    pub fn shared_ids(&self) -> Vec<BlockId> {
+        self.blocks
+            .iter()
+            .filter_map(|b| b.shared().map(|s| s.id))
+            .collect()
+    }
+
+    /// Whether any block is shared.
+    pub fn has_shared(&self) -> bool {
+        self.blocks.iter().any(|b| b.shared().is_some())
+    }
+
+    /// Puts the stored value of a shared block in place of this copy; returns whether the
+    /// copy was behind (it then changes, and the revision moves).
+    pub(crate) fn refresh_shared(&mut self, block: &SharedBlock) -> bool {
+        let Some(copy) = self
+            .blocks
+            .iter_mut()
+            .find(|b| b.shared().is_some_and(|s| s.id == block.id))
+        else {
+            return false;
+        };
+        let current = block.attached();
+        if *copy == current {
+            return false;
+        }
+        *copy = current;
+        self.revision += 1;
+        true
+    }
+
     /// Appends `content` to block `label`.
     pub fn append(&mut self, label: &str, content: &str) -> Result<(), MemoryError> {
-        let index = self.index_of(label)?;
+        let index = self.own_index(label)?;
         self.blocks[index].append(content)?;
         self.revision += 1;
         Ok(())
@@ -69,7 +123,7 @@ impl WorkingContext {
 
     /// Replaces `old` with `new` in block `label`; returns the number of replacements.
     pub fn replace(&mut self, label: &str, old: &str, new: &str) -> Result<usize, MemoryError> {
-        let index = self.index_of(label)?;
+        let index = self.own_index(label)?;
         let n = self.blocks[index].replace(old, new)?;
         self.revision += 1;
         Ok(n)
@@ -77,7 +131,7 @@ impl WorkingContext {
 
     /// Sets the whole text of block `label`.
     pub fn set(&mut self, label: &str, value: impl Into<String>) -> Result<(), MemoryError> {
-        let index = self.index_of(label)?;
+        let index = self.own_index(label)?;
         self.blocks[index].set(value.into())?;
         self.revision += 1;
         Ok(())
@@ -98,6 +152,18 @@ impl WorkingContext {
             block.render(&mut out);
         }
         out
+    }
+
+    /// The index of block `label` if it is the agent's own: a shared block is edited where it
+    /// lives, in the block store.
+    fn own_index(&self, label: &str) -> Result<usize, MemoryError> {
+        let index = self.index_of(label)?;
+        if self.blocks[index].shared().is_some() {
+            return Err(MemoryError::Shared {
+                label: label.to_owned(),
+            });
+        }
+        Ok(index)
     }
 
     fn index_of(&self, label: &str) -> Result<usize, MemoryError> {

@@ -1,7 +1,8 @@
 //! Why a storage operation failed.
 
 use crate::error_kind::ErrorKind;
-use crate::ids::AgentId;
+use crate::ids::{AgentId, BlockId};
+use crate::memory::MemoryError;
 
 /// Why a storage operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -24,6 +25,28 @@ pub enum StoreError {
         expected: u64,
         /// The version in the store.
         found: u64,
+    },
+    /// The shared block does not exist.
+    #[error("shared block {0} not found")]
+    BlockNotFound(BlockId),
+    /// A shared block with this id already exists.
+    #[error("shared block {0} already exists")]
+    BlockExists(BlockId),
+    /// An edit of a shared block was refused (over its limit, read-only, text not found, or
+    /// based on a version another writer has since replaced); nothing changed.
+    #[error("{0}")]
+    BlockRefused(MemoryError),
+    /// The shared block is attached to agents, so it cannot be deleted.
+    #[error(
+        "shared block {id} is attached to {} agent(s) ({}); detach it from them first",
+        agents.len(),
+        agents.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+    )]
+    BlockInUse {
+        /// The block.
+        id: BlockId,
+        /// The agents holding it.
+        agents: Vec<AgentId>,
     },
     /// Vectors from a different embedding model or dimension than the store already holds.
     #[error(
@@ -107,7 +130,11 @@ impl StoreError {
     /// ```
     pub fn kind(&self) -> ErrorKind {
         match self {
-            StoreError::AgentNotFound(_) => ErrorKind::NotFound,
+            StoreError::AgentNotFound(_) | StoreError::BlockNotFound(_) => ErrorKind::NotFound,
+            StoreError::BlockExists(_) => ErrorKind::AlreadyExists,
+            StoreError::BlockRefused(MemoryError::Changed { .. })
+            | StoreError::BlockInUse { .. } => ErrorKind::Conflict,
+            StoreError::BlockRefused(_) => ErrorKind::InvalidInput,
             StoreError::AgentExists(_) => ErrorKind::AlreadyExists,
             StoreError::Conflict { .. } => ErrorKind::Conflict,
             StoreError::EmbeddingMismatch { .. } => ErrorKind::Config,

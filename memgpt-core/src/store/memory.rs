@@ -6,12 +6,12 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use async_trait::async_trait;
 
 use super::{
-    AgentState, AgentStore, ArchivalQuery, ArchivalStore, Commit, EmbeddingSpace, Hit,
-    MAX_MESSAGE_WINDOWS, MessageEmbedding, Page, Passage, PassageCandidate, PassageEmbedding,
-    RecallQuery, RecallStore, SearchPage, StoreError,
+    AgentState, AgentStore, ArchivalQuery, ArchivalStore, BlockStore, BlockUpdate, Commit,
+    EmbeddingSpace, Hit, MAX_MESSAGE_WINDOWS, MessageEmbedding, Page, Passage, PassageCandidate,
+    PassageEmbedding, RecallQuery, RecallStore, SearchPage, SharedBlock, StoreError,
 };
 use crate::embed::Embedding;
-use crate::ids::{AgentId, MessageId, PassageId};
+use crate::ids::{AgentId, BlockId, MessageId, PassageId};
 use crate::message::Message;
 use crate::retrieval::{
     CandidateKey, DocumentBuilder, NearestPassages, PassageMatches, RecallCandidate,
@@ -45,6 +45,23 @@ struct Inner {
     /// The candidate key of the next passage stored (keys never repeat, so a search's keys
     /// stay valid while commits come and go).
     next_passage_key: CandidateKey,
+    /// Shared memory blocks, oldest first.
+    blocks: Vec<SharedBlock>,
+}
+
+impl Inner {
+    /// Fails with [`StoreError::BlockNotFound`] unless every shared block `state` holds exists.
+    fn check_attachments(&self, state: &AgentState) -> Result<(), StoreError> {
+        match state
+            .memory
+            .shared_ids()
+            .into_iter()
+            .find(|id| !self.blocks.iter().any(|b| b.id == *id))
+        {
+            Some(missing) => Err(StoreError::BlockNotFound(missing)),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Document statistics of a collection.
@@ -185,6 +202,84 @@ impl InMemoryStore {
 }
 
 #[async_trait]
+impl BlockStore for InMemoryStore {
+    async fn create_block(&self, block: &SharedBlock) -> Result<(), StoreError> {
+        block.check_text()?;
+        let mut inner = self.write();
+        if inner.blocks.iter().any(|b| b.id == block.id) {
+            return Err(StoreError::BlockExists(block.id));
+        }
+        inner.blocks.push(block.clone());
+        Ok(())
+    }
+
+    async fn get_blocks(&self, ids: &[BlockId]) -> Result<Vec<SharedBlock>, StoreError> {
+        let inner = self.read();
+        Ok(ids
+            .iter()
+            .filter_map(|id| inner.blocks.iter().find(|b| b.id == *id).cloned())
+            .collect())
+    }
+
+    async fn list_blocks(&self, scope: Option<&str>) -> Result<Vec<SharedBlock>, StoreError> {
+        Ok(self
+            .read()
+            .blocks
+            .iter()
+            .filter(|b| scope.is_none() || b.scope.as_deref() == scope)
+            .cloned()
+            .collect())
+    }
+
+    async fn update_block(
+        &self,
+        id: BlockId,
+        update: &BlockUpdate<'_>,
+    ) -> Result<SharedBlock, StoreError> {
+        let mut inner = self.write();
+        let stored = inner
+            .blocks
+            .iter_mut()
+            .find(|b| b.id == id)
+            .ok_or(StoreError::BlockNotFound(id))?;
+        let updated = stored.updated(update)?;
+        updated.check_text()?;
+        *stored = updated.clone();
+        Ok(updated)
+    }
+
+    async fn delete_block(&self, id: BlockId) -> Result<bool, StoreError> {
+        let mut inner = self.write();
+        let agents = attached_agents(&inner, id);
+        if !agents.is_empty() {
+            return Err(StoreError::BlockInUse { id, agents });
+        }
+        let before = inner.blocks.len();
+        inner.blocks.retain(|b| b.id != id);
+        Ok(inner.blocks.len() < before)
+    }
+
+    async fn block_agents(&self, id: BlockId) -> Result<Vec<AgentId>, StoreError> {
+        Ok(attached_agents(&self.read(), id))
+    }
+}
+
+/// The agents whose state holds shared block `id`, oldest first.
+fn attached_agents(inner: &Inner, id: BlockId) -> Vec<AgentId> {
+    inner
+        .order
+        .iter()
+        .filter(|a| {
+            inner
+                .agents
+                .get(a)
+                .is_some_and(|state| state.memory.shared_ids().contains(&id))
+        })
+        .copied()
+        .collect()
+}
+
+#[async_trait]
 impl AgentStore for InMemoryStore {
     async fn create_agent(&self, state: &AgentState) -> Result<(), StoreError> {
         state.check_text()?;
@@ -192,6 +287,7 @@ impl AgentStore for InMemoryStore {
         if inner.agents.contains_key(&state.id) {
             return Err(StoreError::AgentExists(state.id));
         }
+        inner.check_attachments(state)?;
         inner.agents.insert(state.id, state.clone());
         inner.order.push(state.id);
         Ok(())
@@ -237,6 +333,9 @@ impl AgentStore for InMemoryStore {
         // Validate everything before changing anything: the commit is all or nothing.
         let current = inner.agents.get(&id).ok_or(StoreError::AgentNotFound(id))?;
         commit.check_version(current.version)?;
+        if commit.attachments_changed {
+            inner.check_attachments(&commit.state)?;
+        }
         let fixed = EmbeddingSpace::settle(inner.embedding.clone(), commit.embeddings())?;
 
         inner.embedding = fixed;
@@ -688,6 +787,7 @@ mod tests {
             passages,
             deleted_passages: Vec::new(),
             retired_passages: Vec::new(),
+            attachments_changed: false,
         }
     }
 

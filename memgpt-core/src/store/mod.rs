@@ -11,6 +11,7 @@
 //! [`InMemoryStore`] implements all three and is the reference the real backends
 //! (`memgpt-backends`) are tested against. A [`Storage`] bundles the three handles an agent uses.
 
+mod blocks;
 mod error;
 mod memory;
 mod search;
@@ -22,6 +23,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+pub use blocks::{
+    BlockEdit, BlockStore, BlockUpdate, NoSharedBlocks, SharedBlock, refresh_shared_blocks,
+};
 pub use error::StoreError;
 pub use memory::InMemoryStore;
 pub(crate) use search::search_passages_with;
@@ -360,7 +364,7 @@ pub trait ArchivalStore: Send + Sync + fmt::Debug {
     }
 }
 
-/// The three storage handles an agent works with.
+/// The storage handles an agent works with.
 ///
 /// ```
 /// use memgpt_core::store::Storage;
@@ -376,22 +380,25 @@ pub struct Storage {
     pub recall: Arc<dyn RecallStore>,
     /// Archival storage.
     pub archival: Arc<dyn ArchivalStore>,
+    /// Shared memory blocks.
+    pub blocks: Arc<dyn BlockStore>,
 }
 
 impl Storage {
-    /// All three roles served by one store.
+    /// Every role served by one store.
     pub fn from_store<S>(store: Arc<S>) -> Self
     where
-        S: AgentStore + RecallStore + ArchivalStore + 'static,
+        S: AgentStore + RecallStore + ArchivalStore + BlockStore + 'static,
     {
         Self {
             agents: store.clone(),
             recall: store.clone(),
-            archival: store,
+            archival: store.clone(),
+            blocks: store,
         }
     }
 
-    /// A fresh [`InMemoryStore`] in all three roles.
+    /// A fresh [`InMemoryStore`] in every role.
     pub fn in_memory() -> Self {
         Self::from_store(Arc::new(InMemoryStore::new()))
     }

@@ -343,6 +343,7 @@ mod tests {
             passages,
             deleted_passages: Vec::new(),
             retired_passages: Vec::new(),
+            attachments_changed: false,
         };
         committed
             .agents

@@ -680,6 +680,10 @@ pub struct Commit {
     pub deleted_passages: Vec<PassageId>,
     /// Stored passages to retire (they stay, as the record of what was once true).
     pub retired_passages: Vec<PassageRetirement>,
+    /// The state's shared blocks differ from the last commit's (a block was attached or
+    /// detached): the store records the agent's attachments anew from
+    /// [`WorkingContext::shared_ids`]. Creating an agent always records them.
+    pub attachments_changed: bool,
 }
 
 impl Commit {
@@ -692,6 +696,7 @@ impl Commit {
             passages: Vec::new(),
             deleted_passages: Vec::new(),
             retired_passages: Vec::new(),
+            attachments_changed: false,
         }
     }
 

@@ -25,6 +25,7 @@ impl FaultyStore {
             agents: faulty.clone(),
             recall: inner.clone(),
             archival: inner.clone(),
+            blocks: inner.clone(),
         };
         (inner, faulty, storage)
     }

@@ -59,6 +59,7 @@ mod messaging;
 mod paging;
 mod policies;
 mod recall;
+mod shared;
 mod steps;
 mod until_reply;
 
