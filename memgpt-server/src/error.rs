@@ -200,10 +200,7 @@ impl From<CoreError> for ApiError {
         let message = error.to_string();
         let code = match &error {
             CoreError::Store(e) => return Self::from_store(e, message),
-            CoreError::Memory(MemoryError::OverLimit { .. }) => ErrorCode::BlockOverLimit,
-            CoreError::Memory(MemoryError::UnknownBlock { .. }) => ErrorCode::NotFound,
-            CoreError::Memory(MemoryError::DuplicateLabel { .. }) => ErrorCode::AlreadyExists,
-            CoreError::Memory(_) => ErrorCode::BlockEditRejected,
+            CoreError::Memory(e) => memory_code(e),
             CoreError::Registry(_) => ErrorCode::UnknownTool,
             CoreError::Policy(_) => ErrorCode::UnknownPolicy,
             CoreError::DocumentTooLarge { .. } | CoreError::MessageTooLarge { .. } => {
@@ -232,9 +229,24 @@ impl From<CoreError> for ApiError {
     }
 }
 
+/// The code of a refused memory-block edit.
+fn memory_code(error: &MemoryError) -> ErrorCode {
+    match error {
+        MemoryError::OverLimit { .. } => ErrorCode::BlockOverLimit,
+        MemoryError::UnknownBlock { .. } => ErrorCode::NotFound,
+        MemoryError::DuplicateLabel { .. } => ErrorCode::AlreadyExists,
+        // Another writer changed the shared block since the version the edit was based on.
+        MemoryError::Changed { .. } => ErrorCode::Conflict,
+        _ => ErrorCode::BlockEditRejected,
+    }
+}
+
 impl ApiError {
     fn from_store(error: &StoreError, message: String) -> Self {
         use memgpt_core::ErrorKind;
+        if let StoreError::BlockRefused(refused) = error {
+            return Self::new(memory_code(refused), message);
+        }
         let code = match error.kind() {
             ErrorKind::NotFound => ErrorCode::NotFound,
             ErrorKind::AlreadyExists => ErrorCode::AlreadyExists,

@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 use memgpt_core::agent::{FunctionCallRecord, StopReason};
 use memgpt_core::context::ContextStats;
-use memgpt_core::ids::{AgentId, MessageId, PassageId};
+use memgpt_core::ids::{AgentId, BlockId, MessageId, PassageId};
 use memgpt_core::memory::MemoryBlock;
 use memgpt_core::message::Message;
 use memgpt_core::paging::FlushRecord;
@@ -113,6 +113,10 @@ pub struct BlockView {
     pub description: Option<String>,
     /// Whether the agent may edit it.
     pub read_only: bool,
+    /// The shared block it is a copy of (`/v1/blocks/{block_id}`), if it is shared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub block_id: Option<BlockId>,
 }
 
 impl From<&MemoryBlock> for BlockView {
@@ -124,6 +128,7 @@ impl From<&MemoryBlock> for BlockView {
             limit: block.limit(),
             description: block.description().map(str::to_owned),
             read_only: block.is_read_only(),
+            block_id: block.shared().map(|s| s.id),
         }
     }
 }
@@ -287,6 +292,9 @@ pub struct StepView {
     pub context: ContextView,
     /// The agent's version after the step.
     pub version: u64,
+    /// Labels of the shared blocks other writers had changed since the agent's last step:
+    /// the step started from their new text.
+    pub shared_blocks_changed: Vec<String>,
 }
 
 /// A function call waiting for a person's approval: send a message of `type` `approval` with
@@ -346,6 +354,7 @@ impl StepView {
             },
             context: record.context,
             version,
+            shared_blocks_changed: record.shared_blocks_changed.clone(),
         }
     }
 }

@@ -260,6 +260,70 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/blocks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["list_shared_blocks"];
+        put?: never;
+        post: operations["create_shared_block"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/blocks/{block_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["get_shared_block"];
+        put?: never;
+        post?: never;
+        delete: operations["delete_shared_block"];
+        options?: never;
+        head?: never;
+        patch: operations["update_shared_block"];
+        trace?: never;
+    };
+    "/v1/blocks/{block_id}/append": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["append_shared_block"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{agent_id}/blocks/{block_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["attach_block"];
+        delete: operations["detach_block"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/chat/completions": {
         parameters: {
             query?: never;
@@ -722,6 +786,8 @@ export interface components {
             description?: string | null;
             /** @description Whether the agent may edit it. */
             read_only: boolean;
+            /** @description The shared block it is a copy of (`/v1/blocks/{block_id}`), if it is shared. */
+            block_id?: string | null;
         };
         /** @description Agents. */
         Agents: {
@@ -1071,6 +1137,11 @@ export interface components {
              * @description The agent's version after the step.
              */
             version: number;
+            /**
+             * @description Labels of the shared blocks other writers had changed since the agent's last step:
+             *     the step started from their new text.
+             */
+            shared_blocks_changed: string[];
         };
         /** @description A message of the conversation (user, assistant, function result, heartbeat, alert...). */
         MessageView: {
@@ -1401,6 +1472,119 @@ export interface components {
              * @description When it stops being a current fact (default: now; a time in the past counts as now).
              */
             at?: string | null;
+        };
+        /** @description A new shared block. */
+        CreateBlock: {
+            /** @description Its label, as the agents' prompts show it (`organization`, `project`...). */
+            label: string;
+            /**
+             * @description Its first text.
+             * @default
+             */
+            value?: string;
+            /**
+             * Format: uint
+             * @description Characters allowed (default 2,000).
+             */
+            limit?: number | null;
+            /** @description What the block is for, shown to the agents. */
+            description?: string | null;
+            /**
+             * @description Whether no writer may change its text (default false).
+             * @default false
+             */
+            read_only?: boolean;
+        };
+        /** @description A shared block as the API shows it. */
+        SharedBlockView: {
+            /** @description Its id. */
+            id: string;
+            /** @description Its label (`persona`, `human`, ...). */
+            label: string;
+            /** @description Its text. */
+            value: string;
+            /**
+             * Format: uint
+             * @description Characters used.
+             */
+            chars: number;
+            /**
+             * Format: uint
+             * @description Characters allowed.
+             */
+            limit: number;
+            /** @description What the block is for, if said. */
+            description?: string | null;
+            /** @description Whether the agent may edit it. */
+            read_only: boolean;
+            /** @description The shared block it is a copy of (`/v1/blocks/{block_id}`), if it is shared. */
+            block_id?: string | null;
+            /**
+             * Format: uint64
+             * @description Bumped by every edit (1 when created).
+             */
+            version: number;
+            /**
+             * Format: date-time
+             * @description When it was created.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it was last edited.
+             */
+            updated_at: string;
+            /** @description The agent that made the last edit; absent for a person (the API, the CLI). */
+            updated_by?: string | null;
+            /** @description The agents holding it, oldest first. */
+            agents: string[];
+        };
+        /** @description The caller's shared blocks. */
+        SharedBlocks: {
+            /** @description Oldest first. */
+            blocks: components["schemas"]["SharedBlockView"][];
+        };
+        /** @description `/v1/blocks/{block_id}`. */
+        SharedBlockPath: {
+            /** @description The block's id. */
+            block_id: string;
+        };
+        /** @description Changes to a shared block; fields left out stay as they are. */
+        UpdateBlock: {
+            /** @description The whole new text (at most the limit; refused while read-only). */
+            value?: string | null;
+            /**
+             * Format: uint
+             * @description The new character limit (at least the current text's length).
+             */
+            limit?: number | null;
+            /** @description The new description (an empty one removes it). */
+            description?: string | null;
+            /** @description Makes the block read-only for every writer, or writable again. */
+            read_only?: boolean | null;
+            /**
+             * Format: uint64
+             * @description Apply only if the block is still at this version (`409` with its current text if
+             *     another writer changed it): a rewrite of what you read never erases another's edit.
+             */
+            based_on_version?: number | null;
+        };
+        /** @description Text to add to a shared block. */
+        AppendText: {
+            /** @description Added on a new line of the block's current text (the block must stay within its limit). */
+            text: string;
+        };
+        /** @description `/v1/agents/{agent_id}/blocks/{block_id}`. */
+        AttachmentPath: {
+            /** @description The agent. */
+            agent_id: string;
+            /** @description The shared block. */
+            block_id: string;
+        };
+        /** @description The agent's memory blocks after an attachment changed. */
+        AgentBlocks: {
+            /** @description Every memory block of the agent, in prompt order. */
+            blocks: components["schemas"]["BlockView"][];
         };
         /**
          * @description A chat completion request as OpenAI clients send it (fields memgpt does not use, such as
@@ -2825,6 +3009,345 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description An error: `{"error": {"code", "message"}}` with a stable code */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An error: `{"error": {"code", "message"}}` with a stable code */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_shared_blocks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's shared blocks. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SharedBlocks"];
+                };
+            };
+            /** @description An error: `{"error": {"code", "message"}}` with a stable code */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An error: `{"error": {"code", "message"}}` with a stable code */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_shared_block: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A new shared block. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateBlock"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SharedBlockView"];
+                };
+            };
+            /** @description An error: `{"error": {"code", "message"}}` with a stable code */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An error: `{"error": {"code", "message"}}` with a stable code */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_shared_block: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The block's id. */
+                block_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A shared block as the API shows it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SharedBlockView"];
+                };
+            };
+            /** @description An error: `{"error": {"code", "message"}}` with a stable code */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An error: `{"error": {"code", "message"}}` with a stable code */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_shared_block: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The block's id. */
+                block_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done (no content) */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An error: `{"error": {"code", "message"}}` with a stable code */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An error: `{"error": {"code", "message"}}` with a stable code */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    update_shared_block: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The block's id. */
+                block_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Changes to a shared block; fields left out stay as they are. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateBlock"];
+            };
+        };
+        responses: {
+            /** @description A shared block as the API shows it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SharedBlockView"];
+                };
+            };
+            /** @description An error: `{"error": {"code", "message"}}` with a stable code */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An error: `{"error": {"code", "message"}}` with a stable code */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    append_shared_block: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The block's id. */
+                block_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Text to add to a shared block. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AppendText"];
+            };
+        };
+        responses: {
+            /** @description A shared block as the API shows it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SharedBlockView"];
+                };
+            };
+            /** @description An error: `{"error": {"code", "message"}}` with a stable code */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An error: `{"error": {"code", "message"}}` with a stable code */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    attach_block: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent. */
+                agent_id: string;
+                /** @description The shared block. */
+                block_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The agent's memory blocks after an attachment changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentBlocks"];
+                };
+            };
+            /** @description An error: `{"error": {"code", "message"}}` with a stable code */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An error: `{"error": {"code", "message"}}` with a stable code */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    detach_block: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent. */
+                agent_id: string;
+                /** @description The shared block. */
+                block_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The agent's memory blocks after an attachment changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentBlocks"];
+                };
             };
             /** @description An error: `{"error": {"code", "message"}}` with a stable code */
             "4XX": {

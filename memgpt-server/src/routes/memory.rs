@@ -7,6 +7,8 @@ use axum::extract::{Path, State};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use memgpt_core::store::refresh_shared_blocks;
+
 use super::params::AgentPath;
 use crate::auth::Caller;
 use crate::body::Body;
@@ -37,7 +39,9 @@ async fn blocks(
     caller: Caller,
     Path(path): Path<AgentPath>,
 ) -> ApiResult<Json<Blocks>> {
-    let agent = path.stored(&state, caller).await?;
+    let mut agent = path.stored(&state, caller).await?;
+    // Shared blocks as they are now, not as the agent last saw them.
+    refresh_shared_blocks(&mut agent.memory, state.hub.storage().blocks.as_ref()).await?;
     Ok(Json(Blocks {
         blocks: agent.memory.blocks().iter().map(BlockView::from).collect(),
     }))
@@ -97,8 +101,8 @@ async fn replace(
     Path(path): Path<BlockPath>,
     Body(request): Body<ReplaceBlock>,
 ) -> ApiResult<Json<BlockView>> {
-    edit(&state, caller, &path, move |memory, label| {
-        memory.set(label, request.value)
+    edit(&state, caller, &path, move |block| {
+        block.set(request.value.clone())
     })
     .await
 }
@@ -110,28 +114,24 @@ async fn append(
     Path(path): Path<BlockPath>,
     Body(request): Body<AppendBlock>,
 ) -> ApiResult<Json<BlockView>> {
-    edit(&state, caller, &path, move |memory, label| {
-        memory.append(label, &request.text)
+    edit(&state, caller, &path, move |block| {
+        block.append(&request.text)
     })
     .await
 }
 
-/// Applies `change` to the block and commits it, as the agent's own edits are.
+/// Applies `change` to the block, as the agent's own edits are: committed with the agent
+/// for its own blocks, in the block store for a shared one (the agents holding it see it on
+/// their next step).
 async fn edit(
     state: &AppState,
     caller: Caller,
     path: &BlockPath,
-    change: impl FnOnce(
-        &mut memgpt_core::WorkingContext,
-        &str,
-    ) -> Result<(), memgpt_core::memory::MemoryError>,
+    change: impl Fn(&mut memgpt_core::MemoryBlock) -> Result<(), memgpt_core::memory::MemoryError>
+    + Send
+    + Sync,
 ) -> ApiResult<Json<BlockView>> {
     let mut agent = path.agent().live(state, caller).await?;
-    let label = path.label.clone();
-    agent.update_memory(|memory| change(memory, &label)).await?;
-    agent
-        .memory()
-        .get(&path.label)
-        .map(|b| Json(BlockView::from(b)))
-        .ok_or_else(|| ApiError::not_found(format_args!("memory block `{}`", path.label)))
+    let block = agent.edit_block(&path.label, change).await?;
+    Ok(Json(BlockView::from(&block)))
 }

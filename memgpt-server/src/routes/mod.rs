@@ -10,6 +10,8 @@
 //! | `GET /v1/agents/{agent_id}/messages` | the conversation, paged |
 //! | `GET /v1/agents/{agent_id}/memory[/{label}]`, `PUT .../{label}`, `POST .../{label}/append` | memory blocks |
 //! | `POST/GET /v1/agents/{agent_id}/archival`, `POST .../archival/search`, `PATCH/DELETE .../archival/{passage_id}`, `POST .../archival/{passage_id}/forget` | archival storage (facts updated, forgotten, searched as of a time) |
+//! | `POST/GET /v1/blocks`, `GET/PATCH/DELETE /v1/blocks/{block_id}`, `POST .../{block_id}/append` | shared memory blocks |
+//! | `POST/DELETE /v1/agents/{agent_id}/blocks/{block_id}` | attaching a shared block to an agent |
 //! | `POST /v1/agents/{agent_id}/recall/search` | recall storage |
 //! | `GET /v1/agents/{agent_id}/context` | the compiled context window |
 //! | `POST/GET /v1/agents/{agent_id}/timers`, `DELETE .../timers/{timer_id}` | timer events |
@@ -19,6 +21,7 @@
 mod admin;
 mod agents;
 mod archival;
+mod blocks;
 pub(crate) mod document;
 mod health;
 mod memory;
@@ -49,6 +52,7 @@ pub(crate) fn api_router() -> ApiRouter<AppState> {
         .merge(messages::routes())
         .merge(memory::routes())
         .merge(archival::routes())
+        .merge(blocks::routes())
         .merge(openai::routes())
         .merge(recall::routes())
         .merge(timers::routes())

@@ -266,6 +266,7 @@ fn sse_data(body: &str) -> Vec<Value> {
 
 mod agents;
 mod approval;
+mod blocks;
 mod bodies;
 mod errors;
 mod lifecycle;

@@ -1,6 +1,7 @@
 """Contains all the data models used in inputs/outputs"""
 
 from .admin_check import AdminCheck
+from .agent_blocks import AgentBlocks
 from .agent_file import AgentFile
 from .agent_file_agents_item import AgentFileAgentsItem
 from .agent_path import AgentPath
@@ -8,6 +9,8 @@ from .agent_view import AgentView
 from .agents import Agents
 from .api_key import ApiKey
 from .append_block import AppendBlock
+from .append_text import AppendText
+from .attachment_path import AttachmentPath
 from .block_path import BlockPath
 from .block_view import BlockView
 from .blocks import Blocks
@@ -21,6 +24,7 @@ from .completion_usage import CompletionUsage
 from .context_stats import ContextStats
 from .context_window import ContextWindow
 from .create_agent import CreateAgent
+from .create_block import CreateBlock
 from .create_key import CreateKey
 from .create_tenant import CreateTenant
 from .create_timer_type_0 import CreateTimerType0
@@ -66,6 +70,9 @@ from .scored_view_2_metadata import ScoredView2Metadata
 from .search_archival import SearchArchival
 from .search_recall import SearchRecall
 from .send_message import SendMessage
+from .shared_block_path import SharedBlockPath
+from .shared_block_view import SharedBlockView
+from .shared_blocks import SharedBlocks
 from .step_view import StepView
 from .stream_message_response_200_type_1 import StreamMessageResponse200Type1
 from .stream_message_response_200_type_1_event import StreamMessageResponse200Type1Event
@@ -87,10 +94,12 @@ from .tool_rule_requires_approval import ToolRuleRequiresApproval
 from .tool_rule_run_first import ToolRuleRunFirst
 from .tool_rule_terminal import ToolRuleTerminal
 from .update_agent import UpdateAgent
+from .update_block import UpdateBlock
 from .update_passage import UpdatePassage
 
 __all__ = (
     "AdminCheck",
+    "AgentBlocks",
     "AgentFile",
     "AgentFileAgentsItem",
     "AgentPath",
@@ -98,6 +107,8 @@ __all__ = (
     "AgentView",
     "ApiKey",
     "AppendBlock",
+    "AppendText",
+    "AttachmentPath",
     "BlockPath",
     "Blocks",
     "BlockView",
@@ -111,6 +122,7 @@ __all__ = (
     "ContextStats",
     "ContextWindow",
     "CreateAgent",
+    "CreateBlock",
     "CreateKey",
     "CreateTenant",
     "CreateTimerType0",
@@ -156,6 +168,9 @@ __all__ = (
     "SearchArchival",
     "SearchRecall",
     "SendMessage",
+    "SharedBlockPath",
+    "SharedBlocks",
+    "SharedBlockView",
     "StepView",
     "StreamMessageResponse200Type1",
     "StreamMessageResponse200Type1Event",
@@ -177,5 +192,6 @@ __all__ = (
     "ToolRuleRunFirst",
     "ToolRuleTerminal",
     "UpdateAgent",
+    "UpdateBlock",
     "UpdatePassage",
 )

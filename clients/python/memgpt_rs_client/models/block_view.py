@@ -22,6 +22,7 @@ class BlockView:
         limit (int): Characters allowed.
         read_only (bool): Whether the agent may edit it.
         description (None | str | Unset): What the block is for, if said.
+        block_id (None | str | Unset): The shared block it is a copy of (`/v1/blocks/{block_id}`), if it is shared.
     """
 
     label: str
@@ -30,6 +31,7 @@ class BlockView:
     limit: int
     read_only: bool
     description: None | str | Unset = UNSET
+    block_id: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -49,6 +51,12 @@ class BlockView:
         else:
             description = self.description
 
+        block_id: None | str | Unset
+        if isinstance(self.block_id, Unset):
+            block_id = UNSET
+        else:
+            block_id = self.block_id
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -62,6 +70,8 @@ class BlockView:
         )
         if description is not UNSET:
             field_dict["description"] = description
+        if block_id is not UNSET:
+            field_dict["block_id"] = block_id
 
         return field_dict
 
@@ -87,6 +97,15 @@ class BlockView:
 
         description = _parse_description(d.pop("description", UNSET))
 
+        def _parse_block_id(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        block_id = _parse_block_id(d.pop("block_id", UNSET))
+
         block_view = cls(
             label=label,
             value=value,
@@ -94,6 +113,7 @@ class BlockView:
             limit=limit,
             read_only=read_only,
             description=description,
+            block_id=block_id,
         )
 
         block_view.additional_properties = d

@@ -39,6 +39,9 @@ class StepView:
             `pending_approval`).
         context (ContextStats): How main context's tokens are spent.
         version (int): The agent's version after the step.
+        shared_blocks_changed (list[str]): Labels of the shared blocks other writers had changed since the agent's last
+            step:
+            the step started from their new text.
         stop_detail (None | str | Unset): For `provider_error`, what the provider said; for `chain_limit`, the limit;
             for
             `awaiting_approval`, the id of the call to approve or deny.
@@ -58,6 +61,7 @@ class StepView:
     stop_reason: str
     context: ContextStats
     version: int
+    shared_blocks_changed: list[str]
     stop_detail: None | str | Unset = UNSET
     pending_approval: None | PendingCallView | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -100,6 +104,8 @@ class StepView:
 
         version = self.version
 
+        shared_blocks_changed = self.shared_blocks_changed
+
         stop_detail: None | str | Unset
         if isinstance(self.stop_detail, Unset):
             stop_detail = UNSET
@@ -131,6 +137,7 @@ class StepView:
                 "stop_reason": stop_reason,
                 "context": context,
                 "version": version,
+                "shared_blocks_changed": shared_blocks_changed,
             }
         )
         if stop_detail is not UNSET:
@@ -190,6 +197,8 @@ class StepView:
 
         version = d.pop("version")
 
+        shared_blocks_changed = cast(list[str], d.pop("shared_blocks_changed"))
+
         def _parse_stop_detail(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -230,6 +239,7 @@ class StepView:
             stop_reason=stop_reason,
             context=context,
             version=version,
+            shared_blocks_changed=shared_blocks_changed,
             stop_detail=stop_detail,
             pending_approval=pending_approval,
         )

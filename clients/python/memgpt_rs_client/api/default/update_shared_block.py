@@ -1,0 +1,183 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.error_body import ErrorBody
+from ...models.shared_block_view import SharedBlockView
+from ...models.update_block import UpdateBlock
+from ...types import Response
+
+
+def _get_kwargs(
+    block_id: str,
+    *,
+    body: UpdateBlock,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "patch",
+        "url": "/v1/blocks/{block_id}".format(
+            block_id=quote(str(block_id), safe=""),
+        ),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> ErrorBody | SharedBlockView | None:
+    if response.status_code == 200:
+        response_200 = SharedBlockView.from_dict(response.json())
+
+        return response_200
+
+    if 400 <= response.status_code <= 499:
+        response_4xx = ErrorBody.from_dict(response.json())
+
+        return response_4xx
+
+    if 500 <= response.status_code <= 599:
+        response_5xx = ErrorBody.from_dict(response.json())
+
+        return response_5xx
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[ErrorBody | SharedBlockView]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    block_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: UpdateBlock,
+) -> Response[ErrorBody | SharedBlockView]:
+    """
+    Args:
+        block_id (str): The block's id.
+        body (UpdateBlock): Changes to a shared block; fields left out stay as they are.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | SharedBlockView]
+    """
+
+    kwargs = _get_kwargs(
+        block_id=block_id,
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    block_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: UpdateBlock,
+) -> ErrorBody | SharedBlockView | None:
+    """
+    Args:
+        block_id (str): The block's id.
+        body (UpdateBlock): Changes to a shared block; fields left out stay as they are.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | SharedBlockView
+    """
+
+    return sync_detailed(
+        block_id=block_id,
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    block_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: UpdateBlock,
+) -> Response[ErrorBody | SharedBlockView]:
+    """
+    Args:
+        block_id (str): The block's id.
+        body (UpdateBlock): Changes to a shared block; fields left out stay as they are.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | SharedBlockView]
+    """
+
+    kwargs = _get_kwargs(
+        block_id=block_id,
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    block_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: UpdateBlock,
+) -> ErrorBody | SharedBlockView | None:
+    """
+    Args:
+        block_id (str): The block's id.
+        body (UpdateBlock): Changes to a shared block; fields left out stay as they are.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | SharedBlockView
+    """
+
+    return (
+        await asyncio_detailed(
+            block_id=block_id,
+            client=client,
+            body=body,
+        )
+    ).parsed
