@@ -1022,8 +1022,59 @@ async fn a_letta_file_with_a_sleep_time_companion_imports_whole_or_by_choice() {
         "{out}"
     );
     assert!(out.contains("timezone"), "{out}");
-    assert!(out.contains("each has its own copy"), "{out}");
-    // Exporting either gives the pair and their group back.
+    // The 12 blocks both agents hold are shared blocks of the store, not copies.
+    let blocks = cli.ok(&["blocks", "list"], "").await;
+    assert_eq!(
+        blocks
+            .lines()
+            .filter(|l| l.ends_with("Evie, companion-sleeptime_copy"))
+            .count(),
+        12,
+        "{blocks}"
+    );
+    cli.ok(&["blocks", "append", "social_scores", "Ada: 3"], "")
+        .await;
+    for agent in ["Evie", "companion-sleeptime_copy"] {
+        let shown = cli.ok(&["agents", "show", agent], "").await;
+        assert!(shown.contains("Ada: 3"), "{agent}: {shown}");
+    }
+    // A block of the CLI's own: created, attached, edited, refused deletion while held.
+    cli.ok(
+        &[
+            "blocks",
+            "create",
+            "team",
+            "--value",
+            "Ada",
+            "--limit",
+            "50",
+            "--attach",
+            "Evie",
+            "--attach",
+            "companion-sleeptime_copy",
+        ],
+        "",
+    )
+    .await;
+    cli.ok(&["blocks", "append", "team", "Grace"], "").await;
+    let shown = cli.ok(&["blocks", "show", "team"], "").await;
+    assert!(shown.contains("Ada\nGrace"), "{shown}");
+    assert!(
+        shown.contains("agents     Evie, companion-sleeptime_copy"),
+        "{shown}"
+    );
+    let over = cli
+        .run(&["blocks", "append", "team", &"x".repeat(60)], "")
+        .await;
+    assert!(!over.status.success());
+    assert!(text(&over).1.contains("limit is 50"), "{}", text(&over).1);
+    let held = cli.run(&["blocks", "delete", "team"], "").await;
+    assert!(!held.status.success() && text(&held).1.contains("detach it from them first"));
+    for agent in ["Evie", "companion-sleeptime_copy"] {
+        cli.ok(&["blocks", "detach", "team", agent], "").await;
+    }
+    cli.ok(&["blocks", "delete", "team"], "").await;
+    // Exporting either gives the pair and their group back, the shared blocks once.
     cli.ok(&["agents", "export", "Evie", "-o", "pair.af"], "")
         .await;
     let pair: Value =
@@ -1038,6 +1089,13 @@ async fn a_letta_file_with_a_sleep_time_companion_imports_whole_or_by_choice() {
         "agent-0"
     );
     assert_eq!(pair["groups"][0]["agent_ids"], json!(["agent-1"]));
+    let shared = pair["groups"][0]["shared_block_ids"].as_array().unwrap();
+    assert_eq!(shared.len(), 12, "{}", pair["groups"]);
+    assert_eq!(pair["blocks"].as_array().unwrap().len(), 13);
+    for agent in pair["agents"].as_array().unwrap() {
+        let held = agent["block_ids"].as_array().unwrap();
+        assert!(shared.iter().all(|id| held.contains(id)), "{agent}");
+    }
 
     // One agent of the two, chosen.
     let out = cli

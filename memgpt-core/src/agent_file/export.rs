@@ -9,10 +9,12 @@ use serde_json::{Map, Value, json};
 use super::AgentFileError;
 use super::schema::*;
 use crate::function::FunctionRegistry;
-use crate::ids::{AgentId, MessageId, PassageId};
+use crate::ids::{AgentId, BlockId, MessageId, PassageId};
 use crate::llm::Role;
 use crate::message::{Message, MessageKind};
-use crate::store::{AgentState, Page, RecallQuery, SearchPage, Storage, StoreError};
+use crate::store::{
+    AgentState, Page, RecallQuery, SearchPage, Storage, StoreError, refresh_shared_blocks,
+};
 
 /// How many rows one store read fetches.
 const BATCH: usize = 500;
@@ -67,9 +69,24 @@ pub async fn export(storage: &Storage, id: AgentId) -> Result<AgentFile, AgentFi
     }
 
     let mut writer = Writer::default();
-    for (i, state) in states.iter().enumerate() {
+    for (i, state) in states.iter_mut().enumerate() {
+        // Shared blocks as they are now, not as the agent last saw them.
+        refresh_shared_blocks(&mut state.memory, storage.blocks.as_ref()).await?;
         writer.agent(storage, state, i).await?;
     }
+    // Blocks several of the file's agents hold (Letta lists them on the group too).
+    let mut holders: HashMap<&str, usize> = HashMap::new();
+    for agent in &writer.agents {
+        for id in &agent.block_ids {
+            *holders.entry(id.as_str()).or_default() += 1;
+        }
+    }
+    let shared_block_ids: Vec<String> = writer
+        .blocks
+        .iter()
+        .filter(|b| holders.get(b.id.as_str()).is_some_and(|n| *n > 1))
+        .map(|b| b.id.clone())
+        .collect();
     let file_ids: HashMap<AgentId, String> = states
         .iter()
         .enumerate()
@@ -92,7 +109,7 @@ pub async fn export(storage: &Storage, id: AgentId) -> Result<AgentFile, AgentFi
                 "agent_ids": group.members.iter().filter_map(|m| file_ids.get(m)).collect::<Vec<_>>(),
                 "description": description,
                 "manager_config": manager_config,
-                "shared_block_ids": [],
+                "shared_block_ids": shared_block_ids,
             })]
         }
         _ => Vec::new(),
@@ -131,6 +148,8 @@ struct Writer {
     extras: Vec<AgentExtras>,
     /// Messages numbered so far (ids are unique across the file).
     messages: usize,
+    /// The file ids of the shared blocks written so far: an agent holding one refers to it.
+    shared: HashMap<BlockId, String>,
 }
 
 impl Writer {
@@ -192,7 +211,14 @@ impl Writer {
 
         let mut block_ids = Vec::new();
         for block in state.memory.blocks() {
+            if let Some(written) = block.shared().and_then(|s| self.shared.get(&s.id)) {
+                block_ids.push(written.clone());
+                continue;
+            }
             let block_id = format!("block-{}", self.blocks.len());
+            if let Some(shared) = block.shared() {
+                self.shared.insert(shared.id, block_id.clone());
+            }
             block_ids.push(block_id.clone());
             self.blocks.push(BlockSchema {
                 id: block_id,

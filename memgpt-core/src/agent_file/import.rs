@@ -9,11 +9,11 @@ use super::AgentFileError;
 use super::schema::*;
 use crate::config::{AgentConfig, AgentGroup, LoopStyle};
 use crate::function::FunctionRegistry;
-use crate::ids::{AgentId, MessageId, PassageId};
+use crate::ids::{AgentId, BlockId, MessageId, PassageId};
 use crate::memory::{MemoryBlock, WorkingContext};
 use crate::message::{Message, MessageKind, ToolCall};
 use crate::rules::ToolRule;
-use crate::store::{AgentState, Commit, Passage, Storage};
+use crate::store::{AgentState, Commit, Passage, SharedBlock, Storage, StoreError};
 
 /// How to import.
 #[derive(Clone, Debug, Default)]
@@ -37,6 +37,10 @@ pub struct ImportOptions {
     /// `SERVER__TOOL`) also takes Letta's `external_mcp` tools: the tool `search` becomes the
     /// function `SERVER__search` when exactly one server offers it.
     pub registry: Option<FunctionRegistry>,
+    /// The [`scope`](crate::store::SharedBlock::scope) of the shared blocks the import creates
+    /// (a block the file gives to several imported agents becomes one shared block): a
+    /// multi-tenant server's tenant.
+    pub block_scope: Option<String>,
 }
 
 /// What an import did.
@@ -236,6 +240,9 @@ pub async fn import(
             skipped.id, skipped.name
         ));
     }
+    // A block given to several imported agents is one shared block of the store (Letta's
+    // shared memory); a store without shared blocks gives each agent its own copy.
+    let mut shared: HashMap<&str, SharedBlock> = HashMap::new();
     let mut shared_notes = Vec::new();
     for block in &file.blocks {
         let holders: Vec<&str> = agents
@@ -244,11 +251,30 @@ pub async fn import(
             .map(|a| a.id.as_str())
             .collect();
         if holders.len() > 1 {
-            shared_notes.push(format!(
-                "block `{}` is shared by {}: each has its own copy, edits are not shared",
-                block.label,
-                holders.join(" and ")
-            ));
+            let mut notes = Vec::new();
+            let mut stored = SharedBlock::new(memory_block(block, &mut notes), Utc::now());
+            stored.scope = options.block_scope.clone();
+            shared_notes.extend(notes);
+            shared.insert(block.id.as_str(), stored);
+        }
+    }
+    let mut created_blocks = Vec::new();
+    for block in shared.values() {
+        match storage.blocks.create_block(block).await {
+            Ok(()) => created_blocks.push(block.id),
+            Err(StoreError::Unsupported(_)) if created_blocks.is_empty() => {
+                for (file_id, block) in shared.drain() {
+                    shared_notes.push(format!(
+                        "block `{}` ({file_id}) is shared in the file, but this store keeps no shared blocks: each agent has its own copy",
+                        block.block.label()
+                    ));
+                }
+                break;
+            }
+            Err(e) => {
+                remove_blocks(storage, &created_blocks).await;
+                return Err(e.into());
+            }
         }
     }
 
@@ -261,7 +287,13 @@ pub async fn import(
     let mut reports = Vec::new();
     for (i, agent) in agents.iter().enumerate() {
         let (commit, mut report) =
-            agent_commit(file, agent, ids[i], &names[i], &new_id, &registry)?;
+            match agent_commit(file, agent, ids[i], &names[i], &new_id, &registry, &shared) {
+                Ok(done) => done,
+                Err(e) => {
+                    remove_blocks(storage, &created_blocks).await;
+                    return Err(e);
+                }
+            };
         if i == 0 {
             report.unmapped.append(&mut file_notes);
             report.adjusted.append(&mut shared_notes);
@@ -277,6 +309,7 @@ pub async fn import(
                     tracing::warn!(agent = %id, error = %undo, "could not remove an agent of a failed import");
                 }
             }
+            remove_blocks(storage, &created_blocks).await;
             return Err(e.into());
         }
         written.push(commit.state.id);
@@ -287,6 +320,37 @@ pub async fn import(
         .ok_or_else(|| invalid("the file holds no agent".into()))?;
     first.related = reports.collect();
     Ok(first)
+}
+
+/// Deletes the shared blocks a failed import created (its agents are deleted first).
+async fn remove_blocks(storage: &Storage, blocks: &[BlockId]) {
+    for id in blocks {
+        if let Err(undo) = storage.blocks.delete_block(*id).await {
+            tracing::warn!(block = %id, error = %undo, "could not remove a shared block of a failed import");
+        }
+    }
+}
+
+/// A file's block as a memory block; a text over its limit raises the limit (said in
+/// `adjusted`).
+fn memory_block(block: &BlockSchema, adjusted: &mut Vec<String>) -> MemoryBlock {
+    let chars = block.value.chars().count();
+    let mut limit = block.limit.unwrap_or(crate::memory::DEFAULT_BLOCK_LIMIT);
+    if chars > limit {
+        adjusted.push(format!(
+            "block `{}`: {chars} characters over its limit of {limit}; the limit was raised to {chars}",
+            block.label
+        ));
+        limit = chars;
+    }
+    let mut b = MemoryBlock::new(block.label.clone(), block.value.clone()).with_limit(limit);
+    if let Some(description) = &block.description {
+        b = b.with_description(description.clone());
+    }
+    if block.read_only {
+        b = b.read_only();
+    }
+    b
 }
 
 /// The imported agents' names: the option or the file's for the first; the others their own,
@@ -316,6 +380,7 @@ fn agent_commit(
     name: &str,
     new_id: &HashMap<&str, AgentId>,
     registry: &FunctionRegistry,
+    shared: &HashMap<&str, SharedBlock>,
 ) -> Result<(Commit, ImportReport), AgentFileError> {
     let invalid = |m: String| AgentFileError::Invalid(m);
     let extras = file
@@ -375,24 +440,10 @@ fn agent_commit(
         file.blocks.iter().map(|b| (b.id.as_str(), b)).collect();
     let mut blocks = Vec::new();
     for block_id in &agent.block_ids {
-        let block = blocks_by_id[block_id.as_str()];
-        let chars = block.value.chars().count();
-        let mut limit = block.limit.unwrap_or(crate::memory::DEFAULT_BLOCK_LIMIT);
-        if chars > limit {
-            adjusted.push(format!(
-                "block `{}`: {chars} characters over its limit of {limit}; the limit was raised to {chars}",
-                block.label
-            ));
-            limit = chars;
+        match shared.get(block_id.as_str()) {
+            Some(block) => blocks.push(block.attached()),
+            None => blocks.push(memory_block(blocks_by_id[block_id.as_str()], &mut adjusted)),
         }
-        let mut b = MemoryBlock::new(block.label.clone(), block.value.clone()).with_limit(limit);
-        if let Some(description) = &block.description {
-            b = b.with_description(description.clone());
-        }
-        if block.read_only {
-            b = b.read_only();
-        }
-        blocks.push(b);
     }
     let block_count = blocks.len();
     let memory = WorkingContext::from_blocks(blocks)

@@ -129,6 +129,7 @@ async fn import(
         name: query.name,
         agent: query.agent,
         allow_duplicate_name: true,
+        block_scope: Some(caller.tenant.to_string()),
         ..ImportOptions::default()
     };
     let _naming = state.naming.lock().await;

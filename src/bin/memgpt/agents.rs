@@ -65,7 +65,9 @@ pub async fn list(settings: &Settings) -> Result<()> {
 
 pub async fn show(settings: &Settings, name: &str) -> Result<()> {
     let storage = open::reader(settings).await?;
-    let state = load_state(&storage, name).await?;
+    let mut state = load_state(&storage, name).await?;
+    // Shared blocks as they are now, not as the agent last saw them.
+    memgpt::store::refresh_shared_blocks(&mut state.memory, storage.blocks.as_ref()).await?;
     let messages = storage.recall.count_messages(state.id).await?;
     let passages = storage.archival.count_passages(state.id).await?;
     let c = &state.config;
@@ -114,8 +116,12 @@ pub async fn show(settings: &Settings, name: &str) -> Result<()> {
         }
     );
     for block in state.memory.blocks() {
+        let shared = match block.shared() {
+            Some(shared) => format!(", shared block {}", shared.id),
+            None => String::new(),
+        };
         println!(
-            "\n[{}] {}/{} chars\n{}",
+            "\n[{}] {}/{} chars{shared}\n{}",
             block.label(),
             block.chars(),
             block.limit(),

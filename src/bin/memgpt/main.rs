@@ -16,6 +16,7 @@
 //! shows the result and where each value came from).
 
 mod agents;
+mod blocks;
 mod chat;
 mod display;
 mod embedders;
@@ -103,6 +104,9 @@ enum Command {
     /// List, show, delete, export and import agents.
     #[command(subcommand)]
     Agents(AgentsCommand),
+    /// Memory blocks shared by several agents: create, attach, edit, list.
+    #[command(subcommand)]
+    Blocks(BlocksCommand),
     /// Print an agent's main context exactly as the LLM receives it, with tokens per section.
     Context {
         /// The agent's name.
@@ -183,6 +187,43 @@ enum AgentsCommand {
     },
 }
 
+#[derive(Debug, Subcommand)]
+enum BlocksCommand {
+    /// Every shared block, with the agents holding it.
+    List,
+    /// One shared block (its id, or its label when one block has it): text and agents.
+    Show { block: String },
+    /// A new shared block, attached to the agents --attach names.
+    Create {
+        label: String,
+        /// Its first text.
+        #[arg(long, default_value = "")]
+        value: String,
+        /// Characters allowed (default 2,000).
+        #[arg(long)]
+        limit: Option<usize>,
+        /// What the block is for, shown to the agents.
+        #[arg(long)]
+        description: Option<String>,
+        /// No writer may change its text.
+        #[arg(long)]
+        read_only: bool,
+        /// Agents to attach it to.
+        #[arg(long)]
+        attach: Vec<String>,
+    },
+    /// Attach a shared block to an agent: its prompt shows it from the next step on.
+    Attach { block: String, agent: String },
+    /// Detach a shared block from an agent (the block stays for the others).
+    Detach { block: String, agent: String },
+    /// Replace a shared block's text (its agents see it on their next step).
+    Set { block: String, text: String },
+    /// Append a line to a shared block's text.
+    Append { block: String, text: String },
+    /// Delete a shared block no agent holds.
+    Delete { block: String },
+}
+
 fn main() {
     let cli = Cli::parse();
     init_logs(&cli);
@@ -255,6 +296,41 @@ async fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Chat { agent } => chat::run(&settings, &agent).await,
         Command::Ingest { agent, paths } => ingest::run(&settings, &agent, &paths).await,
+        Command::Blocks(command) => match command {
+            BlocksCommand::List => blocks::list(&settings).await,
+            BlocksCommand::Show { block } => blocks::show(&settings, &block).await,
+            BlocksCommand::Create {
+                label,
+                value,
+                limit,
+                description,
+                read_only,
+                attach,
+            } => {
+                let new = blocks::NewBlock {
+                    label,
+                    value,
+                    limit,
+                    description,
+                    read_only,
+                    attach,
+                };
+                blocks::create(&settings, new).await
+            }
+            BlocksCommand::Attach { block, agent } => {
+                blocks::attach(&settings, &block, &agent).await
+            }
+            BlocksCommand::Detach { block, agent } => {
+                blocks::detach(&settings, &block, &agent).await
+            }
+            BlocksCommand::Set { block, text } => {
+                blocks::edit(&settings, &block, text, false).await
+            }
+            BlocksCommand::Append { block, text } => {
+                blocks::edit(&settings, &block, text, true).await
+            }
+            BlocksCommand::Delete { block } => blocks::delete(&settings, &block).await,
+        },
         Command::Agents(command) => match command {
             AgentsCommand::List => agents::list(&settings).await,
             AgentsCommand::Show { name } => agents::show(&settings, &name).await,
