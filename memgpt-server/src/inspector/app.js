@@ -370,6 +370,7 @@ async function loadBlocks() {
     return el("section", { class: "block", "data-block": b.label },
       el("h3", {}, el("label", { for: id, text: b.label })),
       b.description ? el("p", { class: "meta", text: b.description }) : null,
+      b.block_id ? el("p", { class: "meta shared", text: `Shared block ${b.block_id}: an edit here is seen by every agent holding it on its next step` }) : null,
       area, count, error, el("div", {}, save));
   }));
 }

@@ -1,0 +1,160 @@
+//! A shared-block edit seen by 100 agents: one block attached to 100 agents on one store, a
+//! person's edit, then one step of every agent against the scripted in-process model (no
+//! network: the step's own cost). Side by side in one run, interleaved round by round:
+//!
+//! * `edited`: the block changed since each agent's last step (the step reads it, rebuilds the
+//!   prompt, and its record names the block);
+//! * `unchanged`: the same agents, the block unchanged (the step still reads it);
+//! * `private`: 100 agents with the same block as a block of their own (no read at all).
+//!
+//! ```text
+//! cargo bench --bench shared_blocks                 # SQLite (a temporary directory)
+//! MEMGPT_TEST_POSTGRES_URL=postgres://... cargo bench --bench shared_blocks --features postgres -- postgres
+//! ```
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use memgpt::backend::testing::ScriptedProvider;
+use memgpt::store::{BlockUpdate, SharedBlock, Storage};
+use memgpt::{Agent, Event, MemoryBlock};
+use serde_json::json;
+
+const AGENTS: usize = 100;
+const ROUNDS: usize = 10;
+
+fn percentile(samples: &mut [Duration], p: f64) -> Duration {
+    samples.sort();
+    samples[((samples.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3}", d.as_secs_f64() * 1e3)
+}
+
+/// One step of each agent; the step times (model time excluded: it is scripted, in process).
+async fn step_all(agents: &mut [Agent], llm: &ScriptedProvider, changed: bool) -> Vec<Duration> {
+    let mut times = Vec::with_capacity(agents.len());
+    for agent in agents.iter_mut() {
+        llm.push_call("send_message", json!({"message": "ok"}));
+        let started = Instant::now();
+        let record = agent
+            .step(Event::user("what is the plan?"))
+            .await
+            .expect("step");
+        times.push(started.elapsed());
+        assert_eq!(record.shared_blocks_changed.len(), usize::from(changed));
+    }
+    times
+}
+
+async fn open(url: &str) -> Storage {
+    url.parse::<memgpt::StoreConfig>()
+        .expect("store URL")
+        .open()
+        .await
+        .expect("open the store")
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let (name, url) = match std::env::args().nth(1).as_deref() {
+            Some("postgres") => (
+                "PostgreSQL",
+                std::env::var("MEMGPT_TEST_POSTGRES_URL").expect("MEMGPT_TEST_POSTGRES_URL"),
+            ),
+            _ => ("SQLite", format!("sqlite://{}", dir.path().display())),
+        };
+        let storage = open(&url).await;
+        let llm = Arc::new(ScriptedProvider::new());
+        let text = "Launch: May 3. Owner: Ada. Budget: 40k.";
+        let plan = SharedBlock::new(
+            MemoryBlock::new("plan", text).with_limit(5_000),
+            memgpt::chrono::Utc::now(),
+        );
+        storage.blocks.create_block(&plan).await.expect("block");
+        let mut shared = Vec::new();
+        let mut private = Vec::new();
+        for i in 0..AGENTS {
+            let builder = || {
+                Agent::builder()
+                    .provider(llm.clone())
+                    .storage(storage.clone())
+                    .context_window(16_384)
+            };
+            shared.push(
+                builder()
+                    .name(format!("shared-{i}"))
+                    .shared_block(&plan)
+                    .build()
+                    .await
+                    .expect("agent"),
+            );
+            private.push(
+                builder()
+                    .name(format!("private-{i}"))
+                    .block(MemoryBlock::new("plan", text).with_limit(5_000))
+                    .build()
+                    .await
+                    .expect("agent"),
+            );
+        }
+        // Warm-up: every agent steps once (caches warm from here on).
+        step_all(&mut shared, &llm, false).await;
+        step_all(&mut private, &llm, false).await;
+
+        let (mut edits, mut edited, mut unchanged, mut own) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut seen_by_all = Vec::new();
+        for round in 0..ROUNDS {
+            let line = format!("Round {round}: on track.");
+            let edit = |b: &mut MemoryBlock| b.append(&line);
+            let started = Instant::now();
+            storage
+                .blocks
+                .update_block(
+                    plan.id,
+                    &BlockUpdate::new(&edit, memgpt::chrono::Utc::now()),
+                )
+                .await
+                .expect("edit");
+            edits.push(started.elapsed());
+            let steps = step_all(&mut shared, &llm, true).await;
+            seen_by_all.push(started.elapsed());
+            edited.extend(steps);
+            unchanged.extend(step_all(&mut shared, &llm, false).await);
+            own.extend(step_all(&mut private, &llm, false).await);
+        }
+        println!(
+            "{name}, warm caches, {AGENTS} agents, {ROUNDS} rounds (scripted in-process model)"
+        );
+        println!("| measure | p50 ms | p99 ms |");
+        println!("|---|---|---|");
+        println!(
+            "| edit (one transaction) | {} | {} |",
+            ms(percentile(&mut edits, 0.5)),
+            ms(percentile(&mut edits, 0.99))
+        );
+        println!(
+            "| edit until all {AGENTS} agents stepped with it | {} | {} |",
+            ms(percentile(&mut seen_by_all, 0.5)),
+            ms(percentile(&mut seen_by_all, 0.99))
+        );
+        for (label, samples) in [
+            ("step, shared block edited since", &mut edited),
+            ("step, shared block unchanged", &mut unchanged),
+            ("step, the same block private", &mut own),
+        ] {
+            println!(
+                "| {label} | {} | {} |",
+                ms(percentile(samples, 0.5)),
+                ms(percentile(samples, 0.99))
+            );
+        }
+    });
+}
