@@ -440,32 +440,6 @@ where
     Ok(SearchPage { hits, page, total })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn listings_stop_past_the_end_and_saturate() {
-        let page = Page::new(usize::MAX, 5);
-        let out: SearchPage<u8> = listing(page, 3, |_, _| async {
-            panic!("a page past the end reads nothing")
-        })
-        .await
-        .unwrap();
-        assert_eq!((out.hits.len(), out.total), (0, 3));
-        let out = listing(Page::new(1, 2), 5, |limit, offset| async move {
-            Ok(vec![limit as u8, offset as u8])
-        })
-        .await
-        .unwrap();
-        assert_eq!(
-            out.hits.iter().map(|h| h.item).collect::<Vec<_>>(),
-            vec![2, 2]
-        );
-        assert_eq!(sql_int(usize::MAX), i64::MAX);
-    }
-}
-
 /// A shared block's `block` column: its [`MemoryBlock`](memgpt_core::MemoryBlock) as JSON.
 pub(crate) fn block_json(block: &SharedBlock) -> Result<String, StoreError> {
     serde_json::to_string(&block.block).map_err(|e| crate::codec::db("encoding a shared block", e))
@@ -491,4 +465,30 @@ pub(crate) fn block_parts(
         updated_at,
         updated_by: updated_by.map(AgentId::from_uuid),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn listings_stop_past_the_end_and_saturate() {
+        let page = Page::new(usize::MAX, 5);
+        let out: SearchPage<u8> = listing(page, 3, |_, _| async {
+            panic!("a page past the end reads nothing")
+        })
+        .await
+        .unwrap();
+        assert_eq!((out.hits.len(), out.total), (0, 3));
+        let out = listing(Page::new(1, 2), 5, |limit, offset| async move {
+            Ok(vec![limit as u8, offset as u8])
+        })
+        .await
+        .unwrap();
+        assert_eq!(
+            out.hits.iter().map(|h| h.item).collect::<Vec<_>>(),
+            vec![2, 2]
+        );
+        assert_eq!(sql_int(usize::MAX), i64::MAX);
+    }
 }

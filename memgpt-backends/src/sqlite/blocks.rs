@@ -130,7 +130,7 @@ impl BlockStore for SqliteStore {
 
     async fn delete_block(&self, id: BlockId) -> Result<bool, StoreError> {
         let (_writer, mut tx) = self.begin_commit().await?;
-        let agents = attached(&mut *tx, id).await?;
+        let agents = attached(&mut tx, id).await?;
         if !agents.is_empty() {
             return Err(StoreError::BlockInUse { id, agents });
         }
