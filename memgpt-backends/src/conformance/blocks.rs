@@ -167,7 +167,7 @@ pub async fn shared_blocks_are_exact(backend: &StoreUnderTest) {
 
     // Attachments follow the agents' states.
     let mut a = state(AgentId::new(), "a");
-    a.memory.attach(&log).unwrap();
+    a.memory.add(log.attached()).unwrap();
     s1.agents.create_agent(&a).await.unwrap();
     let mut b = new_agent(&s2, "b").await;
     assert_eq!(
@@ -175,8 +175,8 @@ pub async fn shared_blocks_are_exact(backend: &StoreUnderTest) {
         vec![a.id],
         "{name}"
     );
-    b.memory.attach(&log).unwrap();
-    b.memory.attach(&other).unwrap();
+    b.memory.add(log.attached()).unwrap();
+    b.memory.add(other.attached()).unwrap();
     let mut attach = b.next_commit(vec![], vec![]);
     attach.attachments_changed = true;
     s2.agents.commit(&attach).await.unwrap();
@@ -188,7 +188,7 @@ pub async fn shared_blocks_are_exact(backend: &StoreUnderTest) {
     let mut ghost = b.clone();
     ghost
         .memory
-        .attach(&SharedBlock::new(MemoryBlock::new("ghost", ""), t0()))
+        .add(SharedBlock::new(MemoryBlock::new("ghost", ""), t0()).attached())
         .unwrap();
     let mut bad = ghost.next_commit(vec![user(b.id, "lost", t0())], vec![]);
     bad.attachments_changed = true;

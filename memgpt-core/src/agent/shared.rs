@@ -44,7 +44,7 @@ impl Agent {
             .pop()
             .ok_or(StoreError::BlockNotFound(id))?;
         let guard = Rollback::new(self);
-        guard.agent.context.memory_mut().attach(&block)?;
+        guard.agent.context.memory_mut().add(block.attached())?;
         let now = guard.agent.rt.clock.now();
         guard.agent.context.memory_changed(now);
         guard
@@ -148,7 +148,7 @@ impl Agent {
 
     /// Puts a shared block as just stored in place of the agent's copy.
     fn see_shared_block(&mut self, block: &SharedBlock, now: DateTime<Utc>) {
-        if self.context.memory_mut().refresh_shared(block) {
+        if self.context.memory_mut().refresh_shared(block.attached()) {
             self.context.memory_changed(now);
         }
     }

@@ -289,7 +289,7 @@ impl<'a> FunctionContext<'a> {
                         StoreError::BlockRefused(refused) => FunctionError::from(refused),
                         other => FunctionError::from(other),
                     })?;
-                self.memory.refresh_shared(&stored);
+                self.memory.refresh_shared(stored.attached());
             }
         }
         self.memory

@@ -4,7 +4,6 @@ use serde::{Deserialize, Serialize};
 
 use super::{MemoryBlock, MemoryError};
 use crate::ids::BlockId;
-use crate::store::SharedBlock;
 
 /// The labelled blocks of working context, in display order.
 ///
@@ -61,12 +60,6 @@ impl WorkingContext {
         self.blocks.iter().find(|b| b.label() == label)
     }
 
-    /// Adds shared block `block` at the end, as this agent's copy of it (see
-    /// [`Agent::attach_block`](crate::Agent::attach_block), which also records the attachment).
-    pub fn attach(&mut self, block: &SharedBlock) -> Result<(), MemoryError> {
-        self.add(block.attached())
-    }
-
     /// Puts `block` in place of the agent's own block of the same label (an edit made on a
     /// copy of it); a shared block is refused with [`MemoryError::Shared`].
     pub fn put(&mut self, block: MemoryBlock) -> Result<(), MemoryError> {
@@ -94,17 +87,21 @@ impl WorkingContext {
         self.blocks.iter().any(|b| b.shared().is_some())
     }
 
-    /// Puts the stored value of a shared block in place of this copy; returns whether the
-    /// copy was behind (it then changes, and the revision moves).
-    pub(crate) fn refresh_shared(&mut self, block: &SharedBlock) -> bool {
+    /// Puts `current`, a shared block as stored (the copy
+    /// [`SharedBlock::attached`](crate::store::SharedBlock::attached) gives), in place of this
+    /// agent's copy of it; returns whether the copy was behind (it then changes, and the
+    /// revision moves).
+    pub(crate) fn refresh_shared(&mut self, current: MemoryBlock) -> bool {
+        let Some(id) = current.shared().map(|s| s.id) else {
+            return false;
+        };
         let Some(copy) = self
             .blocks
             .iter_mut()
-            .find(|b| b.shared().is_some_and(|s| s.id == block.id))
+            .find(|b| b.shared().is_some_and(|s| s.id == id))
         else {
             return false;
         };
-        let current = block.attached();
         if *copy == current {
             return false;
         }

@@ -253,7 +253,7 @@ pub async fn refresh_shared_blocks(
     }
     let mut changed = Vec::new();
     for block in &stored {
-        if memory.refresh_shared(block) {
+        if memory.refresh_shared(block.attached()) {
             changed.push(block.block.label().to_owned());
         }
     }
