@@ -7,6 +7,11 @@
 //! * `unchanged`: the same agents, the block unchanged (the step still reads it);
 //! * `private`: 100 agents with the same block as a block of their own (no read at all).
 //!
+//! Then the cost of a consolidation run ([`Agent::consolidate`]): a companion reading its
+//! primary's last 10 messages and making two calls (an append to a shared block, then
+//! `memory_finish_edits`), beside a plain step of the primary with one call, both against the
+//! scripted model.
+//!
 //! ```text
 //! cargo bench --bench shared_blocks                 # SQLite (a temporary directory)
 //! MEMGPT_TEST_POSTGRES_URL=postgres://... cargo bench --bench shared_blocks --features postgres -- postgres

@@ -93,9 +93,9 @@ extern crate self as memgpt;
 pub use memgpt_core::{
     Agent, AgentBuilder, AgentConfig, ContextStats, Error, ErrorKind, Event, EvictionPolicy,
     LoopStyle, MainContext, MemoryBlock, PaperPolicy, QueueManager, Result, StepRecord, StopReason,
-    WorkingContext, agent, agent_file, builtin, chrono, chunk, config, context, embed, function,
-    ids, indexing, llm, memgpt_fn, memory, message, queue, register_policy, retrieval, rules,
-    store, summarizer, time, tokens,
+    WorkingContext, agent, agent_file, builtin, chrono, chunk, config, consolidation, context,
+    embed, function, ids, indexing, llm, memgpt_fn, memory, message, messaging, queue,
+    register_policy, retrieval, rules, store, summarizer, time, tokens,
 };
 
 /// For store and provider authors, and for tests, apart from the everyday surface: what recall

@@ -164,9 +164,29 @@ pub const FACT_FUNCTIONS: [&str; 3] = [
 ];
 
 /// The functions of a memory-consolidation (sleep-time) agent besides the paper's memory
-/// functions: `memory_rethink` (rewrite a block as a whole, refused if it changed since it
-/// was read) and `memory_finish_edits` (end the turn).
-pub const CONSOLIDATION_FUNCTIONS: [&str; 2] = ["memory_rethink", "memory_finish_edits"];
+/// functions, with Letta's names and arguments: `memory_rethink` (rewrite a block as a whole,
+/// refused if it changed since it was read), `memory_replace` and `memory_insert` (Letta's
+/// line-oriented edits) and `memory_finish_edits` (end the turn).
+pub const CONSOLIDATION_FUNCTIONS: [&str; 4] = [
+    "memory_rethink",
+    "memory_replace",
+    "memory_insert",
+    "memory_finish_edits",
+];
+
+/// The functions a consolidation companion gets by default
+/// ([`Agent::add_companion`](crate::Agent::add_companion)): the block edits of the paper and of
+/// Letta's sleep-time agent, and archival memory (where details that do not belong in a block go).
+pub const COMPANION_FUNCTIONS: [&str; 8] = [
+    "core_memory_append",
+    "core_memory_replace",
+    "memory_rethink",
+    "memory_replace",
+    "memory_insert",
+    "archival_memory_insert",
+    "archival_memory_search",
+    "memory_finish_edits",
+];
 
 /// The default limit on the bytes of text written at once ([`AgentConfig::max_document_bytes`](crate::AgentConfig::max_document_bytes)
 /// and [`FunctionSettings::max_document_bytes`](crate::function::FunctionSettings::max_document_bytes)).

@@ -12,6 +12,8 @@
 //! * [`context`]: [`MainContext`], exactly what the LLM sees, and [`ContextStats`].
 //! * [`config`]: [`AgentConfig`], the persistent settings every layer reads, and their defaults.
 //! * [`memory`]: working context, labelled [`MemoryBlock`]s with character limits.
+//! * [`consolidation`]: a companion agent that keeps an agent's shared memory current in the
+//!   background (Letta's sleep-time agent); [`messaging`]: agents writing to each other.
 //! * [`queue`]: the FIFO queue and page-replacement decisions: [`EvictionPolicy`],
 //!   [`PaperPolicy`], [`QueueManager`].
 //! * [`paging`]: the [`Pager`](paging::Pager), which carries those decisions out on main
@@ -22,8 +24,9 @@
 //! * [`retrieval`]: how searches rank: the analyzer, message documents, BM25, the query's
 //!   speaker and date cues, reciprocal-rank fusion and hybrid recall search.
 //! * [`store`]: the storage seams ([`AgentStore`](store::AgentStore),
-//!   [`RecallStore`](store::RecallStore), [`ArchivalStore`](store::ArchivalStore)) and the
-//!   in-memory reference implementation.
+//!   [`RecallStore`](store::RecallStore), [`ArchivalStore`](store::ArchivalStore),
+//!   [`BlockStore`](store::BlockStore) for shared memory blocks) and the in-memory reference
+//!   implementation.
 //! * [`llm`], [`embed`], [`tokens`]: the provider, embedder and token-counting seams.
 //! * [`message`], [`ids`], [`time`], [`chunk`]: the vocabulary the rest is written in.
 //! * [`rules`]: tool rules (run first, terminal, children, call limits...), enforced by the loop
@@ -55,6 +58,7 @@ pub mod backend;
 pub mod builtin;
 pub mod chunk;
 pub mod config;
+pub mod consolidation;
 pub mod context;
 pub mod embed;
 mod error;

@@ -10,7 +10,11 @@
 //!   tenant's agent is a `404`, exactly like one that does not exist.
 //! * **Errors** ([`error`]): JSON with a stable `code` for every 4xx and 5xx.
 //! * **Live agents** ([`hub`]): each agent loaded once per process, one request at a time.
-//! * **Timers** ([`timers`]): one-off and repeating timer events in the database, fired once.
+//! * **Timers** ([`timers`]): one-off and repeating timer events in the database, fired once;
+//!   they also run agents' consolidation companions (Letta's sleep-time agents) after their
+//!   primaries' steps, without the primary waiting.
+//! * **Shared memory blocks** (`/v1/blocks`): one block attached to several of a tenant's
+//!   agents, edited once, seen by all on their next step.
 //! * **Operations**: `/healthz`, `/readyz`, Prometheus metrics at `/metrics` ([`metrics`]),
 //!   graceful shutdown.
 //! * **OpenAPI 3.1** at `/openapi.json`, generated from the handlers' types (aide).
@@ -36,6 +40,7 @@
 
 pub mod auth;
 pub mod body;
+mod consolidation;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub mod db;
 pub mod error;

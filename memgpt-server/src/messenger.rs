@@ -88,7 +88,6 @@ impl AgentMessenger for HubMessenger {
             })?
             .map_err(|e| failed(e.message))?;
         let record = state
-            .metrics
             .step(&mut agent, Event::from_agent(&message))
             .await
             .map_err(|e| failed(e.to_string()))?;
@@ -109,7 +108,6 @@ async fn addressee_name(state: &ServerState, id: AgentId) -> Option<String> {
 async fn step_later(state: std::sync::Arc<ServerState>, id: AgentId, message: AgentMessage) {
     let outcome = match state.hub.lock(id).await {
         Ok(mut agent) => state
-            .metrics
             .step(&mut agent, Event::from_agent(&message))
             .await
             .map(|_| ())

@@ -80,7 +80,7 @@ impl Metrics {
     }
 
     /// Records a step that took `elapsed` (`None`: it failed and left nothing stored).
-    fn record(&self, step: Option<&StepRecord>, elapsed: Duration) {
+    pub(crate) fn record(&self, step: Option<&StepRecord>, elapsed: Duration) {
         self.step_seconds.observe(elapsed);
         let Some(record) = step else {
             self.steps_failed.fetch_add(1, Ordering::Relaxed);

@@ -7,6 +7,7 @@ use memgpt_core::agent::Event;
 use tokio::sync::watch;
 use tracing::{debug, warn};
 
+use crate::consolidation::TIMER_REASON;
 use crate::error::ErrorCode;
 use crate::state::ServerState;
 use crate::timers::ClaimedTimer;
@@ -44,8 +45,17 @@ async fn fire(state: Arc<ServerState>, claimed: ClaimedTimer) {
     let timer = &claimed.timer;
     debug!(timer = %timer.id, agent = %timer.agent_id, "timer fired");
     let outcome = match state.hub.lock(timer.agent_id).await {
+        // A consolidation companion's run (see `crate::consolidation`): over its primary's
+        // messages since its last run; nothing to do is done at once.
+        Ok(mut agent) if timer.reason == TIMER_REASON => {
+            let started = std::time::Instant::now();
+            let result = agent.consolidate().await;
+            if let Ok(Some(record)) = &result {
+                state.metrics.record(Some(record), started.elapsed());
+            }
+            result.map(|_| ()).map_err(crate::error::ApiError::from)
+        }
         Ok(mut agent) => state
-            .metrics
             .step(&mut agent, Event::timer(timer.reason.clone()))
             .await
             .map(|_| ())

@@ -111,11 +111,12 @@ async fn letta_files_import_with_their_tools_mapped() {
     assert_eq!(report.unmapped.len(), 2, "{unmapped}");
 
     let state = storage.agents.load_agent(report.id).await.unwrap().unwrap();
+    // Letta's sleep-time memory functions are memgpt's, under their own names and arguments.
     assert_eq!(
         state.config.functions,
         [
             "send_message",
-            "core_memory_append",
+            "memory_insert",
             "conversation_search",
             "memory_rethink"
         ]
@@ -160,8 +161,8 @@ async fn letta_files_import_with_their_tools_mapped() {
         all.hits[2].item.text,
         "The user mentioned their sister. I should remember this."
     );
-    // Calls to Letta's tools read as calls to the functions that took their place.
-    assert_eq!(all.hits[2].item.tool_calls[0].name, "core_memory_append");
+    // Calls to Letta's tools read as calls to memgpt's functions of the same name.
+    assert_eq!(all.hits[2].item.tool_calls[0].name, "memory_insert");
     assert_eq!(all.hits[3].item.text, "None");
 
     // It is searchable and steps like any agent.
@@ -681,8 +682,6 @@ async fn every_published_letta_file_chats_and_exports_what_letta_loads() {
             let exported_tools = tool_names(&exported, ours);
             for tool in tool_names(&original, theirs) {
                 let mapped = match tool.as_str() {
-                    "memory_insert" => "core_memory_append",
-                    "memory_replace" => "core_memory_replace",
                     "conversation_search_date" => "conversation_search",
                     other => other,
                 };

@@ -860,7 +860,7 @@ async fn an_imported_agent_keeps_its_functions_and_runs_the_model_it_is_given() 
     .await;
     let imported = functions_line(&cli.ok(&["agents", "show", "basic"], "").await);
     assert!(
-        imported.contains("core_memory_append") && !imported.contains("archival_memory_insert"),
+        imported.contains("memory_insert") && !imported.contains("archival_memory_insert"),
         "the file's tools, mapped: {imported}"
     );
 
@@ -1297,4 +1297,44 @@ timeout_secs = 30
         "{err}"
     );
     http.kill().await.unwrap();
+}
+
+/// A companion made from the command line shares the agent's blocks; `memgpt chat` runs it in
+/// the background after the agent's steps (letting a run finish on exit), and `memgpt agents
+/// consolidate` runs it at once.
+#[tokio::test]
+async fn a_companion_made_from_the_command_line_consolidates_what_was_said() {
+    let cli = Cli::new().await;
+    cli.server.push(say("Hello!"));
+    cli.ok(&["chat", "--agent", "sam"], "hi\n").await;
+    let out = cli
+        .ok(&["agents", "companion", "sam", "--every", "1"], "")
+        .await;
+    assert!(out.contains("created sam-companion"), "{out}");
+    let shown = cli.ok(&["agents", "show", "sam"], "").await;
+    assert!(shown.contains("shared block"), "{shown}");
+
+    // The chat's step, then the companion's run in the background.
+    cli.server.push(say("How nice!"));
+    cli.server.push(Reply::call(
+        "core_memory_append",
+        json!({"label": "human", "content": "Sister: Ada, in Lisbon.", "request_heartbeat": true}),
+    ));
+    cli.server
+        .push(Reply::call("memory_finish_edits", json!({})));
+    let out = cli
+        .ok(
+            &["chat", "--agent", "sam"],
+            "My sister Ada moved to Lisbon.\n",
+        )
+        .await;
+    assert!(out.contains("How nice!"), "{out}");
+    let shown = cli.ok(&["agents", "show", "sam"], "").await;
+    assert!(shown.contains("Sister: Ada, in Lisbon."), "{shown}");
+    let out = cli.ok(&["agents", "consolidate", "sam"], "").await;
+    assert!(out.contains("nothing new for sam-companion"), "{out}");
+    let out = cli
+        .run(&["agents", "consolidate", "sam-companion-nope"], "")
+        .await;
+    assert!(!out.status.success());
 }

@@ -433,6 +433,34 @@ async fn the_inspector_creates_chats_edits_and_shows_a_flush() {
     browser
         .wait_for("document.getElementById('status').textContent === 'Saved human'")
         .await;
+    // A shared block attached to the agent shows as one, saying who sees an edit.
+    let (_, agents) = server.get("/v1/agents", &key).await;
+    let agent = agents["agents"][0]["id"].as_str().unwrap().to_owned();
+    let (_, block) = server
+        .post(
+            "/v1/blocks",
+            &key,
+            json!({"label": "team", "value": "Ada, Grace"}),
+        )
+        .await;
+    let block = block["id"].as_str().unwrap().to_owned();
+    let (status, _) = server
+        .post(
+            &format!("/v1/agents/{agent}/blocks/{block}"),
+            &key,
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK);
+    // Saving a block reloads the view.
+    browser.click("[data-block=human] button").await;
+    browser
+        .wait_for("!!document.querySelector('[data-block=team] .shared')")
+        .await;
+    let note = browser
+        .eval("document.querySelector('[data-block=team] .shared').textContent")
+        .await;
+    assert!(note.as_str().unwrap().contains(&block), "{note}");
 
     // Long messages until a flush: the chat shows it, the context view shows the summary,
     // the bar and the lines, and the prompt rows carry the policy's signals.

@@ -371,6 +371,77 @@ mod chat {
         }
     }
 
+    /// A consolidation companion on the local model, offline: it reads its primary's
+    /// conversation and runs a step of valid calls among its functions, recorded like any step,
+    /// its cursor moved. What it writes is up to a 135M model; the mechanics are what is tested.
+    #[tokio::test]
+    async fn a_local_model_runs_a_consolidation_companion() {
+        let Some(provider) = provider() else { return };
+        let storage = memgpt::store::Storage::in_memory();
+        let clock = Arc::new(memgpt::time::ManualClock::new(
+            chrono::DateTime::parse_from_rfc3339("2026-01-05T09:30:00Z")
+                .unwrap()
+                .into(),
+        ));
+        let mut primary = Agent::builder()
+            .provider(provider.clone())
+            .storage(storage.clone())
+            .clock(clock.clone())
+            .functions(["send_message"])
+            .max_chain_length(2)
+            .build()
+            .await
+            .unwrap();
+        let mut companion = primary
+            .add_companion(
+                Agent::builder()
+                    .provider(provider.clone())
+                    .clock(clock.clone())
+                    .max_chain_length(3),
+                1,
+                None,
+                None,
+            )
+            .await
+            .unwrap();
+        primary
+            .step("My sister Ada moved to Lisbon last week.")
+            .await
+            .unwrap();
+        let record = companion.consolidate().await.unwrap().expect("a run");
+        eprintln!(
+            "local companion calls: {:?}",
+            record
+                .function_calls
+                .iter()
+                .map(|c| (&c.name, &c.arguments, c.ok, &c.output))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(record.event, "consolidation");
+        assert!(
+            record.messages[0]
+                .text
+                .contains("My sister Ada moved to Lisbon")
+        );
+        assert!(
+            !matches!(record.stop_reason, StopReason::ProviderError { .. }),
+            "{:?}",
+            record.stop_reason
+        );
+        assert!(!record.function_calls.is_empty());
+        let offered = memgpt::config::COMPANION_FUNCTIONS;
+        for call in &record.function_calls {
+            assert!(offered.contains(&call.name.as_str()), "{}", call.name);
+            assert!(
+                serde_json::from_str::<Value>(&call.arguments)
+                    .unwrap()
+                    .is_object()
+            );
+        }
+        // The run moved the cursor: nothing is left until the primary speaks again.
+        assert!(companion.consolidate().await.unwrap().is_none());
+    }
+
     /// The reply streams from the local model too: the grammar's call is decoded while the
     /// model writes it, and `send_message`'s text reaches the observer token by token.
     #[tokio::test]

@@ -324,6 +324,22 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/agents/{agent_id}/companion": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["create_companion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/chat/completions": {
         parameters: {
             query?: never;
@@ -1585,6 +1601,24 @@ export interface components {
         AgentBlocks: {
             /** @description Every memory block of the agent, in prompt order. */
             blocks: components["schemas"]["BlockView"][];
+        };
+        /** @description A consolidation companion for an agent. */
+        CreateCompanion: {
+            /** @description Its name (default: the agent's name with `-companion`). */
+            name?: string | null;
+            /**
+             * Format: uint32
+             * @description It runs after this many user messages of the agent (default 5, Letta's default).
+             */
+            every_steps?: number | null;
+            /**
+             * Format: uint32
+             * @description It also runs this many minutes after the agent's last step, if anything is left to
+             *     consolidate (default: only every `every_steps`).
+             */
+            idle_minutes?: number | null;
+            /** @description Its chat model (default: the server's). */
+            model?: string | null;
         };
         /**
          * @description A chat completion request as OpenAI clients send it (fields memgpt does not use, such as
@@ -3347,6 +3381,52 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AgentBlocks"];
+                };
+            };
+            /** @description An error: `{"error": {"code", "message"}}` with a stable code */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An error: `{"error": {"code", "message"}}` with a stable code */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_companion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent's id. */
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description A consolidation companion for an agent. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateCompanion"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentView"];
                 };
             };
             /** @description An error: `{"error": {"code", "message"}}` with a stable code */

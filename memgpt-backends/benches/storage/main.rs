@@ -74,6 +74,7 @@ fn state(id: AgentId) -> AgentState {
         created_at: t0(),
         updated_at: t0(),
         pending_approval: None,
+        consolidated_until: None,
     }
 }
 

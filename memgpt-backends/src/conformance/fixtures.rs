@@ -45,6 +45,7 @@ pub fn state(id: AgentId, name: &str) -> AgentState {
         created_at: t0(),
         updated_at: t0(),
         pending_approval: None,
+        consolidated_until: None,
     }
 }
 

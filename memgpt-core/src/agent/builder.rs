@@ -72,6 +72,9 @@ pub struct AgentBuilder {
     observer: Option<Arc<dyn StepObserver>>,
     messenger: Option<Arc<dyn AgentMessenger>>,
     without_model: bool,
+    /// A consolidation companion: no `persona`/`human` blocks of its own (it holds its
+    /// primary's shared blocks).
+    companion: bool,
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -104,6 +107,17 @@ impl AgentBuilder {
     /// The agent's name.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
+        self
+    }
+
+    /// The new agent's id: the one given, or a fresh one from now on.
+    pub(super) fn id_or_new(&mut self) -> AgentId {
+        *self.id.get_or_insert_with(AgentId::new)
+    }
+
+    /// The agent's name, unless one was given.
+    pub(super) fn name_if_unset(mut self, name: String) -> Self {
+        self.name.get_or_insert(name);
         self
     }
 
@@ -320,6 +334,31 @@ impl AgentBuilder {
         self
     }
 
+    /// Makes the new agent the consolidation companion `group` describes, holding `shared`
+    /// (its primary's shared blocks) instead of blocks of its own, on `storage` unless the
+    /// builder has one; the companion's defaults (instructions, functions) come before the
+    /// builder's own settings, which win.
+    pub(super) fn companion(
+        mut self,
+        shared: Vec<MemoryBlock>,
+        group: crate::config::AgentGroup,
+        storage: &Storage,
+    ) -> Self {
+        self.companion = true;
+        self.blocks.splice(0..0, shared);
+        self.storage.get_or_insert_with(|| storage.clone());
+        self.system
+            .get_or_insert_with(|| crate::consolidation::DEFAULT_COMPANION_PROMPT.to_owned());
+        let defaults: ConfigEdit = Box::new(move |c: &mut AgentConfig| {
+            c.functions = crate::config::COMPANION_FUNCTIONS
+                .iter()
+                .map(|f| (*f).to_owned())
+                .collect();
+        });
+        self.edits.insert(0, defaults);
+        self.edit(move |c| c.group = Some(group))
+    }
+
     /// Adds a working-context block to a new agent (after `persona` and `human`).
     pub fn block(mut self, block: MemoryBlock) -> Self {
         self.blocks.push(block);
@@ -348,10 +387,14 @@ impl AgentBuilder {
             .human
             .take()
             .unwrap_or_else(|| prompt::DEFAULT_HUMAN.to_owned());
-        let mut blocks = vec![
-            MemoryBlock::new("persona", persona).with_limit(limit),
-            MemoryBlock::new("human", human).with_limit(limit),
-        ];
+        let mut blocks = if self.companion {
+            Vec::new()
+        } else {
+            vec![
+                MemoryBlock::new("persona", persona).with_limit(limit),
+                MemoryBlock::new("human", human).with_limit(limit),
+            ]
+        };
         blocks.append(&mut self.blocks);
         for block in &blocks {
             if block.chars() > block.limit() {
@@ -400,6 +443,7 @@ impl AgentBuilder {
             created_at: now,
             updated_at: now,
             pending_approval: None,
+            consolidated_until: None,
         };
         let (services, state) = self.services(state)?;
         check_fixed_prompt(&services, &state)?;

@@ -71,6 +71,17 @@ pub enum EventKind {
         /// sender does not wait).
         waiting: Vec<AgentId>,
     },
+    /// A consolidation companion's run ([`crate::consolidation`]): its primary's conversation
+    /// since the last run, as a transcript. The step advances the companion's cursor to
+    /// `until` ([`AgentState::consolidated_until`](crate::store::AgentState::consolidated_until)).
+    Consolidation {
+        /// The agent whose memory is consolidated.
+        primary: AgentId,
+        /// The transcript and what to do with it.
+        text: String,
+        /// The end of the stretch of conversation it holds (exclusive).
+        until: DateTime<Utc>,
+    },
     /// A person approved or denied the function call the agent is waiting on
     /// ([`StopReason::AwaitingApproval`](crate::StopReason::AwaitingApproval)): the paused step
     /// goes on, with the call run (approved) or failed with the denial as its result.
@@ -93,6 +104,7 @@ impl EventKind {
             EventKind::Login => "login",
             EventKind::DocumentUpload { .. } => "document_upload",
             EventKind::Timer { .. } => "timer",
+            EventKind::Consolidation { .. } => "consolidation",
             EventKind::Approval { .. } => "approval",
             EventKind::AgentMessage { .. } => "agent_message",
         }
@@ -142,6 +154,16 @@ impl Event {
     pub fn timer(reason: impl Into<String>) -> Self {
         Self::now(EventKind::Timer {
             reason: reason.into(),
+        })
+    }
+
+    /// A consolidation run over `transcript` (see [`Agent::consolidate`](crate::Agent::consolidate),
+    /// which builds it).
+    pub fn consolidation(primary: AgentId, transcript: crate::consolidation::Transcript) -> Self {
+        Self::now(EventKind::Consolidation {
+            primary,
+            text: transcript.text,
+            until: transcript.until,
         })
     }
 

@@ -88,6 +88,9 @@ impl Agent {
                 message.name = Some(from_name.clone());
                 message
             }
+            EventKind::Consolidation { text, .. } => {
+                Message::new(id, MessageKind::SystemAlert, text.clone(), now)
+            }
             EventKind::Timer { reason } => Message::new(
                 id,
                 MessageKind::Timer,

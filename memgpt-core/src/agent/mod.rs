@@ -17,6 +17,7 @@ mod access;
 mod approval;
 mod builder;
 mod calls;
+mod companion;
 mod event;
 mod intake;
 mod pressure;

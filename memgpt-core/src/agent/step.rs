@@ -146,6 +146,11 @@ impl Agent {
                 (event_id, StepRules::new(&tool_rules), 0, None)
             }
         };
+        // A consolidation's cursor moves with the step that consolidated: in the same commit.
+        let cursor_before = self.state.consolidated_until;
+        if let EventKind::Consolidation { until, .. } = &event.kind {
+            self.state.consolidated_until = Some(*until);
+        }
         let mut chain = Chain {
             event_id,
             turn_start: 0,
@@ -201,6 +206,10 @@ impl Agent {
             );
         };
 
+        // A consolidation the model failed to carry out is read again next time.
+        if matches!(stop, StopReason::ProviderError { .. }) {
+            self.state.consolidated_until = cursor_before;
+        }
         if let Some(pause) = run.writes.pause_until.take() {
             self.state.heartbeats_paused_until = pause;
         }

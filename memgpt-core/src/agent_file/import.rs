@@ -70,10 +70,10 @@ pub struct ImportReport {
     pub related: Vec<ImportReport>,
 }
 
-/// Letta's tools and the memgpt functions that do their job.
+/// Letta's tools and the memgpt functions that do their job (`memory_insert`,
+/// `memory_replace`, `memory_rethink` and `memory_finish_edits` are memgpt functions of the same
+/// name and arguments).
 const TOOL_MAP: &[(&str, &str)] = &[
-    ("memory_insert", "core_memory_append"),
-    ("memory_replace", "core_memory_replace"),
     ("conversation_search_date", "conversation_search"),
     // Letta's multi-agent tools (its agents message each other by id; memgpt's function takes
     // a name or an id, and `wait`).
@@ -541,6 +541,11 @@ fn agent_commit(
     }
 
     let now = Utc::now();
+    // A sleep-time companion comes with the conversation its primary had in the file already
+    // consolidated: it reads what is said from the import on.
+    let consolidated_until = crate::consolidation::Consolidation::of(id, &config)
+        .filter(|c| c.companion == id)
+        .map(|_| now);
     let created_at = system_created_at
         .or_else(|| messages.first().map(|m| m.created_at))
         .unwrap_or(now);
@@ -560,6 +565,7 @@ fn agent_commit(
         created_at,
         updated_at: now,
         pending_approval: None,
+        consolidated_until,
     };
     let report = ImportReport {
         id,

@@ -46,6 +46,17 @@ pub enum MemoryError {
         /// The block.
         label: String,
     },
+    /// `memory_replace` was given a text that occurs more than once.
+    #[error(
+        "edit rejected: the text to replace occurs {occurrences} times in block `{label}`; give a longer \
+         text that occurs once"
+    )]
+    Ambiguous {
+        /// The block.
+        label: String,
+        /// How many times it occurs.
+        occurrences: usize,
+    },
     /// `core_memory_replace` was given an empty text to replace.
     #[error("edit rejected: the text to replace is empty; give the exact text to change")]
     EmptyPattern,

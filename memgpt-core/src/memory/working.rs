@@ -50,6 +50,16 @@ impl WorkingContext {
         Ok(self.blocks.remove(index))
     }
 
+    /// Moves block `label` to `position` in the display order (clamped to the end).
+    pub fn move_to(&mut self, label: &str, position: usize) -> Result<(), MemoryError> {
+        let index = self.index_of(label)?;
+        let block = self.blocks.remove(index);
+        let position = position.min(self.blocks.len());
+        self.blocks.insert(position, block);
+        self.revision += 1;
+        Ok(())
+    }
+
     /// The blocks, in order.
     pub fn blocks(&self) -> &[MemoryBlock] {
         &self.blocks

@@ -774,6 +774,7 @@ mod tests {
             created_at: t,
             updated_at: t,
             pending_approval: None,
+            consolidated_until: None,
         }
     }
 

@@ -322,6 +322,7 @@ mod tests {
             created_at: t,
             updated_at: t,
             pending_approval: None,
+            consolidated_until: None,
         };
         let agent = state.id;
         for s in [&committed, &split] {

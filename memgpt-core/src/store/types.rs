@@ -583,6 +583,11 @@ pub struct AgentState {
     /// A function call waiting for a person's approval, if the last step paused for one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_approval: Option<PendingApproval>,
+    /// For a memory-consolidation companion ([`crate::consolidation`]): the end of the stretch
+    /// of its primary's conversation it has consolidated (exclusive), advanced by the step
+    /// that consolidated it, in the same commit. `None`: nothing yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consolidated_until: Option<DateTime<Utc>>,
 }
 
 /// A step paused on a call that needs approval

@@ -102,7 +102,7 @@ fn check_window(tokens: usize) -> ApiResult<usize> {
     }
 }
 
-fn check_name(name: &str) -> ApiResult<&str> {
+pub(crate) fn check_name(name: &str) -> ApiResult<&str> {
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 200 {
         return Err(ApiError::invalid("an agent's name has 1 to 200 characters"));

@@ -104,6 +104,7 @@ fn operation_id(method: &str, path: &str) -> Option<&'static str> {
         ("post", "/v1/blocks/{block_id}/append") => "append_shared_block",
         ("post", "/v1/agents/{agent_id}/blocks/{block_id}") => "attach_block",
         ("delete", "/v1/agents/{agent_id}/blocks/{block_id}") => "detach_block",
+        ("post", "/v1/agents/{agent_id}/companion") => "create_companion",
         ("post", "/v1/agents/{agent_id}/archival") => "insert_passages",
         ("get", "/v1/agents/{agent_id}/archival") => "list_passages",
         ("post", "/v1/agents/{agent_id}/archival/search") => "search_archival",

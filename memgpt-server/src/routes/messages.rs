@@ -129,7 +129,7 @@ async fn send(
     let mut agent = path.live(&state, caller).await?;
     let state = state.clone();
     let step = tokio::spawn(async move {
-        let record = state.metrics.step(&mut agent, event).await?;
+        let record = state.step(&mut agent, event).await?;
         if let Some(failure) = crate::error::llm_failure(&record) {
             return Err(failure);
         }
@@ -296,7 +296,7 @@ async fn stream_step(
         let _ = observer.send(item);
     })));
     tokio::spawn(async move {
-        let outcome = match state.metrics.step(&mut agent, event).await {
+        let outcome = match state.step(&mut agent, event).await {
             Ok(record) => match crate::error::llm_failure(&record) {
                 Some(failure) => Progress::Failed(failure),
                 None => Progress::Done(Box::new(StepView::new(&record, agent.version()))),

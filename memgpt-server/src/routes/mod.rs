@@ -12,6 +12,7 @@
 //! | `POST/GET /v1/agents/{agent_id}/archival`, `POST .../archival/search`, `PATCH/DELETE .../archival/{passage_id}`, `POST .../archival/{passage_id}/forget` | archival storage (facts updated, forgotten, searched as of a time) |
 //! | `POST/GET /v1/blocks`, `GET/PATCH/DELETE /v1/blocks/{block_id}`, `POST .../{block_id}/append` | shared memory blocks |
 //! | `POST/DELETE /v1/agents/{agent_id}/blocks/{block_id}` | attaching a shared block to an agent |
+//! | `POST /v1/agents/{agent_id}/companion` | a consolidation companion (sleep-time agent) |
 //! | `POST /v1/agents/{agent_id}/recall/search` | recall storage |
 //! | `GET /v1/agents/{agent_id}/context` | the compiled context window |
 //! | `POST/GET /v1/agents/{agent_id}/timers`, `DELETE .../timers/{timer_id}` | timer events |
@@ -22,6 +23,7 @@ mod admin;
 mod agents;
 mod archival;
 mod blocks;
+mod companion;
 pub(crate) mod document;
 mod health;
 mod memory;
@@ -53,6 +55,7 @@ pub(crate) fn api_router() -> ApiRouter<AppState> {
         .merge(memory::routes())
         .merge(archival::routes())
         .merge(blocks::routes())
+        .merge(companion::routes())
         .merge(openai::routes())
         .merge(recall::routes())
         .merge(timers::routes())

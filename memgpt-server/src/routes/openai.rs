@@ -216,13 +216,8 @@ async fn completions(
         return Ok(stream_completion(state, agent, event, chunks).into_response());
     }
     let mut agent = agent;
-    let step = tokio::spawn(async move {
-        state
-            .metrics
-            .step(&mut agent, event)
-            .await
-            .map_err(ApiError::from)
-    });
+    let step =
+        tokio::spawn(async move { state.step(&mut agent, event).await.map_err(ApiError::from) });
     let record = match step.await {
         Ok(result) => result?,
         Err(e) => return Err(ApiError::internal("the step", e)),
@@ -344,7 +339,7 @@ fn stream_completion(
     };
     agent.set_observer(Some(Arc::new(observer)));
     tokio::spawn(async move {
-        let outcome = state.metrics.step(&mut agent, event).await;
+        let outcome = state.step(&mut agent, event).await;
         let agent: &mut Agent = &mut agent;
         agent.set_observer(None);
         let mut last = Vec::new();

@@ -65,6 +65,8 @@ pub async fn run(settings: &Settings, name: &str) -> Result<()> {
             .collect::<String>(),
         None => String::new(),
     };
+    // The agent's consolidation companion, if it has one, runs in the background.
+    let companion = crate::companion::background(&llm, &storage, &agent).await?;
     let style = Style::detect();
     let live = display::Live::new(style, name);
     agent.set_observer(Some(Arc::new(move |p: StepProgress<'_>| live.progress(p))));
@@ -174,6 +176,12 @@ pub async fn run(settings: &Settings, name: &str) -> Result<()> {
             _ => Event::user(line.clone()),
         };
         step(&mut agent, event, style).await;
+        if let Some(companion) = &companion {
+            companion.stepped();
+        }
+    }
+    if let Some(companion) = companion {
+        companion.finish().await;
     }
     Ok(())
 }

@@ -18,6 +18,7 @@
 mod agents;
 mod blocks;
 mod chat;
+mod companion;
 mod display;
 mod embedders;
 mod ingest;
@@ -174,6 +175,20 @@ enum AgentsCommand {
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
+    /// Give an agent a consolidation companion (a sleep-time agent): its blocks become shared
+    /// with it, and after every --every messages (in `memgpt chat`, `memgpt serve`) the
+    /// companion reads what was said and keeps them current.
+    Companion {
+        name: String,
+        /// Messages of the agent between the companion's runs.
+        #[arg(long, default_value_t = 5)]
+        every: u32,
+        /// Also run this many minutes after the agent's last step (`memgpt serve`).
+        #[arg(long)]
+        idle_minutes: Option<u32>,
+    },
+    /// Run an agent's consolidation companion once, now.
+    Consolidate { name: String },
     /// Read a Letta or memgpt agent file into the store (every agent of a file with several,
     /// such as an agent and its sleep-time companion, unless --agent chooses one).
     Import {
@@ -335,6 +350,12 @@ async fn run(cli: Cli) -> Result<()> {
             AgentsCommand::List => agents::list(&settings).await,
             AgentsCommand::Show { name } => agents::show(&settings, &name).await,
             AgentsCommand::Delete { name } => agents::delete(&settings, &name).await,
+            AgentsCommand::Companion {
+                name,
+                every,
+                idle_minutes,
+            } => companion::create(&settings, &name, every, idle_minutes).await,
+            AgentsCommand::Consolidate { name } => companion::run(&settings, &name).await,
             AgentsCommand::Export { name, output } => {
                 agents::export(&settings, &name, output).await
             }

@@ -90,11 +90,11 @@ impl<M> Running<M> {
         (status, value)
     }
 
-    async fn get(&self, path: &str, key: &str) -> (StatusCode, Value) {
+    pub(crate) async fn get(&self, path: &str, key: &str) -> (StatusCode, Value) {
         self.call(Method::GET, path, key, None).await
     }
 
-    async fn post(&self, path: &str, key: &str, body: Value) -> (StatusCode, Value) {
+    pub(crate) async fn post(&self, path: &str, key: &str, body: Value) -> (StatusCode, Value) {
         self.call(Method::POST, path, key, Some(body)).await
     }
 
@@ -268,6 +268,7 @@ mod agents;
 mod approval;
 mod blocks;
 mod bodies;
+mod companion;
 mod errors;
 mod lifecycle;
 mod messaging;

@@ -25,6 +25,7 @@ from .context_stats import ContextStats
 from .context_window import ContextWindow
 from .create_agent import CreateAgent
 from .create_block import CreateBlock
+from .create_companion import CreateCompanion
 from .create_key import CreateKey
 from .create_tenant import CreateTenant
 from .create_timer_type_0 import CreateTimerType0
@@ -123,6 +124,7 @@ __all__ = (
     "ContextWindow",
     "CreateAgent",
     "CreateBlock",
+    "CreateCompanion",
     "CreateKey",
     "CreateTenant",
     "CreateTimerType0",

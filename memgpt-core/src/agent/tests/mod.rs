@@ -48,6 +48,7 @@ fn kinds(record: &StepRecord) -> Vec<MessageKind> {
 
 mod archival;
 mod building;
+mod companion;
 mod durability;
 mod embeddings;
 mod events;
