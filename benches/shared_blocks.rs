@@ -161,5 +161,67 @@ fn main() {
                 ms(percentile(samples, 0.99))
             );
         }
+
+        // Consolidation: a primary with a companion; 5 user messages (10 messages with the
+        // replies) between runs.
+        let mut primary = Agent::builder()
+            .provider(llm.clone())
+            .storage(storage.clone())
+            .name("primary")
+            .context_window(16_384)
+            .build()
+            .await
+            .expect("primary");
+        let mut companion = primary
+            .add_companion(
+                Agent::builder()
+                    .provider(llm.clone())
+                    .context_window(16_384),
+                5,
+                None,
+                None,
+            )
+            .await
+            .expect("companion");
+        let (mut runs, mut plain) = (Vec::new(), Vec::new());
+        for round in 0..30 {
+            for i in 0..5 {
+                llm.push_call("send_message", json!({"message": format!("noted {round}.{i}")}));
+                let started = Instant::now();
+                primary
+                    .step(Event::user(format!("fact {round}.{i}: the sky is blue")))
+                    .await
+                    .expect("step");
+                plain.push(started.elapsed());
+            }
+            llm.push_call(
+                "core_memory_append",
+                json!({"label": "human", "content": format!("round {round}"), "request_heartbeat": true}),
+            );
+            llm.push_call("memory_finish_edits", json!({}));
+            let started = Instant::now();
+            let record = companion
+                .consolidate()
+                .await
+                .expect("run")
+                .expect("something to read");
+            runs.push(started.elapsed());
+            assert_eq!(record.function_calls.len(), 2);
+            assert!(record.function_calls.iter().all(|c| c.ok));
+        }
+        println!();
+        println!("{name}, warm caches, consolidation over 10 messages (scripted in-process model)");
+        println!("| measure | p50 ms | p99 ms |");
+        println!("|---|---|---|");
+        println!(
+            "| consolidation run (read 10 messages, 2 model calls, 1 shared-block edit, commit) | {} | {} |",
+            ms(percentile(&mut runs, 0.5)),
+            ms(percentile(&mut runs, 0.99))
+        );
+        println!(
+            "| the primary's step (1 model call, shared blocks read) | {} | {} |",
+            ms(percentile(&mut plain, 0.5)),
+            ms(percentile(&mut plain, 0.99))
+        );
     });
 }
