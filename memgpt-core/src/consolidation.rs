@@ -21,7 +21,7 @@
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
-use crate::config::AgentGroup;
+use crate::config::{AgentConfig, AgentGroup};
 use crate::ids::AgentId;
 use crate::message::{Message, MessageKind};
 use crate::store::{Page, RecallQuery, Storage, StoreError, TimeRange};
@@ -64,7 +64,7 @@ impl Consolidation {
     /// The consolidation agent `agent` (with configuration `config`) takes part in, as
     /// primary or as companion, from its [`AgentGroup`] of kind [`SLEEPTIME`]; `None` for
     /// other agents.
-    pub fn of(agent: AgentId, config: &crate::AgentConfig) -> Option<Self> {
+    pub fn of(agent: AgentId, config: &AgentConfig) -> Option<Self> {
         let group = config.group.as_ref()?;
         if group.kind != SLEEPTIME {
             return None;
@@ -259,7 +259,7 @@ mod tests {
             id: primary,
             name: "evie".into(),
             version: 0,
-            config: crate::AgentConfig::default(),
+            config: AgentConfig::default(),
             system: String::new(),
             memory: Default::default(),
             summary: Default::default(),

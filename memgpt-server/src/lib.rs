@@ -53,6 +53,7 @@ pub mod reply;
 pub mod routes;
 mod scheduler;
 pub mod state;
+mod stepping;
 pub mod tenants;
 pub mod timers;
 pub mod views;

@@ -68,21 +68,6 @@ pub struct ServerState {
     pub(crate) naming: tokio::sync::Mutex<()>,
 }
 
-impl ServerState {
-    /// Runs one step of `agent` as every route and the scheduler do: counted in the metrics,
-    /// and followed (in a task of its own) by scheduling the agent's consolidation companion,
-    /// if it has one.
-    pub(crate) async fn step(
-        self: &Arc<Self>,
-        agent: &mut memgpt_core::Agent,
-        event: memgpt_core::Event,
-    ) -> memgpt_core::Result<memgpt_core::StepRecord> {
-        let record = self.metrics.step(agent, event).await?;
-        crate::consolidation::after_step(self, agent.id(), agent.config(), &record);
-        Ok(record)
-    }
-}
-
 /// The state handlers receive.
 pub type AppState = Arc<ServerState>;
 
