@@ -445,6 +445,12 @@ pub(crate) fn block_json(block: &SharedBlock) -> Result<String, StoreError> {
     serde_json::to_string(&block.block).map_err(|e| crate::codec::db("encoding a shared block", e))
 }
 
+/// Shared blocks read back, in the order `ids` asked for them.
+pub(crate) fn blocks_in_order(mut found: Vec<SharedBlock>, ids: &[BlockId]) -> Vec<SharedBlock> {
+    found.sort_by_key(|b| ids.iter().position(|id| *id == b.id));
+    found
+}
+
 /// A shared block from its columns, as both SQL stores keep them.
 pub(crate) fn block_parts(
     id: uuid::Uuid,

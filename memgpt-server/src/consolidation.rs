@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use memgpt_core::consolidation::{self, Consolidation};
 use memgpt_core::ids::AgentId;
 use memgpt_core::{AgentConfig, StepRecord};
@@ -43,6 +43,19 @@ pub(crate) fn after_step(
     });
 }
 
+/// When the companion's run is due after a step of its primary at `now`, with `waiting` user
+/// messages not consolidated yet: now once there are `every_steps`; otherwise, with an idle
+/// time, that long after this step (a later step moves it); never with nothing to read.
+fn due_at(c: &Consolidation, waiting: usize, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    if waiting >= c.every_steps as usize {
+        Some(now)
+    } else if waiting > 0 {
+        c.idle.map(|idle| now + idle)
+    } else {
+        None
+    }
+}
+
 /// Replaces the companion's consolidation timer by one at the time it is due.
 async fn schedule(state: &ServerState, c: &Consolidation) -> Result<(), String> {
     let storage = state.hub.storage();
@@ -58,13 +71,7 @@ async fn schedule(state: &ServerState, c: &Consolidation) -> Result<(), String> 
         .await
         .map_err(|e| e.to_string())?;
     let now = Utc::now();
-    let at = if waiting >= c.every_steps as usize {
-        Some(now)
-    } else if waiting > 0 {
-        c.idle.map(|idle| now + idle)
-    } else {
-        None
-    };
+    let at = due_at(c, waiting, now);
     for timer in state
         .timers
         .of_agent(c.companion)
@@ -95,4 +102,30 @@ async fn schedule(state: &ServerState, c: &Consolidation) -> Result<(), String> 
             .map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Duration;
+
+    use super::*;
+
+    #[test]
+    fn a_run_is_due_after_enough_messages_or_an_idle_while() {
+        let now = Utc::now();
+        let mut c = Consolidation {
+            primary: AgentId::new(),
+            companion: AgentId::new(),
+            every_steps: 3,
+            idle: None,
+        };
+        assert_eq!(due_at(&c, 0, now), None);
+        assert_eq!(due_at(&c, 2, now), None);
+        assert_eq!(due_at(&c, 3, now), Some(now));
+        assert_eq!(due_at(&c, 7, now), Some(now));
+        c.idle = Some(Duration::minutes(20));
+        assert_eq!(due_at(&c, 0, now), None);
+        assert_eq!(due_at(&c, 1, now), Some(now + Duration::minutes(20)));
+        assert_eq!(due_at(&c, 3, now), Some(now));
+    }
 }

@@ -451,8 +451,16 @@ mod chat {
         use memgpt::agent::StepProgress;
 
         let Some(provider) = provider() else { return };
+        // A fixed clock: the prompt shows the time, and greedy decoding of another prompt may
+        // reply differently (an empty message streams nothing).
+        let clock = memgpt::time::ManualClock::new(
+            chrono::DateTime::parse_from_rfc3339("2026-01-05T09:30:00Z")
+                .unwrap()
+                .into(),
+        );
         let mut agent = Agent::builder()
             .provider(provider)
+            .clock(Arc::new(clock))
             .functions(["send_message"])
             .max_chain_length(2)
             .build()

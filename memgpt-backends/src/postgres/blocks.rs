@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::PgStore;
 use crate::codec::db;
-use crate::sql::block_parts;
+use crate::sql::{block_parts, blocks_in_order};
 
 /// `SELECT` of the columns [`block_from_row`] decodes, then `$rest`.
 macro_rules! select {
@@ -72,12 +72,11 @@ impl BlockStore for PgStore {
             .fetch_all(&self.pool)
             .await
             .map_err(|e| db("reading shared blocks", e))?;
-        let mut found = rows
+        let found = rows
             .iter()
             .map(block_from_row)
             .collect::<Result<Vec<_>, _>>()?;
-        found.sort_by_key(|b| ids.iter().position(|id| *id == b.id));
-        Ok(found)
+        Ok(blocks_in_order(found, ids))
     }
 
     async fn list_blocks(&self, scope: Option<&str>) -> Result<Vec<SharedBlock>, StoreError> {
@@ -110,7 +109,6 @@ impl BlockStore for PgStore {
             .ok_or(StoreError::BlockNotFound(id))?;
         let updated = block_from_row(&row)?.updated(update)?;
         updated.check_text()?;
-        memgpt_core::failpoint::hit("blocks.update");
         sqlx::query(
             "UPDATE shared_blocks SET block = $1, version = $2, updated_at = $3, updated_by = $4 WHERE id = $5",
         )

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::SqliteStore;
 use crate::codec::{db, from_micros, micros};
-use crate::sql::{block_json, block_parts};
+use crate::sql::{block_json, block_parts, blocks_in_order};
 
 const COLUMNS: &str = "id, block, version, scope, created_at, updated_at, updated_by";
 
@@ -71,12 +71,11 @@ impl BlockStore for SqliteStore {
             .fetch_all(&self.pool)
             .await
             .map_err(|e| db("reading shared blocks", e))?;
-        let mut found = rows
+        let found = rows
             .iter()
             .map(block_from_row)
             .collect::<Result<Vec<_>, _>>()?;
-        found.sort_by_key(|b| ids.iter().position(|id| *id == b.id));
-        Ok(found)
+        Ok(blocks_in_order(found, ids))
     }
 
     async fn list_blocks(&self, scope: Option<&str>) -> Result<Vec<SharedBlock>, StoreError> {
@@ -110,7 +109,6 @@ impl BlockStore for SqliteStore {
             .ok_or(StoreError::BlockNotFound(id))?;
         let updated = block_from_row(&row)?.updated(update)?;
         updated.check_text()?;
-        memgpt_core::failpoint::hit("blocks.update");
         sqlx::query(
             "UPDATE shared_blocks SET block = ?, version = ?, updated_at = ?, updated_by = ? WHERE id = ?",
         )

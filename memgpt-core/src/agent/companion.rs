@@ -6,7 +6,6 @@ use chrono::Duration;
 use super::{Agent, AgentBuilder, Event, Rollback, StepRecord};
 use crate::consolidation::{Consolidation, MAX_MESSAGES, Transcript};
 use crate::error::{Error, Result};
-use crate::memory::MemoryError;
 use crate::message::Message;
 use crate::store::{Page, RecallQuery, SharedBlock, StoreError, TimeRange};
 
@@ -16,19 +15,7 @@ impl Agent {
     /// it; returns it. A block already shared is returned as it is stored.
     pub async fn share_block(&mut self, label: &str, scope: Option<&str>) -> Result<SharedBlock> {
         self.sync_with_store().await?;
-        let block = self
-            .memory()
-            .get(label)
-            .cloned()
-            .ok_or_else(|| MemoryError::UnknownBlock {
-                label: label.to_owned(),
-                available: self
-                    .memory()
-                    .blocks()
-                    .iter()
-                    .map(|b| b.label().to_owned())
-                    .collect(),
-            })?;
+        let block = self.memory().block(label)?.clone();
         if let Some(shared) = block.shared() {
             return self
                 .rt

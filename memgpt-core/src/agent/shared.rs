@@ -84,34 +84,9 @@ impl Agent {
         edit: impl Fn(&mut MemoryBlock) -> std::result::Result<(), MemoryError> + Send + Sync,
     ) -> Result<MemoryBlock> {
         self.sync_with_store().await?;
-        let shared = self
-            .memory()
-            .get(label)
-            .ok_or_else(|| MemoryError::UnknownBlock {
-                label: label.to_owned(),
-                available: self
-                    .memory()
-                    .blocks()
-                    .iter()
-                    .map(|b| b.label().to_owned())
-                    .collect(),
-            })?
-            .shared();
-        let Some(shared) = shared else {
+        let Some(shared) = self.memory().block(label)?.shared() else {
             return self
-                .update_memory(|memory| {
-                    let mut block =
-                        memory
-                            .get(label)
-                            .cloned()
-                            .ok_or_else(|| MemoryError::UnknownBlock {
-                                label: label.to_owned(),
-                                available: Vec::new(),
-                            })?;
-                    edit(&mut block)?;
-                    memory.put(block.clone())?;
-                    Ok(block)
-                })
+                .update_memory(|memory| memory.edit_own(label, edit).cloned())
                 .await;
         };
         let now = self.rt.clock.now();

@@ -29,6 +29,10 @@ const LETTA_TOOLS: &[(&str, &str)] = &[
     ("archival_memory_search", "letta_core"),
     ("core_memory_append", "letta_memory_core"),
     ("core_memory_replace", "letta_memory_core"),
+    ("memory_insert", "letta_sleeptime_core"),
+    ("memory_replace", "letta_sleeptime_core"),
+    ("memory_rethink", "letta_sleeptime_core"),
+    ("memory_finish_edits", "letta_sleeptime_core"),
 ];
 
 /// The agent `id` of `storage` as an agent file: its state, blocks and functions, the messages

@@ -256,24 +256,9 @@ impl<'a> FunctionContext<'a> {
         edit: BlockEdit<'_>,
         based_on_copy: bool,
     ) -> Result<&MemoryBlock, FunctionError> {
-        let block = self
-            .memory
-            .get(label)
-            .cloned()
-            .ok_or_else(|| MemoryError::UnknownBlock {
-                label: label.to_owned(),
-                available: self
-                    .memory
-                    .blocks()
-                    .iter()
-                    .map(|b| b.label().to_owned())
-                    .collect(),
-            })?;
-        match block.shared() {
+        match self.memory.block(label)?.shared() {
             None => {
-                let mut block = block;
-                edit(&mut block)?;
-                self.memory.put(block)?;
+                self.memory.edit_own(label, edit)?;
             }
             Some(shared) => {
                 let mut update = BlockUpdate::new(edit, self.now).by(self.agent_id);
@@ -292,9 +277,7 @@ impl<'a> FunctionContext<'a> {
                 self.memory.refresh_shared(stored.attached());
             }
         }
-        self.memory
-            .get(label)
-            .ok_or_else(|| FunctionError::new(format!("block `{label}` disappeared")))
+        Ok(self.memory.block(label)?)
     }
 
     /// Settings for built-in functions.

@@ -70,20 +70,6 @@ impl WorkingContext {
         self.blocks.iter().find(|b| b.label() == label)
     }
 
-    /// Puts `block` in place of the agent's own block of the same label (an edit made on a
-    /// copy of it); a shared block is refused with [`MemoryError::Shared`].
-    pub fn put(&mut self, block: MemoryBlock) -> Result<(), MemoryError> {
-        let index = self.own_index(block.label())?;
-        if block.shared().is_some() {
-            return Err(MemoryError::Shared {
-                label: block.label().to_owned(),
-            });
-        }
-        self.blocks[index] = block;
-        self.revision += 1;
-        Ok(())
-    }
-
     /// The ids of the shared blocks, in order.
     pub fn shared_ids(&self) -> Vec<BlockId> {
         self.blocks
@@ -118,6 +104,27 @@ impl WorkingContext {
         *copy = current;
         self.revision += 1;
         true
+    }
+
+    /// The block labelled `label`, or the error naming the labels there are.
+    pub fn block(&self, label: &str) -> Result<&MemoryBlock, MemoryError> {
+        self.index_of(label).map(|index| &self.blocks[index])
+    }
+
+    /// Applies `edit` to the agent's own block `label` (all of it or nothing: the edit works on
+    /// a copy) and returns the block as edited; a shared block is refused with
+    /// [`MemoryError::Shared`].
+    pub fn edit_own(
+        &mut self,
+        label: &str,
+        edit: impl FnOnce(&mut MemoryBlock) -> Result<(), MemoryError>,
+    ) -> Result<&MemoryBlock, MemoryError> {
+        let index = self.own_index(label)?;
+        let mut block = self.blocks[index].clone();
+        edit(&mut block)?;
+        self.blocks[index] = block;
+        self.revision += 1;
+        Ok(&self.blocks[index])
     }
 
     /// Appends `content` to block `label`.

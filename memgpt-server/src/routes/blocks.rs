@@ -18,6 +18,7 @@ use super::params::AgentPath;
 use crate::auth::Caller;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::hub::LiveAgent;
 use crate::reply::{Created, NoContent};
 use crate::state::AppState;
 use crate::views::BlockView;
@@ -285,11 +286,41 @@ struct AttachmentPath {
     block_id: String,
 }
 
+impl AttachmentPath {
+    /// The caller's block and agent (locked for the request): `404` if either is not theirs.
+    async fn resolve(
+        &self,
+        state: &AppState,
+        caller: Caller,
+    ) -> ApiResult<(SharedBlock, LiveAgent)> {
+        let block = owned_block(state, caller, &self.block_id).await?;
+        let agent = AgentPath {
+            agent_id: self.agent_id.clone(),
+        }
+        .live(state, caller)
+        .await?;
+        Ok((block, agent))
+    }
+}
+
 /// The agent's memory blocks after an attachment changed.
 #[derive(Debug, Serialize, JsonSchema)]
 struct AgentBlocks {
     /// Every memory block of the agent, in prompt order.
     blocks: Vec<BlockView>,
+}
+
+impl AgentBlocks {
+    fn of(agent: &memgpt_core::Agent) -> Self {
+        Self {
+            blocks: agent
+                .memory()
+                .blocks()
+                .iter()
+                .map(BlockView::from)
+                .collect(),
+        }
+    }
 }
 
 /// Attaches one of the caller's shared blocks to one of the caller's agents (`409` if the
@@ -299,21 +330,9 @@ async fn attach(
     caller: Caller,
     Path(path): Path<AttachmentPath>,
 ) -> ApiResult<Json<AgentBlocks>> {
-    let block = owned_block(&state, caller, &path.block_id).await?;
-    let mut agent = AgentPath {
-        agent_id: path.agent_id,
-    }
-    .live(&state, caller)
-    .await?;
+    let (block, mut agent) = path.resolve(&state, caller).await?;
     agent.attach_block(block.id).await?;
-    Ok(Json(AgentBlocks {
-        blocks: agent
-            .memory()
-            .blocks()
-            .iter()
-            .map(BlockView::from)
-            .collect(),
-    }))
+    Ok(Json(AgentBlocks::of(&agent)))
 }
 
 /// Detaches a shared block from an agent (the block stays, for the agents still holding it).
@@ -322,12 +341,7 @@ async fn detach(
     caller: Caller,
     Path(path): Path<AttachmentPath>,
 ) -> ApiResult<Json<AgentBlocks>> {
-    let block = owned_block(&state, caller, &path.block_id).await?;
-    let mut agent = AgentPath {
-        agent_id: path.agent_id,
-    }
-    .live(&state, caller)
-    .await?;
+    let (block, mut agent) = path.resolve(&state, caller).await?;
     let label = agent
         .memory()
         .blocks()
@@ -338,12 +352,5 @@ async fn detach(
             ApiError::not_found(format_args!("shared block {} on this agent", block.id))
         })?;
     agent.detach_block(&label).await?;
-    Ok(Json(AgentBlocks {
-        blocks: agent
-            .memory()
-            .blocks()
-            .iter()
-            .map(BlockView::from)
-            .collect(),
-    }))
+    Ok(Json(AgentBlocks::of(&agent)))
 }

@@ -93,18 +93,7 @@ async fn a_companion_consolidates_in_the_background_and_the_agent_answers_from_i
 /// five messages to Evie her companion edits the blocks they share.
 #[tokio::test]
 async fn a_letta_sleep_time_pair_imports_and_runs() {
-    use std::io::Read;
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(
-        std::fs::File::open(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fixtures/letta/agent-file/evie.af.gz"),
-        )
-        .unwrap(),
-    )
-    .read_to_string(&mut text)
-    .unwrap();
-    let file: Value = serde_json::from_str(&text).unwrap();
+    let file = evie();
     let llm = Arc::new(ScriptedProvider::new());
     let server = Server::with_parts(
         Storage::in_memory(),

@@ -45,6 +45,22 @@ pub(crate) async fn start_with<M>(server: Server, llm: M) -> Running<M> {
     }
 }
 
+/// Letta's published sleep-time pair (Evie and her companion), as JSON.
+fn evie() -> Value {
+    use std::io::Read;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(
+        std::fs::File::open(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/letta/agent-file/evie.af.gz"),
+        )
+        .unwrap(),
+    )
+    .read_to_string(&mut text)
+    .unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
 fn config() -> ServerConfig {
     ServerConfig {
         admin_key: Some(ADMIN.to_owned()),

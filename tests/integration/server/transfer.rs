@@ -85,18 +85,7 @@ async fn agents_of_the_server_are_given_mcp_tools_by_name() {
 /// caller's tenant (or one, chosen with `?agent=`); another tenant sees neither.
 #[tokio::test]
 async fn a_two_agent_letta_file_imports_into_one_tenant() {
-    use std::io::Read;
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(
-        std::fs::File::open(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fixtures/letta/agent-file/evie.af.gz"),
-        )
-        .unwrap(),
-    )
-    .read_to_string(&mut text)
-    .unwrap();
-    let file: Value = serde_json::from_str(&text).unwrap();
+    let file = evie();
     // The file is larger than the other tests' body limit.
     let llm = Arc::new(ScriptedProvider::new());
     let server = Server::with_parts(

@@ -161,3 +161,42 @@ async fn a_failed_consolidation_is_read_again_and_the_next_sees_other_writers() 
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn a_pair_travels_in_an_agent_file_as_letta_writes_it() {
+    let storage = Storage::in_memory();
+    let (llm, companion_llm) = (llm(), llm());
+    let (evie, companion) = pair(&storage, &llm, &companion_llm).await;
+    let file = crate::agent_file::export(&storage, evie.id())
+        .await
+        .unwrap();
+    assert_eq!(file.agents.len(), 2);
+    let group = &file.groups[0];
+    assert_eq!(group["manager_config"]["manager_type"], "sleeptime");
+    assert_eq!(group["manager_config"]["sleeptime_agent_frequency"], 2);
+    // The blocks both hold are written once and listed as shared.
+    assert_eq!(file.blocks.len(), 2);
+    assert_eq!(group["shared_block_ids"].as_array().unwrap().len(), 2);
+
+    let other = Storage::in_memory();
+    let report = crate::agent_file::import(&other, &file, Default::default())
+        .await
+        .unwrap();
+    let primary = other.agents.load_agent(report.id).await.unwrap().unwrap();
+    let relation = Consolidation::of(primary.id, &primary.config).unwrap();
+    assert_eq!(relation.every_steps, 2);
+    assert_eq!(relation.companion, report.related[0].id);
+    let copy = other
+        .agents
+        .load_agent(relation.companion)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(copy.memory.shared_ids(), primary.memory.shared_ids());
+    assert_eq!(copy.name, companion.name());
+    assert_eq!(
+        copy.config.functions,
+        companion.config().functions,
+        "the companion keeps its functions"
+    );
+}
