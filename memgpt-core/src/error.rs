@@ -14,9 +14,11 @@ use crate::store::StoreError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// Storage failed or refused (conflict, embedding mismatch...).
+    /// Storage failed or refused (conflict, embedding mismatch...). A store's refusal of a
+    /// shared block's edit converts to [`Error::Memory`], as the same edit of an agent's own
+    /// block reports it.
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(StoreError),
     /// A function could not be found or registered.
     #[error(transparent)]
     Registry(#[from] RegistryError),
@@ -141,6 +143,15 @@ impl Error {
             Error::ApprovalPending { .. } => ErrorKind::Conflict,
             Error::Embed(EmbedError::Transient { .. }) => ErrorKind::Unavailable,
             Error::Embed(_) => ErrorKind::Backend,
+        }
+    }
+}
+
+impl From<StoreError> for Error {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::BlockRefused(refused) => Error::Memory(refused),
+            other => Error::Store(other),
         }
     }
 }

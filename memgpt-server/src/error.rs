@@ -244,9 +244,6 @@ fn memory_code(error: &MemoryError) -> ErrorCode {
 impl ApiError {
     fn from_store(error: &StoreError, message: String) -> Self {
         use memgpt_core::ErrorKind;
-        if let StoreError::BlockRefused(refused) = error {
-            return Self::new(memory_code(refused), message);
-        }
         let code = match error.kind() {
             ErrorKind::NotFound => ErrorCode::NotFound,
             ErrorKind::AlreadyExists => ErrorCode::AlreadyExists,
@@ -264,9 +261,9 @@ impl ApiError {
 }
 
 impl From<StoreError> for ApiError {
+    /// As the core reports it (a refused shared-block edit is a memory error).
     fn from(error: StoreError) -> Self {
-        let message = error.to_string();
-        Self::from_store(&error, message)
+        CoreError::from(error).into()
     }
 }
 

@@ -26,31 +26,18 @@ impl Agent {
                 .pop()
                 .ok_or_else(|| StoreError::BlockNotFound(shared.id).into());
         }
-        let now = self.rt.clock.now();
-        let mut shared = SharedBlock::new(block, now);
+        let mut shared = SharedBlock::new(block, self.rt.clock.now());
         shared.scope = scope.map(str::to_owned);
         self.rt.storage.blocks.create_block(&shared).await?;
-        let guard = Rollback::new(self);
-        let memory = guard.agent.context.memory_mut();
-        let position = memory.blocks().iter().position(|b| b.label() == label);
-        memory.remove(label)?;
-        memory.add(shared.attached())?;
-        // Back where it was in the prompt.
-        if let Some(position) = position {
-            memory.move_to(label, position)?;
-        }
-        guard.agent.context.memory_changed(now);
-        if let Err(e) = guard
-            .agent
-            .commit(now, Vec::new(), Vec::new(), Vec::new())
+        if let Err(e) = self
+            .update_memory(|memory| memory.replace_with_shared(shared.attached()))
             .await
         {
-            if let Err(undo) = guard.agent.rt.storage.blocks.delete_block(shared.id).await {
+            if let Err(undo) = self.rt.storage.blocks.delete_block(shared.id).await {
                 tracing::warn!(block = %shared.id, error = %undo, "could not remove the block of a failed share");
             }
             return Err(e);
         }
-        guard.keep();
         Ok(shared)
     }
 
@@ -123,9 +110,7 @@ impl Agent {
         let Some(transcript) = self.pending_consolidation().await? else {
             return Ok(None);
         };
-        let primary = Consolidation::of(self.id(), &self.state.config)
-            .map(|c| c.primary)
-            .ok_or_else(|| not_a_companion(self))?;
+        let primary = self.companion_of()?.primary;
         self.step(Event::consolidation(primary, transcript))
             .await
             .map(Some)
@@ -134,9 +119,7 @@ impl Agent {
     /// Whether this companion's run is due: as many user messages of its primary wait as its
     /// [`Consolidation::every_steps`] says.
     pub async fn consolidation_due(&self) -> Result<bool> {
-        let consolidation = Consolidation::of(self.id(), &self.state.config)
-            .filter(|c| c.companion == self.id())
-            .ok_or_else(|| not_a_companion(self))?;
+        let consolidation = self.companion_of()?;
         let waiting = crate::consolidation::waiting(
             &self.rt.storage,
             consolidation.primary,
@@ -148,9 +131,7 @@ impl Agent {
 
     /// The transcript the next [`Agent::consolidate`] would read, if any.
     pub async fn pending_consolidation(&self) -> Result<Option<Transcript>> {
-        let consolidation = Consolidation::of(self.id(), &self.state.config)
-            .filter(|c| c.companion == self.id())
-            .ok_or_else(|| not_a_companion(self))?;
+        let consolidation = self.companion_of()?;
         let storage = &self.rt.storage;
         let primary = storage
             .agents
@@ -173,9 +154,16 @@ impl Agent {
     }
 }
 
-fn not_a_companion(agent: &Agent) -> Error {
-    Error::Config(format!(
-        "agent {} is not a consolidation companion (see Agent::add_companion)",
-        agent.name()
-    ))
+impl Agent {
+    /// The consolidation this agent runs as companion; a configuration error otherwise.
+    fn companion_of(&self) -> Result<Consolidation> {
+        Consolidation::of(self.id(), &self.state.config)
+            .filter(|c| c.companion == self.id())
+            .ok_or_else(|| {
+                Error::Config(format!(
+                    "agent {} is not a consolidation companion (see Agent::add_companion)",
+                    self.name()
+                ))
+            })
+    }
 }

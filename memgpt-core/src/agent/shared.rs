@@ -3,8 +3,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Agent, Rollback};
-use crate::error::{Error, Result};
+use super::Agent;
+use crate::error::Result;
 use crate::ids::BlockId;
 use crate::memory::{MemoryBlock, MemoryError};
 use crate::store::{BlockUpdate, SharedBlock, StoreError, refresh_shared_blocks};
@@ -34,7 +34,6 @@ impl Agent {
     /// # Ok(()) }
     /// ```
     pub async fn attach_block(&mut self, id: BlockId) -> Result<()> {
-        self.sync_with_store().await?;
         let block = self
             .rt
             .storage
@@ -43,33 +42,15 @@ impl Agent {
             .await?
             .pop()
             .ok_or(StoreError::BlockNotFound(id))?;
-        let guard = Rollback::new(self);
-        guard.agent.context.memory_mut().add(block.attached())?;
-        let now = guard.agent.rt.clock.now();
-        guard.agent.context.memory_changed(now);
-        guard
-            .agent
-            .commit(now, Vec::new(), Vec::new(), Vec::new())
-            .await?;
-        guard.keep();
-        Ok(())
+        self.update_memory(|memory| memory.add(block.attached()))
+            .await
     }
 
     /// Detaches block `label` (shared or the agent's own) and commits; returns the block as
     /// the agent last had it. A shared block stays in the store for the agents still holding
     /// it.
     pub async fn detach_block(&mut self, label: &str) -> Result<MemoryBlock> {
-        self.sync_with_store().await?;
-        let guard = Rollback::new(self);
-        let block = guard.agent.context.memory_mut().remove(label)?;
-        let now = guard.agent.rt.clock.now();
-        guard.agent.context.memory_changed(now);
-        guard
-            .agent
-            .commit(now, Vec::new(), Vec::new(), Vec::new())
-            .await?;
-        guard.keep();
-        Ok(block)
+        self.update_memory(|memory| memory.remove(label)).await
     }
 
     /// Edits block `label` directly (not through the LLM), shared or not, and returns it as
@@ -95,8 +76,7 @@ impl Agent {
             .storage
             .blocks
             .update_block(shared.id, &BlockUpdate::new(&edit, now))
-            .await
-            .map_err(block_error)?;
+            .await?;
         self.see_shared_block(&updated, now);
         Ok(updated.attached())
     }
@@ -126,14 +106,5 @@ impl Agent {
         if self.context.memory_mut().refresh_shared(block.attached()) {
             self.context.memory_changed(now);
         }
-    }
-}
-
-/// A block store's refusal of an edit as the agent's API reports it: the memory error itself
-/// (over the limit, read-only, changed meanwhile), other store errors as they are.
-pub(crate) fn block_error(error: StoreError) -> Error {
-    match error {
-        StoreError::BlockRefused(e) => Error::Memory(e),
-        other => Error::Store(other),
     }
 }

@@ -265,15 +265,8 @@ impl<'a> FunctionContext<'a> {
                 if based_on_copy {
                     update = update.based_on(shared.version);
                 }
-                let stored = self
-                    .storage
-                    .blocks
-                    .update_block(shared.id, &update)
-                    .await
-                    .map_err(|e| match e {
-                        StoreError::BlockRefused(refused) => FunctionError::from(refused),
-                        other => FunctionError::from(other),
-                    })?;
+                // A refusal reads as the memory error it holds.
+                let stored = self.storage.blocks.update_block(shared.id, &update).await?;
                 self.memory.refresh_shared(stored.attached());
             }
         }

@@ -50,16 +50,6 @@ impl WorkingContext {
         Ok(self.blocks.remove(index))
     }
 
-    /// Moves block `label` to `position` in the display order (clamped to the end).
-    pub fn move_to(&mut self, label: &str, position: usize) -> Result<(), MemoryError> {
-        let index = self.index_of(label)?;
-        let block = self.blocks.remove(index);
-        let position = position.min(self.blocks.len());
-        self.blocks.insert(position, block);
-        self.revision += 1;
-        Ok(())
-    }
-
     /// The blocks, in order.
     pub fn blocks(&self) -> &[MemoryBlock] {
         &self.blocks
@@ -68,6 +58,16 @@ impl WorkingContext {
     /// The block labelled `label`.
     pub fn get(&self, label: &str) -> Option<&MemoryBlock> {
         self.blocks.iter().find(|b| b.label() == label)
+    }
+
+    /// Puts `copy`, an agent's copy of a shared block (see
+    /// [`SharedBlock::attached`](crate::store::SharedBlock::attached)), in place of the agent's
+    /// own block of the same label, where it stands in the prompt.
+    pub(crate) fn replace_with_shared(&mut self, copy: MemoryBlock) -> Result<(), MemoryError> {
+        let index = self.own_index(copy.label())?;
+        self.blocks[index] = copy;
+        self.revision += 1;
+        Ok(())
     }
 
     /// The ids of the shared blocks, in order.

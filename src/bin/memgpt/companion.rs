@@ -5,13 +5,35 @@
 use anyhow::{Result, bail};
 use memgpt::Agent;
 use memgpt::consolidation::Consolidation;
-use memgpt::store::Storage;
+use memgpt::store::{AgentState, Storage};
 use tokio::sync::mpsc;
 
 use crate::open::{self, Llm};
 use crate::settings::Settings;
 
-/// Loads the companion of the agent `state` names (or the agent itself, if it is one).
+/// Loads the stored agent `state` with the configured model and its own functions.
+async fn load(llm: &Llm, storage: &Storage, state: &AgentState) -> Result<Agent> {
+    Ok(open::builder(llm, storage.clone())
+        .functions(open::functions_for(state, None))
+        .load(state.id)
+        .await?)
+}
+
+/// The model, the store and the agent called `name`, loaded to step.
+async fn open_named(settings: &Settings, name: &str) -> Result<(Llm, Storage, Agent)> {
+    let storage = open::storage(settings).await?;
+    let stored = open::stored_space(&storage).await?;
+    let Some(llm) = open::llm(settings, stored.as_ref()).await? else {
+        bail!("{}", crate::pull::HOW_TO_CONFIGURE);
+    };
+    let Some(state) = open::find_agent(&storage, name).await? else {
+        bail!("no agent named `{name}` (see `memgpt agents list`)");
+    };
+    let agent = load(&llm, &storage, &state).await?;
+    Ok((llm, storage, agent))
+}
+
+/// Loads the companion of `agent` (or the agent itself, if it is one).
 async fn load_companion(llm: &Llm, storage: &Storage, agent: &Agent) -> Result<Option<Agent>> {
     let Some(consolidation) = Consolidation::of(agent.id(), agent.config()) else {
         return Ok(None);
@@ -19,11 +41,7 @@ async fn load_companion(llm: &Llm, storage: &Storage, agent: &Agent) -> Result<O
     let Some(state) = storage.agents.load_agent(consolidation.companion).await? else {
         return Ok(None);
     };
-    let companion = open::builder(llm, storage.clone())
-        .functions(open::functions_for(&state, None))
-        .load(state.id)
-        .await?;
-    Ok(Some(companion))
+    load(llm, storage, &state).await.map(Some)
 }
 
 /// An agent's companion running in a task of its own.
@@ -80,18 +98,7 @@ pub async fn create(
     every_steps: u32,
     idle_minutes: Option<u32>,
 ) -> Result<()> {
-    let storage = open::storage(settings).await?;
-    let stored = open::stored_space(&storage).await?;
-    let Some(llm) = open::llm(settings, stored.as_ref()).await? else {
-        bail!("{}", crate::pull::HOW_TO_CONFIGURE);
-    };
-    let Some(state) = open::find_agent(&storage, name).await? else {
-        bail!("no agent named `{name}` (see `memgpt agents list`)");
-    };
-    let mut agent = open::builder(&llm, storage.clone())
-        .functions(open::functions_for(&state, None))
-        .load(state.id)
-        .await?;
+    let (llm, storage, mut agent) = open_named(settings, name).await?;
     let idle = idle_minutes.map(|m| memgpt::chrono::Duration::minutes(i64::from(m)));
     let companion = agent
         .add_companion(open::builder(&llm, storage), every_steps, idle, None)
@@ -113,18 +120,7 @@ pub async fn create(
 
 /// `memgpt agents consolidate NAME`: one run now, whether due or not.
 pub async fn run(settings: &Settings, name: &str) -> Result<()> {
-    let storage = open::storage(settings).await?;
-    let stored = open::stored_space(&storage).await?;
-    let Some(llm) = open::llm(settings, stored.as_ref()).await? else {
-        bail!("{}", crate::pull::HOW_TO_CONFIGURE);
-    };
-    let Some(state) = open::find_agent(&storage, name).await? else {
-        bail!("no agent named `{name}` (see `memgpt agents list`)");
-    };
-    let agent = open::builder(&llm, storage.clone())
-        .functions(open::functions_for(&state, None))
-        .load(state.id)
-        .await?;
+    let (llm, storage, agent) = open_named(settings, name).await?;
     let Some(mut companion) = load_companion(&llm, &storage, &agent).await? else {
         bail!("{name} has no consolidation companion (`memgpt agents companion {name}` makes one)");
     };
