@@ -82,6 +82,8 @@
 //! * `server`: `memgpt serve`, the multi-tenant REST + streaming API (`server`).
 //! * `mcp`: the Model Context Protocol both ways (`mcp`): MCP servers' tools as agent
 //!   functions, and `memgpt mcp`, an agent's memory as MCP tools.
+//! * `otel`: OpenTelemetry export over OTLP (`telemetry`): steps, model calls and function
+//!   calls as spans in OpenTelemetry's GenAI semantic conventions.
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -158,6 +160,10 @@ pub use memgpt_providers::local_embed;
 #[cfg(feature = "local")]
 #[cfg_attr(docsrs, doc(cfg(feature = "local")))]
 pub use memgpt_providers::local;
+
+#[cfg(feature = "otel")]
+#[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+pub mod telemetry;
 
 #[doc(hidden)]
 pub use memgpt_core::__private;

@@ -277,6 +277,13 @@ pub trait LlmProvider: Send + Sync + fmt::Debug {
     /// The model used when a request leaves [`ChatRequest::model`] empty.
     fn model(&self) -> &str;
 
+    /// Who serves the model, as OpenTelemetry's `gen_ai.provider.name` names it (`openai`,
+    /// `anthropic`, ...): the attribute of the step's model-call spans. The default:
+    /// `unknown`.
+    fn provider_name(&self) -> &str {
+        "unknown"
+    }
+
     /// The model's context window in tokens, when the provider knows it.
     fn context_window(&self) -> Option<usize> {
         None

@@ -165,6 +165,10 @@ impl LlmProvider for ScriptedProvider {
         "scripted"
     }
 
+    fn provider_name(&self) -> &str {
+        "scripted"
+    }
+
     fn context_window(&self) -> Option<usize> {
         self.lock().context_window
     }

@@ -37,6 +37,8 @@ mod registries;
 #[cfg(feature = "server")]
 mod server;
 mod streaming;
+#[cfg(feature = "otel")]
+mod telemetry;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -8,7 +8,9 @@
 //! cargo bench -p memgpt-backends --all-features --bench storage -- --only archival --backends usearch --passages 1000000
 //! ```
 //!
-//! `--only steps|archival|recall` runs one part; `--backends WORD,...` keeps the backends whose
+//! `--only steps|queue|archival|recall` runs one part (`queue`: the bytes a step's commit
+//! writes against the length of the FIFO queue, at `--queue-lengths N,...`, default
+//! 100,10000,100000); `--backends WORD,...` keeps the backends whose
 //! name contains one of the words; `--ef-sweep N,...` also searches each usearch index with
 //! those candidate-list sizes (reopened with `ef_search=N`; an entry may carry more store URL
 //! parameters after a `&`); `--index-only N,...` also searches each usearch
@@ -876,6 +878,147 @@ async fn steps(commits: usize) {
     }
 }
 
+/// The next step's commit: `messages` join the end of the queue and the `evict` oldest leave
+/// it, as a step of an agent with a full context does (the change the agent sends).
+fn queue_step(state: &mut AgentState, messages: Vec<Message>, evict: usize) -> Commit {
+    let before = state.fifo.clone();
+    state.fifo.drain(..evict.min(state.fifo.len()));
+    state.fifo.extend(messages.iter().map(|m| m.id));
+    state.version += 1;
+    Commit {
+        messages,
+        queue: memgpt_core::store::QueueChange::between(&before, &state.fifo),
+        ..Commit::state(state.clone())
+    }
+}
+
+/// Bytes this process has written through system calls so far (`wchar` of `/proc/self/io`):
+/// SQLite's WAL and checkpoint writes, as it runs in the process.
+fn written_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/io")
+        .ok()
+        .and_then(|io| {
+            io.lines()
+                .find_map(|l| l.strip_prefix("wchar: "))
+                .and_then(|n| n.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// The WAL position of the PostgreSQL server of `url` (bytes since its start).
+#[cfg(feature = "postgres")]
+async fn wal_position(url: &str) -> u64 {
+    let base = url.split_once('?').map_or(url, |(base, _)| base);
+    let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(base)
+        .await
+        .expect("connect");
+    let lsn: i64 =
+        sqlx::query_scalar("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint")
+            .fetch_one(&mut conn)
+            .await
+            .expect("wal position");
+    lsn as u64
+}
+
+/// Commit bytes per step against the queue's length: an agent whose queue holds `n` messages
+/// (filled in commits of 5,000), then 50 steps that each append 3 messages and evict the 3
+/// oldest. SQLite: bytes the process wrote (WAL, checkpoints); PostgreSQL: WAL bytes the server
+/// wrote over the steps (the bench is its only client).
+async fn queue(quick: bool) {
+    let lengths: Vec<usize> = arg("--queue-lengths")
+        .map(|s| s.split(',').filter_map(|n| n.parse().ok()).collect())
+        .unwrap_or_else(|| {
+            if quick {
+                vec![100, 10_000]
+            } else {
+                vec![100, 10_000, 100_000]
+            }
+        });
+    const STEPS: usize = 50;
+    println!(
+        "\n## Commit bytes per step against the queue's length ({STEPS} steps of 3 messages, 3 evicted)\n"
+    );
+    println!("| backend | queued messages | bytes written per step | p50 ms | p99 ms |");
+    println!("|---|---|---|---|---|");
+    let kinds: &[(&str, &str)] = &[
+        ("sqlite (fts5, exact)", "?recall=fts5&vectors=exact"),
+        ("postgres", ""),
+    ];
+    for &n in &lengths {
+        // A fresh directory or schema per length.
+        for backend in backends(kinds) {
+            let url = if backend.url.starts_with("postgres") {
+                format!("{}_{n}", backend.url)
+            } else {
+                backend.url.clone()
+            };
+            let s = open(&url).await;
+            let mut a = state(AgentId::new());
+            s.agents.create_agent(&a).await.expect("create");
+            let id = a.id;
+            let message = |i: usize| {
+                Message::new(
+                    id,
+                    MessageKind::User,
+                    format!("message {i} about things"),
+                    t0(),
+                )
+            };
+            let mut filled = 0;
+            while filled < n {
+                let batch = (filled..(filled + 5_000).min(n))
+                    .map(message)
+                    .collect::<Vec<_>>();
+                filled += batch.len();
+                let c = queue_step(&mut a, batch, 0);
+                s.agents.commit(&c).await.expect("fill");
+            }
+            let mut latencies = Vec::with_capacity(STEPS);
+            let before = if url.starts_with("postgres") {
+                #[cfg(feature = "postgres")]
+                {
+                    wal_position(&url).await
+                }
+                #[cfg(not(feature = "postgres"))]
+                0
+            } else {
+                written_bytes()
+            };
+            for step in 0..STEPS {
+                let messages = (0..3).map(|j| message(n + 3 * step + j)).collect();
+                let c = queue_step(&mut a, messages, 3);
+                let t = Instant::now();
+                s.agents.commit(&c).await.expect("commit");
+                latencies.push(t.elapsed());
+            }
+            let after = if url.starts_with("postgres") {
+                #[cfg(feature = "postgres")]
+                {
+                    wal_position(&url).await
+                }
+                #[cfg(not(feature = "postgres"))]
+                0
+            } else {
+                written_bytes()
+            };
+            let loaded = s
+                .agents
+                .load_agent(a.id)
+                .await
+                .expect("load")
+                .expect("agent");
+            assert_eq!(loaded.fifo, a.fifo, "the queue reads back");
+            println!(
+                "| {} | {n} | {} | {} | {} |",
+                backend.name,
+                (after - before) / STEPS as u64,
+                ms(percentile(&mut latencies.clone(), 0.5)),
+                ms(percentile(&mut latencies, 0.99))
+            );
+        }
+    }
+}
+
 /// pgvector maintains its HNSW index row by row; past this size loading takes too long on a
 /// 2-core machine for a routine run.
 fn postgres_limit() -> usize {
@@ -916,6 +1059,9 @@ fn main() {
         }
         if only.as_deref().is_none_or(|o| o == "steps") {
             steps(commits).await;
+        }
+        if only.as_deref().is_none_or(|o| o == "queue") {
+            queue(quick).await;
         }
         if only.as_deref().is_none_or(|o| o == "archival") {
             archival(&sizes, queries).await;

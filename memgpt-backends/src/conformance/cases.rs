@@ -21,6 +21,7 @@ pub use super::hybrid::{
     message_embeddings_are_checked_and_backfilled,
 };
 pub use super::lifetimes::facts_with_a_lifetime_agree_with_the_reference;
+pub use super::queue::queues_change_by_what_a_step_changed;
 
 /// Agents are created once (a second create is `AgentExists`), load back equal, list oldest
 /// first, and deleting one removes its messages and passages and nobody else's.

@@ -6,7 +6,7 @@ use memgpt_core::AgentConfig;
 use memgpt_core::embed::{Embedder, Embedding, HashingEmbedder};
 use memgpt_core::ids::AgentId;
 use memgpt_core::message::{Message, MessageKind, ToolCall};
-use memgpt_core::store::{AgentState, Commit, Passage, Storage, Summary};
+use memgpt_core::store::{AgentState, Commit, Passage, QueueChange, Storage, Summary};
 
 /// The embedder every test uses (deterministic, 64-d).
 pub fn embedder() -> HashingEmbedder {
@@ -67,7 +67,9 @@ pub trait NextCommit {
 impl NextCommit for AgentState {
     fn next_commit(&mut self, messages: Vec<Message>, passages: Vec<Passage>) -> Commit {
         self.version += 1;
+        let before = self.fifo.clone();
         self.fifo.extend(messages.iter().map(|m| m.id));
+        let queue = QueueChange::between(&before, &self.fifo);
         Commit {
             state: self.clone(),
             messages,
@@ -76,6 +78,7 @@ impl NextCommit for AgentState {
             deleted_passages: Vec::new(),
             retired_passages: Vec::new(),
             attachments_changed: false,
+            queue,
         }
     }
 }

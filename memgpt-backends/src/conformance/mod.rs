@@ -45,6 +45,7 @@ pub mod crash;
 pub mod fixtures;
 mod hybrid;
 mod lifetimes;
+mod queue;
 
 use std::fmt;
 use std::future::Future;
@@ -219,6 +220,7 @@ macro_rules! store_conformance_tests {
             archival_ranking_agrees_with_the_reference,
             facts_with_a_lifetime_agree_with_the_reference,
             shared_blocks_are_exact,
+            queues_change_by_what_a_step_changed,
             imports_are_all_or_nothing,
             nul_characters_are_refused_alike,
         );

@@ -8,7 +8,7 @@ use memgpt_core::ids::AgentId;
 use memgpt_core::message::Message;
 use memgpt_core::store::{
     AgentLease, AgentState, AgentStore, Commit, EmbeddingSpace, MAX_MESSAGE_WINDOWS,
-    MessageEmbedding, Passage, PassageEmbedding, PassageRetirement, StoreError,
+    MessageEmbedding, Passage, PassageEmbedding, PassageRetirement, StateRecord, StoreError,
 };
 use sqlx::pool::PoolConnection;
 use sqlx::types::Json;
@@ -17,6 +17,7 @@ use tracing::{debug, info, warn};
 
 use super::blocks::write_attachments;
 use super::documents::{Collection, count_documents, passage_search_text};
+use super::queue::{LIST_AGENTS, LOAD_AGENT, StateRow, state_of, write_queue};
 use super::{PgStore, SPACE_LOCK, agent_lock_key, read_space};
 use crate::codec::db;
 
@@ -24,29 +25,28 @@ use crate::codec::db;
 impl AgentStore for PgStore {
     async fn create_agent(&self, state: &AgentState) -> Result<(), StoreError> {
         state.check_text()?;
-        if !state.memory.has_shared() {
-            return insert_agent(&self.pool, state, state.version).await;
-        }
         let mut tx = self
             .pool
             .begin()
             .await
             .map_err(|e| db("starting to create an agent", e))?;
         insert_agent(&mut *tx, state, state.version).await?;
-        write_attachments(&mut tx, state).await?;
+        write_queue(&mut tx, state, None, true).await?;
+        if state.memory.has_shared() {
+            write_attachments(&mut tx, state).await?;
+        }
         tx.commit()
             .await
             .map_err(|e| db("committing a new agent", e))
     }
 
     async fn load_agent(&self, id: AgentId) -> Result<Option<AgentState>, StoreError> {
-        let state: Option<Json<AgentState>> =
-            sqlx::query_scalar("SELECT state FROM agents WHERE id = $1")
-                .bind(id.as_uuid())
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(|e| db("loading an agent", e))?;
-        Ok(state.map(|Json(state)| state))
+        let row: Option<StateRow> = sqlx::query_as(LOAD_AGENT)
+            .bind(id.as_uuid())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| db("loading an agent", e))?;
+        Ok(row.map(state_of))
     }
 
     async fn agent_version(&self, id: AgentId) -> Result<Option<u64>, StoreError> {
@@ -59,12 +59,11 @@ impl AgentStore for PgStore {
     }
 
     async fn list_agents(&self) -> Result<Vec<AgentState>, StoreError> {
-        let states: Vec<Json<AgentState>> =
-            sqlx::query_scalar("SELECT state FROM agents ORDER BY created_at, seq")
-                .fetch_all(&self.pool)
-                .await
-                .map_err(|e| db("listing agents", e))?;
-        Ok(states.into_iter().map(|Json(state)| state).collect())
+        let rows: Vec<StateRow> = sqlx::query_as(LIST_AGENTS)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| db("listing agents", e))?;
+        Ok(rows.into_iter().map(state_of).collect())
     }
 
     async fn delete_agent(&self, id: AgentId) -> Result<bool, StoreError> {
@@ -91,6 +90,7 @@ impl AgentStore for PgStore {
             "DELETE FROM passages WHERE agent_id = $1",
             "DELETE FROM agent_embedded_counts WHERE agent_id = $1",
             "DELETE FROM block_attachments WHERE agent_id = $1",
+            "DELETE FROM agent_queue WHERE agent_id = $1",
         ] {
             sqlx::query(sql)
                 .bind(uuid)
@@ -305,7 +305,7 @@ impl PgStore {
                     .map_err(|e| db("reading an agent's version", e))?;
             commit.check_version(current.ok_or(StoreError::AgentNotFound(id))? as u64)?;
         }
-        let space = self.write_commit(&mut tx, commit).await?;
+        let space = self.write_commit(&mut tx, commit, create).await?;
         memgpt_core::failpoint::hit("commit.before");
         tx.commit().await.map_err(|e| db("committing a step", e))?;
         memgpt_core::failpoint::hit("commit.after");
@@ -317,11 +317,13 @@ impl PgStore {
 
     /// Everything a commit writes after its version check (messages, embeddings, passages,
     /// deletions, the new state), inside the caller's transaction. Returns the embedding space
-    /// the commit fixed, if it fixed one.
+    /// the commit fixed, if it fixed one. `create`: the agent's row was just inserted (its
+    /// queue is written whole).
     async fn write_commit(
         &self,
         tx: &mut PgConnection,
         commit: &Commit,
+        create: bool,
     ) -> Result<Option<EmbeddingSpace>, StoreError> {
         let id = commit.state.id;
         let embeddings: Vec<&Embedding> = commit.embeddings().collect();
@@ -389,12 +391,13 @@ impl PgStore {
         if commit.attachments_changed {
             write_attachments(&mut *tx, &commit.state).await?;
         }
+        write_queue(&mut *tx, &commit.state, commit.queue.as_ref(), create).await?;
         sqlx::query(
             "UPDATE agents SET name = $1, version = $2, state = $3, updated_at = $4 WHERE id = $5",
         )
         .bind(&commit.state.name)
         .bind(commit.state.version as i64)
-        .bind(Json(&commit.state))
+        .bind(Json(StateRecord::of(&commit.state)))
         .bind(commit.state.updated_at)
         .bind(id.as_uuid())
         .execute(&mut *tx)
@@ -458,7 +461,7 @@ async fn fix_space(tx: &mut PgConnection, space: &EmbeddingSpace) -> Result<(), 
     PgStore::create_vector_indexes(tx, space.dimension).await
 }
 
-/// Inserts an agent's row at `version`; an existing id is [`StoreError::AgentExists`].
+/// Inserts an agent's row at `version` (its queue is written apart); an existing id is [`StoreError::AgentExists`].
 async fn insert_agent<'c, E>(
     executor: E,
     state: &AgentState,
@@ -474,7 +477,7 @@ where
     .bind(state.id.as_uuid())
     .bind(&state.name)
     .bind(version as i64)
-    .bind(Json(state))
+    .bind(Json(StateRecord::of(state)))
     .bind(state.created_at)
     .bind(state.updated_at)
     .execute(executor)

@@ -26,6 +26,7 @@ mod blocks;
 mod dialect;
 mod documents;
 mod meta;
+mod queue;
 mod recall;
 
 use meta::meta;
@@ -266,6 +267,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         7,
         "shared_blocks",
         include_str!("../../migrations/postgres/0007_shared_blocks.sql"),
+    ),
+    (
+        8,
+        "queue_rows",
+        include_str!("../../migrations/postgres/0008_queue_rows.sql"),
     ),
 ];
 

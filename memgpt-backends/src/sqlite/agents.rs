@@ -8,7 +8,7 @@ use memgpt_core::message::Message;
 use memgpt_core::retrieval::document_terms;
 use memgpt_core::store::{
     AgentState, AgentStore, Commit, EmbeddingSpace, MAX_MESSAGE_WINDOWS, MessageEmbedding, Passage,
-    PassageEmbedding, StoreError,
+    PassageEmbedding, StateRecord, StoreError,
 };
 use sqlx::{Row, SqliteConnection};
 
@@ -17,14 +17,20 @@ use super::batch::Batch;
 use super::blocks::write_attachments;
 use super::documents::{CachedBuilder, count_documents, count_passage};
 use super::meta::embedding_space;
+use super::queue::{LIST_AGENTS, LOAD_AGENT, parse_queue, write_queue};
 use crate::codec::{corrupt, db, micros, vector_to_blob};
 
+/// The state's row: everything but the queue, which has rows of its own.
 fn state_json(state: &AgentState) -> Result<String, StoreError> {
-    serde_json::to_string(state).map_err(|e| db("encoding agent state", e))
+    serde_json::to_string(&StateRecord::of(state)).map_err(|e| db("encoding agent state", e))
 }
 
-fn parse_state(json: &str) -> Result<AgentState, StoreError> {
-    serde_json::from_str(json).map_err(|e| corrupt(format!("agent state: {e}")))
+/// A state read with its queue ([`LOAD_AGENT`]).
+fn parse_state((json, queue): &(String, Option<String>)) -> Result<AgentState, StoreError> {
+    let mut state: AgentState =
+        serde_json::from_str(json).map_err(|e| corrupt(format!("agent state: {e}")))?;
+    state.fifo = parse_queue(queue.as_deref())?;
+    Ok(state)
 }
 
 /// The agent id as FTS5 sees it (one token).
@@ -36,22 +42,24 @@ pub(super) fn agent_token(id: AgentId) -> String {
 impl AgentStore for SqliteStore {
     async fn create_agent(&self, state: &AgentState) -> Result<(), StoreError> {
         state.check_text()?;
-        if !state.memory.has_shared() {
-            return insert_agent(&self.pool, state, state.version).await;
-        }
         let (_writer, mut tx) = self.begin_commit().await?;
-        insert_agent(&mut *tx, state, state.version).await?;
-        write_attachments(&mut tx, state).await?;
+        insert_agent(&mut tx, state, state.version).await?;
+        let mut batch = Batch::new("creating an agent's queue");
+        write_queue(&mut tx, &mut batch, state, None, true).await?;
+        batch.send(&mut tx).await?;
+        if state.memory.has_shared() {
+            write_attachments(&mut tx, state).await?;
+        }
         finish_commit(tx).await
     }
 
     async fn load_agent(&self, id: AgentId) -> Result<Option<AgentState>, StoreError> {
-        let json: Option<String> = sqlx::query_scalar("SELECT state FROM agents WHERE id = ?")
+        let row: Option<(String, Option<String>)> = sqlx::query_as(LOAD_AGENT)
             .bind(id.as_uuid())
             .fetch_optional(&self.pool)
             .await
             .map_err(|e| db("loading an agent", e))?;
-        json.as_deref().map(parse_state).transpose()
+        row.as_ref().map(parse_state).transpose()
     }
 
     async fn agent_version(&self, id: AgentId) -> Result<Option<u64>, StoreError> {
@@ -64,12 +72,11 @@ impl AgentStore for SqliteStore {
     }
 
     async fn list_agents(&self) -> Result<Vec<AgentState>, StoreError> {
-        let rows: Vec<String> =
-            sqlx::query_scalar("SELECT state FROM agents ORDER BY created_at, rowid")
-                .fetch_all(&self.pool)
-                .await
-                .map_err(|e| db("listing agents", e))?;
-        rows.iter().map(|json| parse_state(json)).collect()
+        let rows: Vec<(String, Option<String>)> = sqlx::query_as(LIST_AGENTS)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| db("listing agents", e))?;
+        rows.iter().map(parse_state).collect()
     }
 
     async fn delete_agent(&self, id: AgentId) -> Result<bool, StoreError> {
@@ -106,6 +113,7 @@ impl AgentStore for SqliteStore {
             "DELETE FROM passage_deletions WHERE agent_id = ?",
             "DELETE FROM archival_statistics WHERE agent_id = ?",
             "DELETE FROM block_attachments WHERE agent_id = ?",
+            "DELETE FROM agent_queue WHERE agent_id = ?",
         ] {
             sqlx::query(sql)
                 .bind(uuid)
@@ -584,6 +592,7 @@ impl SqliteStore {
             &mut tx,
             &mut batch,
             commit,
+            false,
             self.space.get().as_ref(),
             Some(cached.builder),
         )
@@ -607,7 +616,7 @@ impl SqliteStore {
         let (_writer, mut tx) = self.begin_commit().await?;
         let mut batch = if create {
             commit.check_version(0)?;
-            insert_agent(&mut *tx, &commit.state, 0).await?;
+            insert_agent(&mut tx, &commit.state, 0).await?;
             if commit.state.memory.has_shared() {
                 write_attachments(&mut tx, &commit.state).await?;
             }
@@ -620,22 +629,21 @@ impl SqliteStore {
             commit.check_version(version)?;
             Batch::new("writing a step")
         };
+        let known = self.space.get();
         let written =
-            write_commit(&mut tx, &mut batch, commit, self.space.get().as_ref(), None).await?;
+            write_commit(&mut tx, &mut batch, commit, create, known.as_ref(), None).await?;
         finish_commit(tx).await?;
         Ok(written)
     }
 }
 
-/// Inserts an agent's row at `version`; an existing id is [`StoreError::AgentExists`].
-async fn insert_agent<'c, E>(
-    executor: E,
+/// Inserts an agent's row at `version` (its queue is written apart); an existing id is
+/// [`StoreError::AgentExists`].
+async fn insert_agent(
+    tx: &mut SqliteConnection,
     state: &AgentState,
     version: u64,
-) -> Result<(), StoreError>
-where
-    E: sqlx::Executor<'c, Database = sqlx::Sqlite>,
-{
+) -> Result<(), StoreError> {
     let result = sqlx::query(
         "INSERT INTO agents (id, name, version, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
     )
@@ -645,7 +653,7 @@ where
     .bind(state_json(state)?)
     .bind(micros(state.created_at))
     .bind(micros(state.updated_at))
-    .execute(executor)
+    .execute(&mut *tx)
     .await;
     match result {
         Ok(_) => Ok(()),
@@ -662,11 +670,13 @@ where
 ///
 /// `builder` continues the agent's search documents (read from its latest turns when `None`
 /// and the commit has messages); the builder the commit ends with is returned with the space.
-/// The writes go through `batch` (which may already hold a check to run first).
+/// The writes go through `batch` (which may already hold a check to run first); `create`: the
+/// agent's row was just inserted (its queue is written whole).
 async fn write_commit(
     tx: &mut SqliteConnection,
     batch: &mut Batch,
     commit: &Commit,
+    create: bool,
     known: Option<&EmbeddingSpace>,
     builder: Option<DocumentBuilder>,
 ) -> Result<Written, StoreError> {
@@ -722,6 +732,7 @@ async fn write_commit(
         batch.send(tx).await?;
         write_attachments(&mut *tx, &commit.state).await?;
     }
+    write_queue(tx, batch, &commit.state, commit.queue.as_ref(), create).await?;
     batch
         .statement("UPDATE agents SET name = ")
         .bind(commit.state.name.as_str())

@@ -20,6 +20,7 @@ mod blocks;
 mod dialect;
 mod documents;
 mod meta;
+mod queue;
 mod recall;
 #[cfg(feature = "tantivy")]
 mod tantivy_recall;
@@ -184,6 +185,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         7,
         "shared_blocks",
         include_str!("../../migrations/sqlite/0007_shared_blocks.sql"),
+    ),
+    (
+        8,
+        "queue_rows",
+        include_str!("../../migrations/sqlite/0008_queue_rows.sql"),
     ),
 ];
 

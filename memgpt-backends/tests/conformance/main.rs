@@ -12,6 +12,7 @@
 mod crash;
 #[cfg(feature = "postgres")]
 mod leases;
+mod migrations;
 #[cfg(all(feature = "tantivy", feature = "usearch"))]
 mod repair;
 

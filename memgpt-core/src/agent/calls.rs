@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tracing::debug;
+use tracing::{Instrument, debug};
 
 use super::run::StepRun;
 use super::{Agent, FunctionCallRecord, Rollback};
@@ -253,7 +253,11 @@ impl Agent {
                 waiting: &waiting,
             },
         };
-        let result = run_call(&self.rt.functions, call, limits, &mut ctx).await;
+        let span = super::telemetry::tool_span(&call.name, &call.id);
+        let result = run_call(&self.rt.functions, call, limits, &mut ctx)
+            .instrument(span.clone())
+            .await;
+        super::telemetry::record_tool(&span, &result);
         run.waiting = waiting;
         let memory_changed = self.context.memory_changed(now);
         self.sync_archival_count(run);

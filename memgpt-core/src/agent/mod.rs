@@ -29,6 +29,7 @@ mod run;
 mod services;
 mod shared;
 mod step;
+mod telemetry;
 /// The archival part of one commit.
 #[derive(Debug, Default)]
 pub(crate) struct ArchivalChanges {
@@ -64,7 +65,9 @@ use crate::memory::{MemoryError, WorkingContext};
 use crate::message::Message;
 use crate::passages::PassageWriter;
 use crate::queue::{EvictionPolicy, QueueManager};
-use crate::store::{AgentState, Commit, MessageEmbedding, Passage, Storage, StoreError, Summary};
+use crate::store::{
+    AgentState, Commit, MessageEmbedding, Passage, QueueChange, Storage, StoreError, Summary,
+};
 
 /// The most unembedded messages a step (or [`Agent::call`]) embeds before it runs; the rest
 /// wait for the next one or [`Agent::reindex`].
@@ -581,7 +584,9 @@ impl Agent {
             self.state.memory.shared_ids() != self.context.memory().shared_ids();
         self.state.memory = self.context.memory().clone();
         self.state.summary = self.context.summary().clone();
-        self.state.fifo = self.context.queue().ids();
+        let fifo = self.context.queue().ids();
+        let queue = QueueChange::between(&self.state.fifo, &fifo);
+        self.state.fifo = fifo;
         self.state.pinned = self
             .context
             .queue()
@@ -601,6 +606,7 @@ impl Agent {
             deleted_passages,
             retired_passages,
             attachments_changed,
+            queue,
         };
         self.commit_in_flight = true;
         let result = self.rt.storage.agents.commit(&commit).await;

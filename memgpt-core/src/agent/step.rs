@@ -3,10 +3,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use tracing::{Instrument, debug, info_span, warn};
+use tracing::{Instrument, debug, warn};
 
 use super::calls::{Decision, Turn};
 use super::run::StepRun;
+use super::telemetry;
 use super::{Agent, Event, EventKind, Rollback, StepProgress, StepRecord, StopReason};
 use crate::config::LoopStyle;
 use crate::error::{Error, Result};
@@ -67,8 +68,9 @@ impl Agent {
             ));
         }
         let event = event.into();
-        let span = info_span!("step", agent = %self.id(), event = event.kind.label());
-        async {
+        let span =
+            telemetry::step_span(&self.id().to_string(), &self.state.name, event.kind.label());
+        let result = async {
             // Only one step of this agent at a time, across processes where the store can lock.
             let lease = self.rt.storage.agents.lock_agent(self.id()).await?;
             let result = self.step_leased(event).await;
@@ -77,8 +79,10 @@ impl Agent {
             }
             result
         }
-        .instrument(span)
-        .await
+        .instrument(span.clone())
+        .await;
+        telemetry::record_step(&span, &result);
+        result
     }
 
     async fn step_leased(&mut self, event: Event) -> Result<StepRecord> {
@@ -287,7 +291,16 @@ impl Agent {
         };
         let sink = observer.map(|_| &sink as &crate::llm::StreamSink<'_>);
         let provider = self.rt.provider.as_ref();
-        let result = complete_dispatched(provider, &request, pager.wants_attention(), sink).await;
+        let model = if request.model.is_empty() {
+            provider.model()
+        } else {
+            request.model.as_str()
+        };
+        let span = telemetry::chat_span(provider.provider_name(), model);
+        let result = complete_dispatched(provider, &request, pager.wants_attention(), sink)
+            .instrument(span.clone())
+            .await;
+        telemetry::record_chat(&span, result.as_ref().map(|(r, _)| r));
         let result = result.map(|(response, weights)| {
             if let Some(weights) = weights {
                 pager.observe_attention(&mut self.context, &weights, request.messages.len());

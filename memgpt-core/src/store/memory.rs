@@ -747,7 +747,7 @@ impl ArchivalStore for InMemoryStore {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use chrono::{Duration, TimeZone, Utc};
 
     use super::*;
@@ -756,7 +756,8 @@ mod tests {
     use crate::message::MessageKind;
     use crate::store::{SearchMode, Summary, TimeRange};
 
-    fn state(id: AgentId) -> AgentState {
+    /// A fresh agent's state, for tests.
+    pub(crate) fn state(id: AgentId) -> AgentState {
         let t = Utc.with_ymd_and_hms(2024, 1, 1, 0, 0, 0).unwrap();
         AgentState {
             id,
@@ -789,6 +790,7 @@ mod tests {
             deleted_passages: Vec::new(),
             retired_passages: Vec::new(),
             attachments_changed: false,
+            queue: None,
         }
     }
 

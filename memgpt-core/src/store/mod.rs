@@ -14,6 +14,7 @@
 mod blocks;
 mod error;
 mod memory;
+mod queue;
 mod search;
 mod space;
 mod types;
@@ -28,6 +29,7 @@ pub use blocks::{
 };
 pub use error::StoreError;
 pub use memory::InMemoryStore;
+pub use queue::{QueueChange, StateRecord};
 pub(crate) use search::search_passages_with;
 pub use search::{search_messages, search_passages};
 pub use space::EmbeddingSpace;

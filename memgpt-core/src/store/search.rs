@@ -345,6 +345,7 @@ mod tests {
             deleted_passages: Vec::new(),
             retired_passages: Vec::new(),
             attachments_changed: false,
+            queue: None,
         };
         committed
             .agents

@@ -565,7 +565,10 @@ pub struct AgentState {
     pub memory: WorkingContext,
     /// The recursive summary.
     pub summary: Summary,
-    /// The FIFO queue: ids of the messages in context, oldest first.
+    /// The FIFO queue: ids of the messages in context, oldest first. (Stores may keep it as
+    /// rows of its own, changed by [`Commit::queue`]: a [`StateRecord`](super::StateRecord)
+    /// is the state without it.)
+    #[serde(default)]
     pub fifo: Vec<MessageId>,
     /// Queued messages that are never evicted.
     #[serde(default)]
@@ -689,6 +692,11 @@ pub struct Commit {
     /// detached): the store records the agent's attachments anew from
     /// [`WorkingContext::shared_ids`]. Creating an agent always records them.
     pub attachments_changed: bool,
+    /// How the commit changes the FIFO queue the agent's last commit left
+    /// ([`QueueChange::between`](super::QueueChange::between) of the two `fifo`s), for stores
+    /// that keep the queue as rows; `None`: rewrite the whole queue from `state.fifo`. Stores
+    /// that keep `state` whole may ignore it.
+    pub queue: Option<super::QueueChange>,
 }
 
 impl Commit {
@@ -702,6 +710,7 @@ impl Commit {
             deleted_passages: Vec::new(),
             retired_passages: Vec::new(),
             attachments_changed: false,
+            queue: None,
         }
     }
 

@@ -88,6 +88,10 @@ impl LlmProvider for AnthropicProvider {
         &self.config.model
     }
 
+    fn provider_name(&self) -> &str {
+        "anthropic"
+    }
+
     fn context_window(&self) -> Option<usize> {
         self.config
             .context_window

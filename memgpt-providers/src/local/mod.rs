@@ -213,6 +213,10 @@ impl LlmProvider for LlamaProvider {
         &self.inner.model_id
     }
 
+    fn provider_name(&self) -> &str {
+        "memgpt.local"
+    }
+
     fn context_window(&self) -> Option<usize> {
         Some(self.inner.context_window)
     }

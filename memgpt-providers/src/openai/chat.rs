@@ -96,6 +96,10 @@ impl LlmProvider for OpenAiProvider {
         &self.config.model
     }
 
+    fn provider_name(&self) -> &str {
+        "openai"
+    }
+
     fn context_window(&self) -> Option<usize> {
         self.config
             .context_window

@@ -241,7 +241,6 @@ enum BlocksCommand {
 
 fn main() {
     let cli = Cli::parse();
-    init_logs(&cli);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -253,15 +252,34 @@ fn main() {
             std::process::exit(1);
         }
     };
-    if let Err(e) = runtime.block_on(run(cli)) {
+    // The OTLP export (feature `otel`) sends from the runtime.
+    let telemetry = {
+        let _runtime = runtime.enter();
+        init_logs(&cli)
+    };
+    let result = runtime.block_on(run(cli));
+    #[cfg(feature = "otel")]
+    if let Some(Err(e)) = telemetry.map(memgpt::telemetry::OtlpGuard::shutdown) {
+        eprintln!("memgpt: {e}");
+    }
+    #[cfg(not(feature = "otel"))]
+    let () = telemetry;
+    if let Err(e) = result {
         eprintln!("memgpt: {e:#}");
         std::process::exit(1);
     }
 }
 
+/// What keeps the OTLP export running until the program ends (feature `otel`).
+#[cfg(feature = "otel")]
+type Telemetry = Option<memgpt::telemetry::OtlpGuard>;
+#[cfg(not(feature = "otel"))]
+type Telemetry = ();
+
 /// Logs to stderr, filtered by `RUST_LOG` (default: warnings; `memgpt serve` also logs its
-/// requests), as JSON lines with `memgpt serve --log-json` or `MEMGPT_LOG_FORMAT=json`.
-fn init_logs(cli: &Cli) {
+/// requests), as JSON lines with `memgpt serve --log-json` or `MEMGPT_LOG_FORMAT=json`; with
+/// the `otel` feature and the `otlp_endpoint` setting, also exports the agents' spans.
+fn init_logs(cli: &Cli) -> Telemetry {
     #[cfg(feature = "server")]
     let (serving, json) = match &cli.command {
         Command::Serve { log_json, .. } => (true, *log_json),
@@ -278,6 +296,11 @@ fn init_logs(cli: &Cli) {
     };
     let filter =
         tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| default.into());
+    #[cfg(feature = "otel")]
+    if let Some(endpoint) = otlp_endpoint(cli) {
+        let service = if serving { "memgpt-serve" } else { "memgpt" };
+        return init_logs_and_export(filter, json, &endpoint, service);
+    }
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -285,10 +308,69 @@ fn init_logs(cli: &Cli) {
     #[cfg(feature = "server")]
     if json {
         logs.json().init();
-        return;
+        return Telemetry::default();
     }
     let _ = json;
     logs.init();
+    Telemetry::default()
+}
+
+/// The `otlp_endpoint` setting (file, `MEMGPT_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT`).
+#[cfg(feature = "otel")]
+fn otlp_endpoint(cli: &Cli) -> Option<String> {
+    let settings = Settings::load(cli.config.as_deref(), |name| std::env::var(name).ok(), &[]);
+    match settings {
+        Ok(settings) => settings.get("otlp_endpoint").map(str::to_owned),
+        // `run` reports a broken file.
+        Err(_) => None,
+    }
+}
+
+/// Logs as [`init_logs`] does, and exports the agents' spans to `endpoint` (at `info`, whatever
+/// `RUST_LOG` shows on stderr).
+#[cfg(feature = "otel")]
+fn init_logs_and_export(
+    filter: tracing_subscriber::EnvFilter,
+    json: bool,
+    endpoint: &str,
+    service: &str,
+) -> Telemetry {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let logs = tracing_subscriber::fmt::layer()
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr);
+    #[cfg(feature = "server")]
+    let logs = if json {
+        logs.json().boxed()
+    } else {
+        logs.boxed()
+    };
+    #[cfg(not(feature = "server"))]
+    let logs = {
+        let _ = json;
+        logs.boxed()
+    };
+    let registry = tracing_subscriber::registry().with(logs.with_filter(filter));
+    let spans = Targets::new()
+        .with_target("memgpt_core", LevelFilter::INFO)
+        .with_default(LevelFilter::WARN);
+    match memgpt::telemetry::OtlpExport::new(endpoint)
+        .service_name(service)
+        .layer()
+    {
+        Ok((export, guard)) => {
+            registry.with(export.with_filter(spans)).init();
+            Some(guard)
+        }
+        Err(e) => {
+            registry.init();
+            tracing::warn!(error = %e, "OpenTelemetry export is off");
+            None
+        }
+    }
 }
 
 async fn run(cli: Cli) -> Result<()> {

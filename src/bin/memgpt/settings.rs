@@ -84,6 +84,12 @@ pub const KEYS: &[Key] = &[
         secret: false,
         help: "auto | none | local | all-minilm-l6-v2 | all-mpnet-base-v2 | openai:MODEL",
     },
+    Key {
+        name: "otlp_endpoint",
+        env: &["MEMGPT_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"],
+        secret: false,
+        help: "export traces over OTLP/HTTP to this collector, e.g. http://localhost:4318 (feature otel)",
+    },
 ];
 
 /// Where a value came from.
