@@ -1338,3 +1338,37 @@ async fn a_companion_made_from_the_command_line_consolidates_what_was_said() {
         .await;
     assert!(!out.status.success());
 }
+
+/// With the `otlp_endpoint` setting (here OpenTelemetry's own variable), `memgpt chat` exports
+/// its steps to the collector, and what it had buffered reaches it before the process ends.
+#[cfg(feature = "otel")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_exports_its_steps_over_otlp_when_told_where() {
+    let receiver = crate::telemetry::Receiver::default();
+    let endpoint = receiver.start().await;
+    let cli = Cli::new().await;
+    cli.server.push(say("Hello, Ann."));
+    let mut command = cli.command(&["chat"]);
+    command.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);
+    let output = run(command, "Hi, I'm Ann\n/exit\n").await;
+    let (out, err) = text(&output);
+    assert!(output.status.success(), "{out}\n{err}");
+    let spans = receiver.spans();
+    let names: Vec<&str> = spans.iter().map(|(_, s)| s.name.as_str()).collect();
+    assert!(names.contains(&"invoke_agent sam"), "{names:?}");
+    assert!(names.contains(&"chat gpt-4o-mini"), "{names:?}");
+    assert!(names.contains(&"execute_tool send_message"), "{names:?}");
+    assert!(spans.iter().all(|(service, _)| service == "memgpt"));
+    let (_, step) = spans
+        .iter()
+        .find(|(_, s)| s.name == "invoke_agent sam")
+        .unwrap();
+    let step = crate::telemetry::attributes(step);
+    assert_eq!(step["memgpt.step.functions"], "send_message");
+
+    // Without the setting nothing is sent.
+    let before = receiver.spans().len();
+    cli.server.push(say("Bye."));
+    cli.ok(&["chat"], "bye\n/exit\n").await;
+    assert_eq!(receiver.spans().len(), before);
+}

@@ -19,12 +19,12 @@ use crate::provider;
 
 /// An OTLP/HTTP receiver: every export request to `/v1/traces`, decoded.
 #[derive(Clone, Default)]
-struct Receiver {
+pub(crate) struct Receiver {
     requests: Arc<Mutex<Vec<ExportTraceServiceRequest>>>,
 }
 
 impl Receiver {
-    async fn start(&self) -> String {
+    pub(crate) async fn start(&self) -> String {
         let requests = self.requests.clone();
         let app = axum::Router::new().route(
             "/v1/traces",
@@ -48,7 +48,7 @@ impl Receiver {
     }
 
     /// Every span received, with the service name of its resource.
-    fn spans(&self) -> Vec<(String, Span)> {
+    pub(crate) fn spans(&self) -> Vec<(String, Span)> {
         let mut out = Vec::new();
         for request in self.requests.lock().unwrap().iter() {
             for resource in &request.resource_spans {
@@ -81,7 +81,7 @@ fn text(value: &AnyValue) -> String {
 }
 
 /// A span's attributes as text.
-fn attributes(span: &Span) -> HashMap<String, String> {
+pub(crate) fn attributes(span: &Span) -> HashMap<String, String> {
     span.attributes
         .iter()
         .filter_map(|a| Some((a.key.clone(), text(a.value.as_ref()?.value.as_ref()?))))
