@@ -685,6 +685,16 @@ pub async fn archival_insert_search_delete(backend: &StoreUnderTest) {
         .unwrap();
     assert_eq!(got, vec![passages[4].clone(), passages[1].clone()]);
 
+    // Found (and so in any index a search catches up) before it is deleted.
+    let before = s
+        .archival
+        .search(
+            a.id,
+            &query("launch code 4242", SearchMode::Text, Page::first(5)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(before.total, 1, "{}", backend.name());
     let mut deletion = a.next_commit(vec![], vec![]);
     deletion.deleted_passages = vec![passages[0].id, other_passage_id(&s, other.id).await];
     s.agents.commit(&deletion).await.unwrap();
@@ -706,7 +716,32 @@ pub async fn archival_insert_search_delete(backend: &StoreUnderTest) {
             "{}: {mode:?} forgot the deleted passage",
             backend.name()
         );
+        if mode == SearchMode::Text {
+            assert_eq!(
+                page.total,
+                0,
+                "{}: the deleted passage is not counted either",
+                backend.name()
+            );
+        }
     }
+    // Nor is it in the collection statistics: the other agent's copy is the one left.
+    let terms = memgpt_core::retrieval::query_terms("4242");
+    let filter = query("4242", SearchMode::Text, Page::first(5));
+    let matches = s
+        .archival
+        .text_candidates(a.id, &terms, &filter, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            matches.statistics.documents,
+            matches.statistics.document_frequency.clone()
+        ),
+        (5, vec![1]),
+        "{}",
+        backend.name()
+    );
 }
 
 async fn other_passage_id(s: &Storage, agent: AgentId) -> memgpt_core::ids::PassageId {

@@ -15,7 +15,7 @@ use sqlx::{QueryBuilder, Row, Sqlite};
 use super::SqliteStore;
 use super::agents::agent_token;
 use super::dialect::{PASSAGE_COLUMNS, passage_from_row};
-use super::documents::passage_statistics;
+use super::documents::{passage_statistics, passage_totals};
 use crate::codec::{blob_to_vector_into, db, fts5_terms_query, micros};
 use crate::sql::{self, sql_int};
 use crate::vector::{TopK, cosine_to_unit, normalized};
@@ -178,6 +178,61 @@ impl SqliteStore {
         Ok((keys, total.max(0) as u64, unembedded.max(0) as u64))
     }
 
+    /// The agent's passages with a lifetime that `filter`'s validity instant leaves out (a
+    /// lifetime changes after a passage is indexed, so the tantivy index does not hold it): read
+    /// through the partial index of passages with a lifetime, usually few.
+    #[cfg(feature = "tantivy")]
+    async fn invalid_passages(
+        &self,
+        agent: AgentId,
+        filter: &ArchivalQuery,
+    ) -> Result<std::collections::HashSet<i64>, StoreError> {
+        let Some(at) = filter.validity.instant() else {
+            return Ok(Default::default());
+        };
+        let seqs: Vec<i64> = sqlx::query_scalar(
+            "SELECT seq FROM passages WHERE agent_id = ?1 \
+             AND (valid_from IS NOT NULL OR valid_to IS NOT NULL) \
+             AND NOT ((valid_from IS NULL OR valid_from <= ?2) AND (valid_to IS NULL OR valid_to > ?2))",
+        )
+        .bind(agent.as_uuid())
+        .bind(micros(at))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| db("reading retired passages", e))?;
+        Ok(seqs.into_iter().collect())
+    }
+
+    /// How many of the agent's passages without an embedding `filter` admits and hold one of
+    /// `terms` (read through the partial index of unembedded passages, usually few).
+    #[cfg(feature = "tantivy")]
+    async fn unembedded_matches(
+        &self,
+        agent: AgentId,
+        terms: &[String],
+        filter: &ArchivalQuery,
+    ) -> Result<u64, StoreError> {
+        let mut sql =
+            QueryBuilder::<Sqlite>::new("SELECT p.text FROM passages p WHERE p.agent_id = ");
+        sql.push_bind(*agent.as_uuid())
+            .push(" AND p.embedding IS NULL");
+        push_passage_filters(&mut sql, agent, filter);
+        let texts: Vec<String> = sql
+            .build_query_scalar()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| db("reading passages without an embedding", e))?;
+        let wanted: std::collections::HashSet<&str> = terms.iter().map(String::as_str).collect();
+        Ok(texts
+            .iter()
+            .filter(|text| {
+                memgpt_core::retrieval::document_terms(text)
+                    .iter()
+                    .any(|t| wanted.contains(t.as_str()))
+            })
+            .count() as u64)
+    }
+
     /// How many embedded passages of `agent` the filter admits.
     #[cfg(feature = "usearch")]
     async fn count_embedded(
@@ -271,6 +326,39 @@ impl ArchivalStore for SqliteStore {
         query: &ArchivalQuery,
         limit: usize,
     ) -> Result<PassageMatches, StoreError> {
+        #[cfg(feature = "tantivy")]
+        if let Some(index) = &self.tantivy_archival {
+            index.catch_up(&self.pool).await?;
+            // The counts from SQLite's counters, the frequencies from the index (FTS5's
+            // vocabulary table reads a term's whole list of documents to count them).
+            let mut conn = self
+                .pool
+                .acquire()
+                .await
+                .map_err(|e| db("reading passage term statistics", e))?;
+            let (documents, total_terms) = passage_totals(&mut conn).await?;
+            drop(conn);
+            let statistics = memgpt_core::backend::TermStatistics {
+                documents,
+                total_terms,
+                document_frequency: index.document_frequencies(terms)?,
+            };
+            let excluded = self.invalid_passages(agent, query).await?;
+            let keys = index.candidates(agent, terms, query, &excluded, limit)?;
+            let unembedded = self.unembedded_matches(agent, terms, query).await?;
+            // Only a text search's page total is every match (see `PassageMatches::total`).
+            let total = if query.mode == memgpt_core::store::SearchMode::Text {
+                index.count(agent, terms, query, &excluded)?
+            } else {
+                (keys.len() as u64).max(unembedded)
+            };
+            return Ok(PassageMatches {
+                keys,
+                statistics,
+                total,
+                unembedded,
+            });
+        }
         let statistics = passage_statistics(&self.pool, terms).await?;
         let (keys, total, unembedded) = self.text_matches(agent, terms, query, limit).await?;
         Ok(PassageMatches {

@@ -150,17 +150,24 @@ pub(crate) async fn passage_statistics(
 ) -> Result<TermStatistics, StoreError> {
     let get = |e| db("reading passage term statistics", e);
     let mut conn = pool.acquire().await.map_err(get)?;
+    let (documents, total_terms) = passage_totals(&mut conn).await?;
+    Ok(TermStatistics {
+        documents,
+        total_terms,
+        document_frequency: document_frequencies(&mut conn, "passage_terms_vocab", terms).await?,
+    })
+}
+
+/// How many passages the store holds and how many terms their documents hold, all agents'
+/// (from the per-agent counters: one row per agent).
+pub(crate) async fn passage_totals(conn: &mut SqliteConnection) -> Result<(u64, u64), StoreError> {
     let (documents, total_terms): (i64, i64) = sqlx::query_as(
         "SELECT coalesce(sum(documents), 0), coalesce(sum(terms), 0) FROM archival_statistics",
     )
     .fetch_one(&mut *conn)
     .await
-    .map_err(get)?;
-    Ok(TermStatistics {
-        documents: documents.max(0) as u64,
-        total_terms: total_terms.max(0) as u64,
-        document_frequency: document_frequencies(&mut conn, "passage_terms_vocab", terms).await?,
-    })
+    .map_err(|e| db("reading passage term statistics", e))?;
+    Ok((documents.max(0) as u64, total_terms.max(0) as u64))
 }
 
 /// The `memgpt_meta` key present once `archival_statistics` counts every passage.

@@ -23,6 +23,10 @@ mod meta;
 mod queue;
 mod recall;
 #[cfg(feature = "tantivy")]
+mod tantivy_archival;
+#[cfg(feature = "tantivy")]
+mod tantivy_index;
+#[cfg(feature = "tantivy")]
 mod tantivy_recall;
 mod url;
 #[cfg(feature = "usearch")]
@@ -53,7 +57,8 @@ pub enum RecallIndex {
     /// SQLite's FTS5, inside the database.
     #[default]
     Fts5,
-    /// A tantivy index in `recall.tantivy/` next to the database.
+    /// tantivy indexes next to the database: `recall.tantivy/` of the messages and
+    /// `archival.tantivy/` of the passages (both text searches prune with block-max WAND).
     #[cfg(feature = "tantivy")]
     Tantivy,
 }
@@ -130,6 +135,9 @@ pub struct SqliteStore {
     dir: PathBuf,
     #[cfg(feature = "tantivy")]
     tantivy: Option<tantivy_recall::TantivyRecall>,
+    /// The tantivy index of passages (with `recall=tantivy`: both text indexes).
+    #[cfg(feature = "tantivy")]
+    tantivy_archival: Option<tantivy_archival::TantivyArchival>,
     #[cfg(feature = "usearch")]
     usearch: Option<usearch_index::UsearchIndexes>,
     /// HNSW indexes of the message embeddings (with `vectors=usearch`).
@@ -191,6 +199,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "queue_rows",
         include_str!("../../migrations/sqlite/0008_queue_rows.sql"),
     ),
+    (
+        9,
+        "unembedded_passages",
+        include_str!("../../migrations/sqlite/0009_unembedded_passages.sql"),
+    ),
 ];
 
 /// Committed rows after which the derived indexes catch up at commit time instead of waiting
@@ -238,6 +251,17 @@ impl SqliteStore {
                 RecallIndex::Tantivy => Some(
                     tantivy_recall::TantivyRecall::open(&options.dir.join("recall.tantivy"), &pool)
                         .await?,
+                ),
+                RecallIndex::Fts5 => None,
+            },
+            #[cfg(feature = "tantivy")]
+            tantivy_archival: match options.recall {
+                RecallIndex::Tantivy => Some(
+                    tantivy_archival::TantivyArchival::open(
+                        &options.dir.join("archival.tantivy"),
+                        &pool,
+                    )
+                    .await?,
                 ),
                 RecallIndex::Fts5 => None,
             },
@@ -305,6 +329,8 @@ impl SqliteStore {
         Ok(Self {
             #[cfg(feature = "tantivy")]
             tantivy: None,
+            #[cfg(feature = "tantivy")]
+            tantivy_archival: None,
             #[cfg(feature = "usearch")]
             usearch: None,
             #[cfg(feature = "usearch")]
@@ -376,6 +402,11 @@ impl SqliteStore {
             if let Err(e) = result {
                 warn!(error = %e, "the tantivy recall index could not forget a deleted agent; it rebuilds on open");
             }
+            if let (Some(archival), Some(generation)) = (&self.tantivy_archival, generation)
+                && let Err(e) = archival.forget_agent(&self.pool, agent, generation).await
+            {
+                warn!(error = %e, "the tantivy archival index could not forget a deleted agent; it rebuilds on open");
+            }
         }
         #[cfg(feature = "usearch")]
         for indexes in [&self.usearch, &self.recall_vectors].into_iter().flatten() {
@@ -406,6 +437,12 @@ impl SqliteStore {
             && let Err(e) = tantivy.catch_up(&self.pool).await
         {
             warn!(error = %e, "the tantivy recall index could not catch up; it will retry");
+        }
+        #[cfg(feature = "tantivy")]
+        if let Some(archival) = &self.tantivy_archival
+            && let Err(e) = archival.catch_up(&self.pool).await
+        {
+            warn!(error = %e, "the tantivy archival index could not catch up; it will retry");
         }
         #[cfg(feature = "usearch")]
         if let Ok(Some(space)) = self.space().await {

@@ -35,7 +35,10 @@ pub struct PassageMatches {
     /// The collection statistics of the query terms, in the order asked, over every passage
     /// the store indexes (all agents').
     pub statistics: TermStatistics,
-    /// How many admitted passages hold a query term (all of them, not only `keys`).
+    /// How many admitted passages hold a query term (all of them, not only `keys`). Only a
+    /// [`SearchMode::Text`](crate::store::SearchMode::Text) search's page total is this count,
+    /// so a store whose index prunes (it never visits every match) may count it for those
+    /// queries only, and give at least `keys.len()` and `unembedded` for the others.
     pub total: u64,
     /// How many of those have no embedding (they cannot be in the vector list).
     pub unembedded: u64,
