@@ -14,21 +14,20 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use memgpt_core::backend::ANALYZER_VERSION;
 use memgpt_core::ids::AgentId;
 use memgpt_core::retrieval::document_terms;
 use memgpt_core::store::{ArchivalQuery, StoreError};
 use sqlx::{Row, SqlitePool};
-use tantivy::columnar::{Column, StrColumn};
+use tantivy::columnar::Column;
 use tantivy::schema::{FAST, Field, INDEXED, STRING, Schema};
 use tantivy::{DocId, SegmentReader, TantivyDocument, Term};
-use tracing::{debug, info};
+use tracing::debug;
 
 use super::tantivy_index::{
     BATCH, DerivedIndex, Watermark, count_matches, generation, pruned_top, tantivy_error,
-    terms_options,
+    term_ords, terms_options,
 };
-use crate::codec::{corrupt, db, micros};
+use crate::codec::{db, micros};
 
 /// Separates a passage's tags in the catch-up query (a tag never holds it).
 const TAG_SEPARATOR: char = '\u{1f}';
@@ -89,12 +88,7 @@ impl TantivyArchival {
         let mut watermark = self.watermark.lock().await;
         let generation = generation(pool).await?;
         let mut clear = false;
-        if generation != watermark.generation || watermark.analyzer != ANALYZER_VERSION {
-            info!(
-                from = watermark.generation,
-                to = generation,
-                "the database generation or the analyzer changed; rebuilding the archival text index"
-            );
+        if let Some(restart) = watermark.restart(generation, "the archival text index") {
             // Deletions before the rebuild are in the rows already (the deleted are gone).
             let deletion: Option<i64> =
                 sqlx::query_scalar("SELECT max(seq) FROM passage_deletions")
@@ -103,9 +97,7 @@ impl TantivyArchival {
                     .map_err(|e| db("reading passage deletions", e))?;
             *watermark = Watermark {
                 deletion: deletion.unwrap_or(0),
-                generation,
-                analyzer: ANALYZER_VERSION.to_owned(),
-                ..Watermark::default()
+                ..restart
             };
             clear = true;
         }
@@ -143,12 +135,10 @@ impl TantivyArchival {
                 next.deletion = *seq;
                 deletes.push(Term::from_field_u64(self.fields.seq, *passage as u64));
             }
-            let index = self.index.clone();
             let (batch, deleted) = (rows.len(), deletions.len());
-            let payload = next.clone();
-            tokio::task::spawn_blocking(move || index.commit(docs, deletes, &payload, clear))
-                .await
-                .map_err(|e| db("indexing passages", e))??;
+            self.index
+                .commit_in_background(docs, deletes, &next, clear, "indexing passages")
+                .await?;
             debug!(
                 batch,
                 deleted,
@@ -290,11 +280,9 @@ impl TantivyArchival {
             deletion: last.unwrap_or(0),
             ..watermark.clone()
         };
-        let index = self.index.clone();
-        let payload = next.clone();
-        tokio::task::spawn_blocking(move || index.commit(Vec::new(), deletes, &payload, false))
-            .await
-            .map_err(|e| db("forgetting an agent", e))??;
+        self.index
+            .commit_in_background(Vec::new(), deletes, &next, false, "forgetting an agent")
+            .await?;
         *watermark = next;
         Ok(())
     }
@@ -323,15 +311,7 @@ impl<'a> SegmentFilter<'a> {
     ) -> Result<Option<Self>, StoreError> {
         let fast = segment.fast_fields();
         let reading = |e: tantivy::TantivyError| tantivy_error("reading the archival index", e);
-        let io = |e: std::io::Error| db("reading the archival index", e);
-        let str_column = |name: &str| -> Result<_, StoreError> {
-            fast.str(name)
-                .map_err(reading)?
-                .map(StrColumn::into_parts)
-                .ok_or_else(|| corrupt(format!("the archival index has no {name} column")))
-        };
-        let (agents, agent_column) = str_column("agent")?;
-        let Some(agent_ord) = agents.term_ord(agent).map_err(io)? else {
+        let Some((agent_column, agent_ords)) = term_ords(segment, "agent", [agent])? else {
             return Ok(None);
         };
         let (start, end) = (
@@ -346,22 +326,16 @@ impl<'a> SegmentFilter<'a> {
         let tags = if query.tags.is_empty() {
             None
         } else {
-            let (names, column) = str_column("tags")?;
-            let mut ords = Vec::with_capacity(query.tags.len());
-            for tag in &query.tags {
-                if let Some(ord) = names.term_ord(tag.as_str()).map_err(io)? {
-                    ords.push(ord);
-                }
-            }
-            if ords.is_empty() {
+            let Some(tags) = term_ords(segment, "tags", query.tags.iter().map(String::as_str))?
+            else {
                 return Ok(None);
-            }
-            Some((column, ords))
+            };
+            Some(tags)
         };
         Ok(Some(Self {
             seq: fast.u64("seq").map_err(reading)?,
             agent: agent_column,
-            agent_ord,
+            agent_ord: agent_ords[0],
             time,
             tags,
             excluded,

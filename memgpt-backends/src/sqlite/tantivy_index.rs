@@ -10,12 +10,13 @@
 //! so a filter never costs the pruning.
 
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use memgpt_core::backend::TermStatistics;
+use memgpt_core::backend::{ANALYZER_VERSION, TermStatistics};
 use memgpt_core::store::StoreError;
 use serde_json::json;
 use sqlx::SqlitePool;
+use tantivy::columnar::Column;
 use tantivy::directory::MmapDirectory;
 use tantivy::query::{BooleanQuery, EnableScoring, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions};
@@ -70,6 +71,26 @@ impl Watermark {
             deletion: value["deletion"].as_i64().unwrap_or(0),
             generation: value["generation"].as_i64()?,
             analyzer: value["analyzer"].as_str().unwrap_or_default().to_owned(),
+        })
+    }
+
+    /// The watermark to start again from when this one was written at another generation
+    /// of the database or by another analyzer (the index must then be rebuilt); `None` when it
+    /// still holds.
+    pub(super) fn restart(&self, generation: i64, what: &str) -> Option<Self> {
+        if generation == self.generation && self.analyzer == ANALYZER_VERSION {
+            return None;
+        }
+        info!(
+            from = self.generation,
+            to = generation,
+            analyzer = ANALYZER_VERSION,
+            "the database generation or the analyzer changed; rebuilding {what}"
+        );
+        Some(Self {
+            generation,
+            analyzer: ANALYZER_VERSION.to_owned(),
+            ..Self::default()
         })
     }
 
@@ -172,6 +193,23 @@ impl DerivedIndex {
         self.reader.reload().map_err(|e| tantivy_error(what, e))
     }
 
+    /// [`DerivedIndex::commit`] on a blocking thread (tantivy's writes and syncs block);
+    /// `what` names the work in errors.
+    pub(super) async fn commit_in_background(
+        self: &Arc<Self>,
+        docs: Vec<TantivyDocument>,
+        deletes: Vec<Term>,
+        watermark: &Watermark,
+        clear_first: bool,
+        what: &'static str,
+    ) -> Result<(), StoreError> {
+        let index = self.clone();
+        let watermark = watermark.clone();
+        tokio::task::spawn_blocking(move || index.commit(docs, deletes, &watermark, clear_first))
+            .await
+            .map_err(|e| db(what, e))?
+    }
+
     /// A searcher over the last commit.
     pub(super) fn searcher(&self) -> tantivy::Searcher {
         self.reader.searcher()
@@ -196,6 +234,33 @@ fn open_index(
         TextAnalyzer::from(WhitespaceTokenizer::default()),
     );
     Ok(index)
+}
+
+/// A fast string column of a segment and the ordinals of the admitted values in it.
+pub(super) type AdmittedOrds = (Column<u64>, Vec<u64>);
+
+/// The fast string column `name` of a segment and the ordinals in it of those of `values` the
+/// segment holds (`None` when it holds none of them: no document of it can match).
+pub(super) fn term_ords<'v>(
+    segment: &SegmentReader,
+    name: &str,
+    values: impl IntoIterator<Item = &'v str>,
+) -> Result<Option<AdmittedOrds>, StoreError> {
+    let reading = |e: tantivy::TantivyError| tantivy_error("reading a text index", e);
+    let io = |e: std::io::Error| db("reading a text index", e);
+    let (terms, column) = segment
+        .fast_fields()
+        .str(name)
+        .map_err(reading)?
+        .map(|c| c.into_parts())
+        .ok_or_else(|| corrupt(format!("a text index has no {name} column")))?;
+    let mut ords = Vec::new();
+    for value in values {
+        if let Some(ord) = terms.term_ord(value).map_err(io)? {
+            ords.push(ord);
+        }
+    }
+    Ok((!ords.is_empty()).then_some((column, ords)))
 }
 
 /// The database's generation (`memgpt_meta`).

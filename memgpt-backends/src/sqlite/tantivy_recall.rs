@@ -19,7 +19,6 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use memgpt_core::backend::ANALYZER_VERSION;
 use memgpt_core::ids::AgentId;
 use memgpt_core::retrieval::TextCandidates;
 use memgpt_core::store::{RecallQuery, StoreError};
@@ -28,13 +27,13 @@ use tantivy::columnar::Column;
 use tantivy::query::TermQuery;
 use tantivy::schema::{FAST, Field, INDEXED, IndexRecordOption, STRING, Schema};
 use tantivy::{DocId, SegmentReader, TantivyDocument, Term};
-use tracing::{debug, info};
+use tracing::debug;
 
 use super::tantivy_index::{
-    BATCH, DerivedIndex, Watermark, generation, pruned_top, statistics, tantivy_error,
+    BATCH, DerivedIndex, Watermark, generation, pruned_top, statistics, tantivy_error, term_ords,
     terms_options,
 };
-use crate::codec::{corrupt, db, micros};
+use crate::codec::{db, micros};
 
 #[derive(Clone, Copy, Debug)]
 struct Fields {
@@ -92,18 +91,8 @@ impl TantivyRecall {
         let mut watermark = self.watermark.lock().await;
         let generation = generation(pool).await?;
         let mut clear = false;
-        if generation != watermark.generation || watermark.analyzer != ANALYZER_VERSION {
-            info!(
-                from = watermark.generation,
-                to = generation,
-                analyzer = ANALYZER_VERSION,
-                "the database generation or the analyzer changed; rebuilding the recall index"
-            );
-            *watermark = Watermark {
-                generation,
-                analyzer: ANALYZER_VERSION.to_owned(),
-                ..Watermark::default()
-            };
+        if let Some(restart) = watermark.restart(generation, "the recall index") {
+            *watermark = restart;
             clear = true;
         }
         loop {
@@ -125,12 +114,10 @@ impl TantivyRecall {
                 next.seq = seq;
                 docs.push(doc);
             }
-            let index = self.index.clone();
             let batch = rows.len();
-            let payload = next.clone();
-            tokio::task::spawn_blocking(move || index.commit(docs, Vec::new(), &payload, clear))
-                .await
-                .map_err(|e| db("indexing messages", e))??;
+            self.index
+                .commit_in_background(docs, Vec::new(), &next, clear, "indexing messages")
+                .await?;
             debug!(batch, seq = next.seq, "recall index caught up");
             *watermark = next;
             clear = false;
@@ -202,16 +189,14 @@ impl TantivyRecall {
         generation: i64,
     ) -> Result<(), StoreError> {
         let mut watermark = self.watermark.lock().await;
-        let index = self.index.clone();
         let next = Watermark {
             generation,
             ..watermark.clone()
         };
         let term = Term::from_field_text(self.fields.agent, &agent.as_uuid().simple().to_string());
-        let payload = next.clone();
-        tokio::task::spawn_blocking(move || index.commit(Vec::new(), vec![term], &payload, false))
-            .await
-            .map_err(|e| db("forgetting an agent", e))??;
+        self.index
+            .commit_in_background(Vec::new(), vec![term], &next, false, "forgetting an agent")
+            .await?;
         *watermark = next;
         Ok(())
     }
@@ -239,31 +224,17 @@ impl SegmentFilter {
     ) -> Result<Option<Self>, StoreError> {
         let fast = segment.fast_fields();
         let reading = |e: tantivy::TantivyError| tantivy_error("reading the recall index", e);
-        let io = |e: std::io::Error| db("reading the recall index", e);
-        let str_column = |name: &str| -> Result<_, StoreError> {
-            fast.str(name)
-                .map_err(reading)?
-                .map(|c| c.into_parts())
-                .ok_or_else(|| corrupt(format!("the recall index has no {name} column")))
-        };
-        let (agents, agent_column) = str_column("agent")?;
-        let Some(agent_ord) = agents.term_ord(agent).map_err(io)? else {
+        let Some((agent_column, agent_ords)) = term_ords(segment, "agent", [agent])? else {
             return Ok(None);
         };
         let kind = if query.kinds.is_empty() {
             None
         } else {
-            let (kinds, column) = str_column("kind")?;
-            let mut ords = Vec::with_capacity(query.kinds.len());
-            for kind in &query.kinds {
-                if let Some(ord) = kinds.term_ord(kind.as_str()).map_err(io)? {
-                    ords.push(ord);
-                }
-            }
-            if ords.is_empty() {
+            let kinds = query.kinds.iter().map(|k| k.as_str());
+            let Some(kinds) = term_ords(segment, "kind", kinds)? else {
                 return Ok(None);
-            }
-            Some((column, ords))
+            };
+            Some(kinds)
         };
         let time = if (start, end) == (i64::MIN, i64::MAX) {
             None
@@ -273,7 +244,7 @@ impl SegmentFilter {
         Ok(Some(Self {
             seq: fast.u64("seq").map_err(reading)?,
             agent: agent_column,
-            agent_ord,
+            agent_ord: agent_ords[0],
             kind,
             time,
         }))

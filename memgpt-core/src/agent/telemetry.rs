@@ -18,7 +18,7 @@ use tracing::{Span, info_span};
 
 use super::{StepRecord, StopReason};
 use crate::function::FunctionReturn;
-use crate::llm::{ChatResponse, FinishReason, LlmError};
+use crate::llm::{ChatResponse, FinishReason, LlmError, Usage};
 
 /// The span of one agent step (`invoke_agent {name}`).
 pub(crate) fn step_span(agent_id: &str, agent_name: &str, event: &str) -> Span {
@@ -63,12 +63,7 @@ pub(crate) fn record_step(span: &Span, result: &crate::Result<StepRecord>) {
         .iter()
         .map(|c| c.name.as_str())
         .collect();
-    span.record("gen_ai.usage.input_tokens", record.usage.prompt_tokens);
-    span.record("gen_ai.usage.output_tokens", record.usage.completion_tokens);
-    span.record(
-        "gen_ai.usage.cache_read.input_tokens",
-        record.usage.cached_prompt_tokens,
-    );
+    record_usage(span, &record.usage);
     span.record("memgpt.step.functions", functions.join(","));
     span.record("memgpt.step.llm_calls", record.llm_calls as u64);
     span.record("memgpt.step.stop_reason", stop_reason(&record.stop_reason));
@@ -124,21 +119,23 @@ pub(crate) fn record_chat(span: &Span, result: Result<&ChatResponse, &LlmError>)
                 "gen_ai.response.finish_reasons",
                 finish_reason(&response.finish_reason),
             );
-            span.record("gen_ai.usage.input_tokens", response.usage.prompt_tokens);
-            span.record(
-                "gen_ai.usage.output_tokens",
-                response.usage.completion_tokens,
-            );
-            span.record(
-                "gen_ai.usage.cache_read.input_tokens",
-                response.usage.cached_prompt_tokens,
-            );
+            record_usage(span, &response.usage);
         }
         Err(e) => {
             span.record("error.type", llm_error_type(e));
             span.record("otel.status_code", "ERROR");
         }
     }
+}
+
+/// Records token usage in the conventions' attributes (the span declares them).
+fn record_usage(span: &Span, usage: &Usage) {
+    span.record("gen_ai.usage.input_tokens", usage.prompt_tokens);
+    span.record("gen_ai.usage.output_tokens", usage.completion_tokens);
+    span.record(
+        "gen_ai.usage.cache_read.input_tokens",
+        usage.cached_prompt_tokens,
+    );
 }
 
 /// The span of one function call (`execute_tool {function}`).
