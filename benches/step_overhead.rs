@@ -15,7 +15,13 @@
 //! cargo bench --bench step_overhead                 # full run
 //! cargo bench --bench step_overhead -- --quick      # fewer samples
 //! cargo bench --bench step_overhead --features tantivy,usearch   # with the embedded stack
+//! cargo bench --bench step_overhead -- --history 1000 --store sqlite   # one row
+//! MEMGPT_TEST_POSTGRES_URL=postgres://... cargo bench --bench step_overhead --features postgres
 //! ```
+//!
+//! With the `postgres` feature and `MEMGPT_TEST_POSTGRES_URL` set, a PostgreSQL row runs too,
+//! in a schema of its own (dropped afterwards). `--history N` keeps the rows at N messages
+//! (0, 1000 or 10000; repeatable) and `--store NAME` the rows of that store (repeatable).
 
 #[path = "../tests/support/fake_openai.rs"]
 mod fake_openai;
@@ -88,25 +94,56 @@ async fn agent(base_url: String, storage: Option<Storage>) -> Agent {
     .expect("agent")
 }
 
-/// The stores the rows run on: a name and a URL (`None`: in memory).
-fn stores() -> Vec<(&'static str, Option<&'static str>)> {
+/// The stores the rows run on: a name and where (`None`: in memory; a `sqlite://` URL's query;
+/// a `postgres://` URL).
+fn stores() -> Vec<(&'static str, Option<String>)> {
     #[allow(unused_mut)]
     let mut stores = vec![("memory", None)];
     #[cfg(feature = "sqlite")]
-    stores.push(("sqlite", Some("?recall=fts5&vectors=exact")));
+    stores.push(("sqlite", Some("?recall=fts5&vectors=exact".to_owned())));
     #[cfg(all(feature = "tantivy", feature = "usearch"))]
     stores.push((
         "sqlite+tantivy+usearch",
-        Some("?recall=tantivy&vectors=usearch"),
+        Some("?recall=tantivy&vectors=usearch".to_owned()),
     ));
+    #[cfg(feature = "postgres")]
+    if let Ok(base) = std::env::var("MEMGPT_TEST_POSTGRES_URL") {
+        let separator = if base.contains('?') { '&' } else { '?' };
+        stores.push((
+            "postgres",
+            Some(format!(
+                "{base}{separator}schema=step_bench_{}",
+                std::process::id()
+            )),
+        ));
+    }
     stores
 }
 
-/// Opens a store from `params` in a fresh directory (kept until the returned guard drops).
+/// The values given to every `flag VALUE` on the command line.
+fn values_of(flag: &str) -> Vec<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.windows(2)
+        .filter(|w| w[0] == flag)
+        .map(|w| w[1].clone())
+        .collect()
+}
+
+/// Opens a store in a fresh directory (kept until the returned guard drops), or a
+/// PostgreSQL schema.
 async fn open_store(params: Option<&str>) -> (Option<Storage>, Option<tempfile::TempDir>) {
     let Some(params) = params else {
         return (None, None);
     };
+    if params.starts_with("postgres") {
+        let storage = params
+            .parse::<memgpt::StoreConfig>()
+            .expect("store URL")
+            .open()
+            .await
+            .expect("open store");
+        return (Some(storage), None);
+    }
     let dir = tempfile::tempdir().expect("temporary directory");
     let url = format!("sqlite://{}{params}", dir.path().display());
     let storage = url
@@ -211,14 +248,22 @@ fn main() {
         // Warm up the process (allocator, connection pool, caches).
         measure_at(&base_url, None, 30, 3, 10).await;
         let mut rows = Vec::new();
+        let (histories, only) = (values_of("--history"), values_of("--store"));
         for (store, params) in stores() {
+            if !only.is_empty() && !only.iter().any(|s| s == store) {
+                continue;
+            }
             let sizes = [
                 (0, measured, 1),
                 (1_000, measured / 10, 10),
                 (10_000, (measured / 100).max(1), 10),
             ];
             for (history, agents, steps) in sizes {
-                let (samples, tokens) = measure_at(&base_url, params, history, agents, steps).await;
+                if !histories.is_empty() && !histories.iter().any(|h| *h == history.to_string()) {
+                    continue;
+                }
+                let (samples, tokens) =
+                    measure_at(&base_url, params.as_deref(), history, agents, steps).await;
                 rows.push((store, history, history + 3 * steps, tokens, samples));
             }
         }

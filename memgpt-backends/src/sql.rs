@@ -473,6 +473,46 @@ pub(crate) fn block_parts(
     })
 }
 
+/// Each agent's [`DocumentBuilder`] as its last commit in this process left it, so the next
+/// commit need not read the agent's latest turns again. An entry is only used when the agent's
+/// version and number of conversation turns in the database are still the ones it was left at
+/// (another process's commit changes the version); it is taken out for each commit and put back
+/// only after the commit succeeds.
+#[derive(Debug, Default)]
+pub(crate) struct BuilderCache(std::sync::Mutex<HashMap<AgentId, CachedBuilder>>);
+
+/// A cached builder and the agent version it is current for.
+#[derive(Debug)]
+pub(crate) struct CachedBuilder {
+    pub(crate) version: u64,
+    pub(crate) builder: DocumentBuilder,
+}
+
+impl BuilderCache {
+    /// Entries kept at most (each is an agent's last two turns, as terms); past it the cache
+    /// starts over.
+    const CAPACITY: usize = 4_096;
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<AgentId, CachedBuilder>> {
+        // The map holds plain values: a panic elsewhere cannot leave one half-written.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes `agent`'s entry out.
+    pub(crate) fn take(&self, agent: AgentId) -> Option<CachedBuilder> {
+        self.lock().remove(&agent)
+    }
+
+    /// Keeps `builder` as `agent`'s, current at `version`.
+    pub(crate) fn keep(&self, agent: AgentId, version: u64, builder: DocumentBuilder) {
+        let mut map = self.lock();
+        if map.len() >= Self::CAPACITY {
+            map.clear();
+        }
+        map.insert(agent, CachedBuilder { version, builder });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

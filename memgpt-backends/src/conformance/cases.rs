@@ -13,6 +13,7 @@ use memgpt_core::store::{
 
 use super::StoreUnderTest;
 pub use super::blocks::shared_blocks_are_exact;
+pub use super::documents::documents_follow_commits_of_another_handle;
 use super::fixtures::*;
 pub use super::hybrid::{
     archival_filters_by_tag_and_date, archival_ranking_agrees_with_the_reference,

@@ -42,6 +42,7 @@
 mod blocks;
 pub mod cases;
 pub mod crash;
+mod documents;
 pub mod fixtures;
 mod hybrid;
 mod lifetimes;
@@ -221,6 +222,7 @@ macro_rules! store_conformance_tests {
             facts_with_a_lifetime_agree_with_the_reference,
             shared_blocks_are_exact,
             queues_change_by_what_a_step_changed,
+            documents_follow_commits_of_another_handle,
             imports_are_all_or_nothing,
             nul_characters_are_refused_alike,
         );

@@ -17,6 +17,7 @@ use tracing::{debug, info, warn};
 
 use super::blocks::write_attachments;
 use super::documents::{Collection, count_documents, passage_search_text};
+use super::message_rows::{MessageRows, insert_message_rows};
 use super::queue::{LIST_AGENTS, LOAD_AGENT, StateRow, state_of, write_queue};
 use super::{PgStore, SPACE_LOCK, agent_lock_key, read_space};
 use crate::codec::db;
@@ -283,6 +284,33 @@ impl PgStore {
     async fn write(&self, commit: &Commit, create: bool) -> Result<(), StoreError> {
         commit.check_text()?;
         let id = commit.state.id;
+        if !create && super::step::is_usual_step(commit) {
+            if let Some(cached) = self.builders.take(id) {
+                if let Some(builder) = self.write_step(commit, cached).await? {
+                    self.builders.keep(id, commit.state.version, builder);
+                    return Ok(());
+                }
+            }
+        }
+        let (space, builder) = self.write_carefully(commit, create).await?;
+        if let Some(builder) = builder {
+            self.builders.keep(id, commit.state.version, builder);
+        }
+        if let Some(space) = space {
+            self.remember_space(space);
+        }
+        Ok(())
+    }
+
+    /// A commit in a transaction, checked before it writes (or creating the agent), its
+    /// documents continuing the agent's latest turns as read from the database. Returns the
+    /// embedding space the commit fixed and the document builder it ended with, if any.
+    async fn write_carefully(
+        &self,
+        commit: &Commit,
+        create: bool,
+    ) -> Result<(Option<EmbeddingSpace>, Option<DocumentBuilder>), StoreError> {
+        let id = commit.state.id;
         let mut tx = self
             .pool
             .begin()
@@ -305,32 +333,30 @@ impl PgStore {
                     .map_err(|e| db("reading an agent's version", e))?;
             commit.check_version(current.ok_or(StoreError::AgentNotFound(id))? as u64)?;
         }
-        let space = self.write_commit(&mut tx, commit, create).await?;
+        let written = self.write_commit(&mut tx, commit, create).await?;
         memgpt_core::failpoint::hit("commit.before");
         tx.commit().await.map_err(|e| db("committing a step", e))?;
         memgpt_core::failpoint::hit("commit.after");
-        if let Some(space) = space {
-            self.remember_space(space);
-        }
-        Ok(())
+        Ok(written)
     }
 
     /// Everything a commit writes after its version check (messages, embeddings, passages,
     /// deletions, the new state), inside the caller's transaction. Returns the embedding space
-    /// the commit fixed, if it fixed one. `create`: the agent's row was just inserted (its
-    /// queue is written whole).
+    /// the commit fixed, if it fixed one, and the document builder its messages ended with.
+    /// `create`: the agent's row was just inserted (its queue is written whole).
     async fn write_commit(
         &self,
         tx: &mut PgConnection,
         commit: &Commit,
         create: bool,
-    ) -> Result<Option<EmbeddingSpace>, StoreError> {
+    ) -> Result<(Option<EmbeddingSpace>, Option<DocumentBuilder>), StoreError> {
         let id = commit.state.id;
         let embeddings: Vec<&Embedding> = commit.embeddings().collect();
         let space = self.check_embeddings(&mut *tx, &embeddings).await?;
+        let mut builder = None;
         if !commit.messages.is_empty() {
-            let mut builder = builder_for(&mut *tx, id).await?;
-            let terms = insert_messages(&mut *tx, &commit.messages, &mut builder).await?;
+            let builder = builder.insert(builder_for(&mut *tx, id).await?);
+            let terms = insert_messages(&mut *tx, &commit.messages, builder).await?;
             count_documents(
                 &mut *tx,
                 Collection::Messages,
@@ -403,7 +429,7 @@ impl PgStore {
         .execute(&mut *tx)
         .await
         .map_err(|e| db("writing agent state", e))?;
-        Ok(space)
+        Ok((space, builder))
     }
 
     /// Rejects embeddings of another model or dimension than the store holds. The first
@@ -500,69 +526,13 @@ async fn insert_messages(
     if messages.is_empty() {
         return Ok(0);
     }
-    let n = messages.len();
-    let (mut ids, mut agents, mut kinds, mut texts) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
-    let (mut calls, mut call_ids, mut names, mut times, mut searches) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::<DateTime<Utc>>::with_capacity(n),
-        Vec::with_capacity(n),
-    );
-    let (mut turns, mut lengths) = (
-        Vec::<Option<i64>>::with_capacity(n),
-        Vec::<i32>::with_capacity(n),
-    );
-    let mut total_terms = 0i64;
-    for m in messages {
-        ids.push(*m.id.as_uuid());
-        agents.push(*m.agent_id.as_uuid());
-        kinds.push(m.kind.as_str());
-        texts.push(m.text.as_str());
-        calls.push(if m.tool_calls.is_empty() {
-            None
-        } else {
-            Some(serde_json::to_string(&m.tool_calls).map_err(|e| db("encoding tool calls", e))?)
-        });
-        call_ids.push(m.tool_call_id.as_deref());
-        names.push(m.name.as_deref());
-        times.push(m.created_at);
-        let document = builder.add(m);
-        total_terms += document.len() as i64;
-        turns.push(document.turn.map(|t| t as i64));
-        lengths.push(document.len() as i32);
-        searches.push(document.text());
-    }
-    sqlx::query(
-        "INSERT INTO messages (id, agent_id, kind, text, tool_calls, tool_call_id, name, created_at, search_text, \
-                               turn, document_length) \
-         SELECT u.id, u.agent_id, u.kind, u.text, u.tool_calls::jsonb, u.tool_call_id, u.name, u.created_at, \
-                u.search_text, u.turn, u.len \
-         FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], \
-                     $8::timestamptz[], $9::text[], $10::bigint[], $11::int4[]) WITH ORDINALITY \
-              AS u(id, agent_id, kind, text, tool_calls, tool_call_id, name, created_at, search_text, turn, len, ord) \
-         ORDER BY u.ord",
-    )
-    .bind(ids)
-    .bind(agents)
-    .bind(kinds)
-    .bind(texts)
-    .bind(calls)
-    .bind(call_ids)
-    .bind(names)
-    .bind(times)
-    .bind(searches)
-    .bind(turns)
-    .bind(lengths)
-    .execute(&mut *tx)
-    .await
-    .map_err(|e| db("appending messages", e))?;
-    Ok(total_terms)
+    let rows = MessageRows::new(messages, builder)?;
+    let terms = rows.terms;
+    rows.bind(sqlx::query(insert_message_rows!("true")))
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db("appending messages", e))?;
+    Ok(terms)
 }
 
 /// Stores embeddings of the agent's conversation messages, all windows of a message with the

@@ -25,9 +25,11 @@ mod archival;
 mod blocks;
 mod dialect;
 mod documents;
+mod message_rows;
 mod meta;
 mod queue;
 mod recall;
+mod step;
 
 use meta::meta;
 use std::fmt;
@@ -229,6 +231,9 @@ pub struct PgStore {
     space: crate::sql::SpaceCache,
     /// [`PgOptions::ef_search`].
     ef_search: usize,
+    /// Each agent's search-document builder as this process's last commit of it left it, for
+    /// the next step's one-statement commit (`step.rs`).
+    builders: crate::sql::BuilderCache,
 }
 
 /// The schema, in order; all pending ones are applied in one transaction.
@@ -297,8 +302,12 @@ impl PgStore {
         // generic plan cannot judge their selectivity (it would scan an agent's whole history
         // instead of the GIN or HNSW index).
         let set_search_path = format!("SET search_path TO {search_path}");
+        // No ping when a connection leaves the pool: it would be a round trip before every
+        // statement. A connection the server dropped fails its next statement, which reports
+        // the error (nothing half-written: every write is one transaction) and is closed.
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections.max(1))
+            .test_before_acquire(false)
             .after_connect(move |conn, _meta| {
                 let sql = set_search_path.clone();
                 Box::pin(async move {
@@ -321,6 +330,7 @@ impl PgStore {
             schema,
             space: crate::sql::SpaceCache::default(),
             ef_search: options.ef_search.clamp(1, MAX_EF_SEARCH),
+            builders: crate::sql::BuilderCache::default(),
         };
         store.space().await?;
         Ok(store)

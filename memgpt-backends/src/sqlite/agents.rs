@@ -15,10 +15,11 @@ use sqlx::{Row, SqliteConnection};
 use super::SqliteStore;
 use super::batch::Batch;
 use super::blocks::write_attachments;
-use super::documents::{CachedBuilder, count_documents, count_passage};
+use super::documents::{count_documents, count_passage};
 use super::meta::embedding_space;
 use super::queue::{LIST_AGENTS, LOAD_AGENT, parse_queue, write_queue};
 use crate::codec::{corrupt, db, micros, vector_to_blob};
+use crate::sql::CachedBuilder;
 
 /// The state's row: everything but the queue, which has rows of its own.
 fn state_json(state: &AgentState) -> Result<String, StoreError> {

@@ -151,7 +151,7 @@ pub struct SqliteStore {
     #[cfg_attr(not(any(feature = "tantivy", feature = "usearch")), allow(dead_code))]
     unindexed: std::sync::atomic::AtomicUsize,
     /// Each agent's search-document builder after its last commit in this process.
-    builders: documents::BuilderCache,
+    builders: crate::sql::BuilderCache,
     /// Held by this process's write transactions, so its writers queue here in order instead
     /// of polling SQLite's lock (its busy handler sleeps up to 100 ms between tries).
     writer: tokio::sync::Mutex<()>,
@@ -286,7 +286,7 @@ impl SqliteStore {
             pool,
             dir: options.dir,
             unindexed: std::sync::atomic::AtomicUsize::new(0),
-            builders: documents::BuilderCache::default(),
+            builders: crate::sql::BuilderCache::default(),
             writer: tokio::sync::Mutex::new(()),
             space: crate::sql::SpaceCache::default(),
         };
@@ -338,7 +338,7 @@ impl SqliteStore {
             pool,
             dir: options.dir,
             unindexed: std::sync::atomic::AtomicUsize::new(0),
-            builders: documents::BuilderCache::default(),
+            builders: crate::sql::BuilderCache::default(),
             writer: tokio::sync::Mutex::new(()),
             space: crate::sql::SpaceCache::default(),
         })

@@ -331,61 +331,6 @@ async fn a_version_2_store_is_migrated_and_its_documents_built() {
     assert_eq!(found.total, 2, "the new turn's document holds the reply");
 }
 
-/// A store caches each agent's search-document builder between its own commits; a commit by
-/// another process sharing the database (FTS5 stores may share one) must make it read the
-/// agent's latest turns again, so every document still holds the turns before it.
-#[tokio::test]
-async fn documents_follow_commits_of_another_process() {
-    let dir = tempfile::tempdir().unwrap();
-    let first = open(dir.path(), "?recall=fts5&vectors=exact").await;
-    let second = open(dir.path(), "?recall=fts5&vectors=exact").await;
-    let mut a = new_agent(&first, "a").await;
-    let minute = chrono::Duration::minutes(1);
-    first
-        .agents
-        .commit(&a.next_commit(vec![user(a.id, "one walrus", t0())], vec![]))
-        .await
-        .unwrap();
-    second
-        .agents
-        .commit(&a.next_commit(vec![user(a.id, "two narwhal", t0() + minute)], vec![]))
-        .await
-        .unwrap();
-    first
-        .agents
-        .commit(&a.next_commit(vec![user(a.id, "three", t0() + minute * 2)], vec![]))
-        .await
-        .unwrap();
-    first
-        .agents
-        .commit(&a.next_commit(vec![user(a.id, "four", t0() + minute * 3)], vec![]))
-        .await
-        .unwrap();
-    let texts = |word: &'static str| {
-        let s = &first;
-        let id = a.id;
-        async move {
-            let mut found: Vec<String> = s
-                .recall
-                .search(id, &RecallQuery::text(word, Page::first(10)))
-                .await
-                .unwrap()
-                .hits
-                .into_iter()
-                .map(|h| h.item.text)
-                .collect();
-            found.sort();
-            found
-        }
-    };
-    // Each document holds the message and the two turns before it.
-    assert_eq!(texts("narwhal").await, ["four", "three", "two narwhal"]);
-    assert_eq!(
-        texts("walrus").await,
-        ["one walrus", "three", "two narwhal"]
-    );
-}
-
 /// A data directory written before archival statistics (schema version 4) opens with every
 /// passage counted, so archival search ranks its old passages as a new store would.
 #[tokio::test]
