@@ -15,6 +15,23 @@
 //!
 //! Options: `--agents N` (100), `--messages N` (20 per agent), `--concurrency N` (8),
 //! `--servers N` (1; PostgreSQL only for more), `--sticky`, `--store URL`.
+//!
+//! `--fleet` measures many agents instead (issue 37): it creates `--agents` agents (spread
+//! over the servers, each then always sent to its server), gives each one step, lets them
+//! idle, then sends `--messages` steps in all to agents picked across the whole fleet. It
+//! reports create and step latencies, the agents each server holds loaded (`/metrics`), and the
+//! servers' resident memory (`VmRSS`) before the agents, after them and per idle agent.
+//! `--live N` caps the agents a server keeps loaded (the server's `live_agents`, 10,000 by
+//! default), so the last pass also measures unloading and loading again.
+//!
+//! ```text
+//! cargo bench --bench serve --features server -- sqlite --fleet --agents 10000 --messages 5000
+//! cargo bench --bench serve --features server -- sqlite --fleet --agents 10000 --messages 5000 --live 1000
+//! MEMGPT_TEST_POSTGRES_URL=postgres://... cargo bench --bench serve --features server,postgres -- postgres --fleet --servers 2 --agents 10000 --messages 5000
+//! ```
+
+#[path = "support/fleet.rs"]
+mod fleet;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
@@ -67,10 +84,16 @@ fn serve_child(url: &str) -> ! {
         .build()
         .expect("a runtime");
     runtime.block_on(async {
-        let config = ServerConfig {
+        let mut config = ServerConfig {
             admin_key: Some(ADMIN.to_owned()),
             ..ServerConfig::default()
         };
+        if let Some(live) = std::env::var("MEMGPT_BENCH_LIVE_AGENTS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+        {
+            config.live_agents = live;
+        }
         let server = Server::open(url, Arc::new(InstantModel), None, config)
             .await
             .expect("the server opens its store");
@@ -109,6 +132,10 @@ struct Options {
     servers: usize,
     /// Each agent's requests go to one server (else alternately to all).
     sticky: bool,
+    /// Many agents: create, one step each, idle, steps across the fleet.
+    fleet: bool,
+    /// The agents a server keeps loaded (`None`: its default).
+    live: Option<usize>,
 }
 
 fn options() -> Options {
@@ -121,6 +148,8 @@ fn options() -> Options {
         concurrency: 8,
         servers: 1,
         sticky: false,
+        fleet: false,
+        live: None,
     };
     while let Some(arg) = args.next() {
         let mut value = || args.next().unwrap_or_default();
@@ -131,6 +160,8 @@ fn options() -> Options {
             "--concurrency" => o.concurrency = value().parse().expect("--concurrency N"),
             "--servers" => o.servers = value().parse().expect("--servers N"),
             "--sticky" => o.sticky = true,
+            "--fleet" => o.fleet = true,
+            "--live" => o.live = Some(value().parse().expect("--live N")),
             label => o.label = label.to_owned(),
         }
     }
@@ -155,9 +186,13 @@ fn options() -> Options {
     o
 }
 
-/// Starts a server child on `url`; its address.
-fn spawn_server(url: &str) -> (Child, String) {
-    let mut child = Command::new(std::env::current_exe().expect("this program"))
+/// Starts a server child on `url` (keeping at most `live` agents loaded); its address.
+fn spawn_server(url: &str, live: Option<usize>) -> (Child, String) {
+    let mut command = Command::new(std::env::current_exe().expect("this program"));
+    if let Some(live) = live {
+        command.env("MEMGPT_BENCH_LIVE_AGENTS", live.to_string());
+    }
+    let mut child = command
         .env("MEMGPT_BENCH_SERVE", url)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -178,7 +213,7 @@ fn main() {
     let mut children = Vec::new();
     let mut bases = Vec::new();
     for _ in 0..o.servers {
-        let (child, base) = spawn_server(&o.store);
+        let (child, base) = spawn_server(&o.store, o.live);
         children.push(child);
         bases.push(base);
     }
@@ -186,7 +221,12 @@ fn main() {
         .enable_all()
         .build()
         .expect("a runtime");
-    runtime.block_on(drive(&o, &bases));
+    if o.fleet {
+        let pids: Vec<u32> = children.iter().map(Child::id).collect();
+        runtime.block_on(fleet::run(&o, &bases, &pids));
+    } else {
+        runtime.block_on(drive(&o, &bases));
+    }
     for mut child in children {
         drop(child.stdin.take());
         let _ = child.wait();
@@ -201,28 +241,23 @@ fn main() {
     }
 }
 
-async fn drive(o: &Options, bases: &[String]) {
-    let http = memgpt::http::client(&Default::default()).expect("an HTTP client");
+/// A tenant and its API key on the servers (made through the first).
+async fn tenant_key(http: &reqwest::Client, base: &str) -> String {
     let post = |base: &str, path: &str, key: &str, body: Value| {
         http.post(format!("{base}{path}"))
             .bearer_auth(key)
             .json(&body)
             .send()
     };
-    let tenant: Value = post(
-        &bases[0],
-        "/v1/admin/tenants",
-        ADMIN,
-        json!({"name": "bench"}),
-    )
-    .await
-    .expect("a tenant")
-    .json()
-    .await
-    .expect("tenant JSON");
+    let tenant: Value = post(base, "/v1/admin/tenants", ADMIN, json!({"name": "bench"}))
+        .await
+        .expect("a tenant")
+        .json()
+        .await
+        .expect("tenant JSON");
     let tenant = tenant["id"].as_str().expect("a tenant id").to_owned();
     let key: Value = post(
-        &bases[0],
+        base,
         &format!("/v1/admin/tenants/{tenant}/keys"),
         ADMIN,
         json!({}),
@@ -232,7 +267,18 @@ async fn drive(o: &Options, bases: &[String]) {
     .json()
     .await
     .expect("key JSON");
-    let key = key["key"].as_str().expect("a key").to_owned();
+    key["key"].as_str().expect("a key").to_owned()
+}
+
+async fn drive(o: &Options, bases: &[String]) {
+    let http = memgpt::http::client(&Default::default()).expect("an HTTP client");
+    let post = |base: &str, path: &str, key: &str, body: Value| {
+        http.post(format!("{base}{path}"))
+            .bearer_auth(key)
+            .json(&body)
+            .send()
+    };
+    let key = tenant_key(&http, &bases[0]).await;
     let mut agents = Vec::new();
     for i in 0..o.agents {
         let agent: Value = post(

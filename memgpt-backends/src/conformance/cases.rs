@@ -48,6 +48,23 @@ pub async fn agents_lifecycle(backend: &StoreUnderTest) {
         .map(|a| a.name)
         .collect();
     assert_eq!(names, ["alice", "bob"], "{}: oldest first", backend.name());
+    let mut twin = new_agent(&s, "bob").await;
+    assert_eq!(
+        s.agents.agents_named("bob").await.unwrap(),
+        [b.id, twin.id],
+        "{}: agents by name, oldest first",
+        backend.name()
+    );
+    assert!(s.agents.agents_named("carol").await.unwrap().is_empty());
+    twin.name = "carol".into();
+    s.agents
+        .commit(&twin.next_commit(vec![], vec![]))
+        .await
+        .unwrap();
+    assert_eq!(s.agents.agents_named("carol").await.unwrap(), [twin.id]);
+    assert_eq!(s.agents.agents_named("bob").await.unwrap(), [b.id]);
+    assert!(s.agents.delete_agent(twin.id).await.unwrap());
+    assert!(s.agents.agents_named("carol").await.unwrap().is_empty());
 
     let mut a2 = a.clone();
     let c = a2.next_commit(

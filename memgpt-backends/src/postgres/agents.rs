@@ -59,6 +59,16 @@ impl AgentStore for PgStore {
         Ok(version.map(|v| v as u64))
     }
 
+    async fn agents_named(&self, name: &str) -> Result<Vec<AgentId>, StoreError> {
+        let ids: Vec<uuid::Uuid> =
+            sqlx::query_scalar("SELECT id FROM agents WHERE name = $1 ORDER BY created_at, seq")
+                .bind(name)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|e| db("finding agents by name", e))?;
+        Ok(ids.into_iter().map(AgentId::from_uuid).collect())
+    }
+
     async fn list_agents(&self) -> Result<Vec<AgentState>, StoreError> {
         let rows: Vec<StateRow> = sqlx::query_as(LIST_AGENTS)
             .fetch_all(&self.pool)
@@ -102,6 +112,7 @@ impl AgentStore for PgStore {
         tx.commit()
             .await
             .map_err(|e| db("committing an agent deletion", e))?;
+        self.builders.take(id);
         Ok(deleted)
     }
 

@@ -278,6 +278,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "queue_rows",
         include_str!("../../migrations/postgres/0008_queue_rows.sql"),
     ),
+    (
+        9,
+        "agents_by_name",
+        include_str!("../../migrations/postgres/0009_agents_by_name.sql"),
+    ),
 ];
 
 /// The transaction-level advisory lock serialising schema creation and migrations (any store in

@@ -72,6 +72,16 @@ impl AgentStore for SqliteStore {
         Ok(version.map(|v| v as u64))
     }
 
+    async fn agents_named(&self, name: &str) -> Result<Vec<AgentId>, StoreError> {
+        let ids: Vec<uuid::Uuid> =
+            sqlx::query_scalar("SELECT id FROM agents WHERE name = ? ORDER BY created_at, rowid")
+                .bind(name)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|e| db("finding agents by name", e))?;
+        Ok(ids.into_iter().map(AgentId::from_uuid).collect())
+    }
+
     async fn list_agents(&self) -> Result<Vec<AgentState>, StoreError> {
         let rows: Vec<(String, Option<String>)> = sqlx::query_as(LIST_AGENTS)
             .fetch_all(&self.pool)

@@ -204,6 +204,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "unembedded_passages",
         include_str!("../../migrations/sqlite/0009_unembedded_passages.sql"),
     ),
+    (
+        10,
+        "agents_by_name",
+        include_str!("../../migrations/sqlite/0010_agents_by_name.sql"),
+    ),
 ];
 
 /// Committed rows after which the derived indexes catch up at commit time instead of waiting

@@ -63,6 +63,19 @@ pub trait AgentStore: Send + Sync + fmt::Debug {
     /// Every agent's state, oldest first.
     async fn list_agents(&self) -> Result<Vec<AgentState>, StoreError>;
 
+    /// The ids of the agents named `name`, oldest first: how a server keeps names unique
+    /// without reading every agent. The default reads every agent's state; stores with an index
+    /// on names override it.
+    async fn agents_named(&self, name: &str) -> Result<Vec<AgentId>, StoreError> {
+        Ok(self
+            .list_agents()
+            .await?
+            .into_iter()
+            .filter(|a| a.name == name)
+            .map(|a| a.id)
+            .collect())
+    }
+
     /// Deletes an agent with all its messages and passages. Returns whether it existed.
     async fn delete_agent(&self, id: AgentId) -> Result<bool, StoreError>;
 

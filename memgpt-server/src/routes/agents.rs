@@ -191,13 +191,11 @@ pub(crate) async fn name_is_free(
     name: &str,
     except: Option<AgentId>,
 ) -> ApiResult<()> {
-    for id in state.tenants.agents_of(tenant).await? {
+    for id in state.hub.storage().agents.agents_named(name).await? {
         if Some(id) == except {
             continue;
         }
-        if let Some(agent) = state.hub.storage().agents.load_agent(id).await?
-            && agent.name == name
-        {
+        if state.tenants.owner(id).await? == Some(tenant) {
             return Err(ApiError::new(
                 crate::error::ErrorCode::AlreadyExists,
                 format!(

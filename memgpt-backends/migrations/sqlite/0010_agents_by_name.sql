@@ -1,0 +1,3 @@
+-- Agents by name (version 10): a server checks a new name against these rows instead of
+-- reading every agent's state.
+CREATE INDEX agents_by_name ON agents (name);
