@@ -295,13 +295,13 @@ impl PgStore {
     async fn write(&self, commit: &Commit, create: bool) -> Result<(), StoreError> {
         commit.check_text()?;
         let id = commit.state.id;
-        if !create && super::step::is_usual_step(commit) {
-            if let Some(cached) = self.builders.take(id) {
-                if let Some(builder) = self.write_step(commit, cached).await? {
-                    self.builders.keep(id, commit.state.version, builder);
-                    return Ok(());
-                }
-            }
+        if !create
+            && super::step::is_usual_step(commit)
+            && let Some(cached) = self.builders.take(id)
+            && let Some(builder) = self.write_step(commit, cached).await?
+        {
+            self.builders.keep(id, commit.state.version, builder);
+            return Ok(());
         }
         let (space, builder) = self.write_carefully(commit, create).await?;
         if let Some(builder) = builder {
