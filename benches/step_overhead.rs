@@ -135,24 +135,22 @@ async fn open_store(params: Option<&str>) -> (Option<Storage>, Option<tempfile::
     let Some(params) = params else {
         return (None, None);
     };
-    if params.starts_with("postgres") {
-        let storage = params
-            .parse::<memgpt::StoreConfig>()
-            .expect("store URL")
-            .open()
-            .await
-            .expect("open store");
-        return (Some(storage), None);
-    }
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let url = format!("sqlite://{}{params}", dir.path().display());
+    let (url, dir) = if params.starts_with("postgres") {
+        (params.to_owned(), None)
+    } else {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        (
+            format!("sqlite://{}{params}", dir.path().display()),
+            Some(dir),
+        )
+    };
     let storage = url
         .parse::<memgpt::StoreConfig>()
         .expect("store URL")
         .open()
         .await
         .expect("open store");
-    (Some(storage), Some(dir))
+    (Some(storage), dir)
 }
 
 async fn measure(agent: &mut Agent, steps: usize, samples: &mut Samples) {

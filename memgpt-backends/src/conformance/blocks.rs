@@ -33,12 +33,7 @@ async fn append(
 pub async fn shared_blocks_are_exact(backend: &StoreUnderTest) {
     let name = backend.name();
     let s1 = backend.open().await;
-    // A second handle is a second pool on the database, as another process has; a store with
-    // a tantivy index admits one opener per directory, so it shares the first handle.
-    let s2 = match backend.url() {
-        Some(url) if url.contains("recall=tantivy") => s1.clone(),
-        _ => backend.open().await,
-    };
+    let s2 = backend.another_handle(&s1).await;
     let log = SharedBlock::new(
         MemoryBlock::new("log", "start")
             .with_limit(10_000)

@@ -13,11 +13,7 @@ use super::fixtures::*;
 pub async fn documents_follow_commits_of_another_handle(backend: &StoreUnderTest) {
     let name = backend.name();
     let first = backend.open().await;
-    // A store with a tantivy index admits one opener per directory: it shares the handle.
-    let second = match backend.url() {
-        Some(url) if url.contains("recall=tantivy") => first.clone(),
-        _ => backend.open().await,
-    };
+    let second = backend.another_handle(&first).await;
     let mut a = new_agent(&first, "documents").await;
     let minute = Duration::minutes(1);
     let steps = [

@@ -155,6 +155,16 @@ impl StoreUnderTest {
     pub async fn open(&self) -> Storage {
         (self.open)().await
     }
+
+    /// A second handle on the data `first` opened, as another process has (a pool of its
+    /// own); a store with a tantivy index admits one opener per directory, so it shares
+    /// `first`.
+    pub async fn another_handle(&self, first: &Storage) -> Storage {
+        match self.url() {
+            Some(url) if url.contains("recall=tantivy") => first.clone(),
+            _ => self.open().await,
+        }
+    }
 }
 
 impl fmt::Debug for StoreUnderTest {

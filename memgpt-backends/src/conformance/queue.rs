@@ -116,10 +116,7 @@ pub async fn queues_change_by_what_a_step_changed(backend: &StoreUnderTest) {
     // Every reader sees the same queues.
     let listed = s.agents.list_agents().await.unwrap();
     assert_eq!(listed, [a.clone(), other.clone()], "{name}: listed");
-    let s2 = match backend.url() {
-        Some(url) if url.contains("recall=tantivy") => s.clone(),
-        _ => backend.open().await,
-    };
+    let s2 = backend.another_handle(&s).await;
     assert_eq!(loaded(s2, a.id).await, a, "{name}: another handle");
 
     // Deleting the agent deletes its queue; a new agent of the same id starts empty.
