@@ -296,9 +296,9 @@ impl PgStore {
         commit.check_text()?;
         let id = commit.state.id;
         if !create
-            && super::step::is_usual_step(commit)
+            && let Some(queue) = super::step::usual_step(commit)
             && let Some(cached) = self.builders.take(id)
-            && let Some(builder) = self.write_step(commit, cached).await?
+            && let Some(builder) = self.write_step(commit, queue, cached).await?
         {
             self.builders.keep(id, commit.state.version, builder);
             return Ok(());

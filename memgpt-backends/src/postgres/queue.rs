@@ -46,6 +46,40 @@ pub(super) fn state_of((Json(mut state), queue): StateRow) -> AgentState {
     state
 }
 
+/// The two `WITH` queries that apply a [`QueueChange`] to an agent's rows in one statement:
+/// `dequeued` deletes the removed ids, `queued` appends the appended ones after the largest
+/// position (both see the statement's snapshot). The arguments name the parameters holding the
+/// agent, the removed ids and the appended ids (`uuid[]`), and a condition both write under
+/// (`true` for none).
+macro_rules! queue_change_ctes {
+    ($agent:literal, $removed:literal, $appended:literal, $when:literal) => {
+        concat!(
+            "dequeued AS (DELETE FROM agent_queue WHERE agent_id = ",
+            $agent,
+            " AND message_id = ANY(",
+            $removed,
+            ") AND ",
+            $when,
+            "), ",
+            "queued AS (INSERT INTO agent_queue (agent_id, position, message_id) SELECT ",
+            $agent,
+            ", coalesce((SELECT max(position) FROM agent_queue WHERE agent_id = ",
+            $agent,
+            "), 0) + q.n, q.id FROM unnest(",
+            $appended,
+            "::uuid[]) WITH ORDINALITY AS q (id, n) WHERE ",
+            $when,
+            ")"
+        )
+    };
+}
+pub(super) use queue_change_ctes;
+
+/// The ids as PostgreSQL binds them.
+pub(super) fn uuids(ids: &[MessageId]) -> Vec<Uuid> {
+    ids.iter().map(|id| *id.as_uuid()).collect()
+}
+
 /// Brings the agent's rows to `state.fifo`: `change` when there is one and the agent has rows
 /// to change (`create` false), else the whole queue.
 pub(super) async fn write_queue(
@@ -55,20 +89,16 @@ pub(super) async fn write_queue(
     create: bool,
 ) -> Result<(), StoreError> {
     let agent = state.id.as_uuid();
-    let uuids = |ids: &[MessageId]| ids.iter().map(|id| *id.as_uuid()).collect::<Vec<Uuid>>();
     match change {
         Some(change) if !create => {
             if change.is_empty() {
                 return Ok(());
             }
-            // One statement: the CTE's delete and the insert see the same snapshot, and the
-            // new positions follow the largest before it.
-            sqlx::query(
-                "WITH gone AS (DELETE FROM agent_queue WHERE agent_id = $1 AND message_id = ANY($2)) \
-                 INSERT INTO agent_queue (agent_id, position, message_id) \
-                 SELECT $1, coalesce((SELECT max(position) FROM agent_queue WHERE agent_id = $1), 0) + q.n, q.id \
-                 FROM unnest($3::uuid[]) WITH ORDINALITY AS q (id, n)",
-            )
+            sqlx::query(concat!(
+                "WITH ",
+                queue_change_ctes!("$1", "$2", "$3", "true"),
+                " SELECT 1"
+            ))
             .bind(agent)
             .bind(uuids(&change.removed))
             .bind(uuids(&change.appended))

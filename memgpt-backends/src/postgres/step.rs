@@ -17,6 +17,7 @@ use tracing::debug;
 
 use super::PgStore;
 use super::message_rows::{MessageRows, insert_message_rows};
+use super::queue::{queue_change_ctes, uuids};
 use crate::codec::db;
 use crate::sql::CachedBuilder;
 
@@ -39,35 +40,32 @@ const WRITE_STEP: &str = concat!(
         SELECT id, $19, $20 FROM state WHERE $19 <> 0 OR $20 <> 0 \
         ON CONFLICT (agent_id) DO UPDATE SET documents = recall_statistics.documents + EXCLUDED.documents, \
                                              terms = recall_statistics.terms + EXCLUDED.terms), \
-     dequeued AS ( \
-        DELETE FROM agent_queue \
-        WHERE agent_id = $12 AND message_id = ANY($21) AND EXISTS (SELECT 1 FROM state)), \
-     queued AS ( \
-        INSERT INTO agent_queue (agent_id, position, message_id) \
-        SELECT $12, coalesce((SELECT max(position) FROM agent_queue WHERE agent_id = $12), 0) + q.n, q.id \
-        FROM unnest($22::uuid[]) WITH ORDINALITY AS q (id, n) WHERE EXISTS (SELECT 1 FROM state)) \
-     SELECT count(*) FROM state"
+     ",
+    queue_change_ctes!("$12", "$21", "$22", "EXISTS (SELECT 1 FROM state)"),
+    " SELECT count(*) FROM state"
 );
 
-/// Whether `commit` is a step's usual commit: messages, a queue change and the state only.
-pub(super) fn is_usual_step(commit: &Commit) -> bool {
-    commit.queue.is_some()
-        && !commit.attachments_changed
+/// The queue change of a step's usual commit (messages, a queue change and the state only);
+/// `None` for any other commit.
+pub(super) fn usual_step(commit: &Commit) -> Option<&QueueChange> {
+    let usual = !commit.attachments_changed
         && commit.message_embeddings.is_empty()
         && commit.passages.is_empty()
         && commit.deleted_passages.is_empty()
-        && commit.retired_passages.is_empty()
+        && commit.retired_passages.is_empty();
+    commit.queue.as_ref().filter(|_| usual)
 }
 
 impl PgStore {
-    /// Writes a usual step's commit ([`is_usual_step`]) in one statement, its documents
-    /// continuing `cached`. Returns the builder the commit ends with, or `None` (nothing
+    /// Writes a usual step's commit ([`usual_step`]: `queue` is its change) in one statement,
+    /// its documents continuing `cached`. Returns the builder the commit ends with, or `None` (nothing
     /// written) when `cached` is not current for the commit's base version or the database
     /// shows another commit since: the caller then commits the careful way, which also reports
     /// a version conflict or a missing agent as such.
     pub(super) async fn write_step(
         &self,
         commit: &Commit,
+        queue: &QueueChange,
         cached: CachedBuilder,
     ) -> Result<Option<DocumentBuilder>, StoreError> {
         let base = commit.state.version.saturating_sub(1);
@@ -78,11 +76,6 @@ impl PgStore {
         let turns = builder.next_turn();
         let rows = MessageRows::new(&commit.messages, &mut builder)?;
         let (documents, terms) = (rows.len() as i64, rows.terms);
-        let empty = QueueChange::default();
-        let queue = commit.queue.as_ref().unwrap_or(&empty);
-        let uuids = |ids: &[memgpt_core::ids::MessageId]| {
-            ids.iter().map(|id| *id.as_uuid()).collect::<Vec<_>>()
-        };
         let state = &commit.state;
         let query = rows
             .bind(sqlx::query(WRITE_STEP))
