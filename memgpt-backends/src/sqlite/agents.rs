@@ -11,6 +11,7 @@ use memgpt_core::store::{
     PassageEmbedding, StateRecord, StoreError,
 };
 use sqlx::{Row, SqliteConnection};
+use tracing::debug;
 
 use super::SqliteStore;
 use super::batch::Batch;
@@ -18,6 +19,7 @@ use super::blocks::write_attachments;
 use super::documents::{count_documents, count_passage};
 use super::meta::embedding_space;
 use super::queue::{LIST_AGENTS, LOAD_AGENT, parse_queue, write_queue};
+use super::write_tx::WriteTransaction;
 use crate::codec::{corrupt, db, micros, vector_to_blob};
 use crate::sql::CachedBuilder;
 
@@ -516,6 +518,25 @@ fn check_version_and_turns(batch: &mut Batch, agent: AgentId) {
         .bind(agent.as_uuid());
 }
 
+/// Puts in `batch` the guard of an optimistic commit: a statement that ends the transaction
+/// (`RAISE(ROLLBACK)` in the `commit_guard` trigger) unless the agent is at the version the
+/// commit expects and the version and turn count `cached` continues, and writes nothing.
+fn guard_version_and_turns(batch: &mut Batch, commit: &Commit, cached: &CachedBuilder) {
+    let agent = commit.state.id.as_uuid();
+    let expected = commit.state.version.checked_sub(1);
+    let cached_version = (Some(cached.version) == expected).then_some(cached.version as i64);
+    batch
+        .statement("INSERT INTO commit_guard (ok) VALUES ((SELECT version = ")
+        .bind(cached_version)
+        .sql(" AND (SELECT coalesce(max(turn) + 1, 0) FROM messages WHERE agent_id = ")
+        .bind(agent)
+        .sql(" AND turn IS NOT NULL) = ")
+        .bind(cached.builder.next_turn() as i64)
+        .sql(" FROM agents WHERE id = ")
+        .bind(agent)
+        .sql(") IS 1)");
+}
+
 /// Reads the rows of [`check_version_and_turns`]: `(version, conversation turns)`.
 fn version_and_turns(batch: &mut Batch, agent: AgentId) -> Result<(u64, u64), StoreError> {
     let rows = batch.take_rows().unwrap_or_default();
@@ -583,68 +604,78 @@ impl SqliteStore {
         Ok(())
     }
 
-    /// A step's usual commit, one round trip shorter: the version check travels in the same
-    /// query as the writes, whose documents continue `cached` (the builder this store's last
-    /// commit of the agent left). `None`, with everything rolled back, when the check shows
-    /// `cached` is stale (another process committed) or a write failed: the careful path then
-    /// redoes the commit and reports any failure as it always does. A version conflict is
-    /// reported at once.
+    /// A step's usual commit, in one round trip when its writes fit one batch: `BEGIN`, a
+    /// guard that ends the transaction unless the agent is still at the version and turn count
+    /// `cached` (the builder this store's last commit of the agent left) continues, the writes,
+    /// `COMMIT`. `None`, with everything rolled back, when the guard fails (another process
+    /// committed, or the commit's version conflicts) or a write failed: the careful path then
+    /// redoes the commit and reports any failure (a version conflict among them) as it always
+    /// does.
     async fn write_optimistically(
         &self,
         commit: &Commit,
         cached: CachedBuilder,
     ) -> Result<Option<Written>, StoreError> {
-        let id = commit.state.id;
-        let (_writer, mut tx) = self.begin_commit().await?;
-        let cached_at = (cached.version, cached.builder.next_turn());
         let mut batch = Batch::new("writing a step");
-        check_version_and_turns(&mut batch, id);
+        let mut tx = WriteTransaction::begin(self, &mut batch).await?;
+        guard_version_and_turns(&mut batch, commit, &cached);
+        let known = self.space.get();
         let written = write_commit(
-            &mut tx,
+            tx.conn(),
             &mut batch,
             commit,
             false,
-            self.space.get().as_ref(),
+            known.as_ref(),
             Some(cached.builder),
         )
         .await;
         let Ok(written) = written else {
+            tx.rollback().await;
             return Ok(None);
         };
-        let (version, turns) = version_and_turns(&mut batch, id)?;
-        commit.check_version(version)?;
-        if (version, turns) != cached_at {
-            return Ok(None);
+        match tx.commit(&mut batch).await {
+            Ok(()) => Ok(Some(written)),
+            Err(e) => {
+                debug!(agent = %commit.state.id, error = %e, "the optimistic commit did not apply; committing carefully");
+                Ok(None)
+            }
         }
-        finish_commit(tx).await?;
-        Ok(Some(written))
     }
 
     /// A commit checked before it writes, its documents continuing the agent's latest turns as
     /// read from the database.
     async fn write_carefully(&self, commit: &Commit, create: bool) -> Result<Written, StoreError> {
         let id = commit.state.id;
-        let (_writer, mut tx) = self.begin_commit().await?;
-        let mut batch = if create {
-            commit.check_version(0)?;
-            insert_agent(&mut tx, &commit.state, 0).await?;
-            if commit.state.memory.has_shared() {
-                write_attachments(&mut tx, &commit.state).await?;
+        let mut batch = Batch::new("writing a step");
+        let mut tx = WriteTransaction::begin(self, &mut batch).await?;
+        let written = async {
+            if create {
+                batch.send(tx.conn()).await?;
+                commit.check_version(0)?;
+                insert_agent(tx.conn(), &commit.state, 0).await?;
+                if commit.state.memory.has_shared() {
+                    write_attachments(tx.conn(), &commit.state).await?;
+                }
+            } else {
+                check_version_and_turns(&mut batch, id);
+                batch.send(tx.conn()).await?;
+                let (version, _) = version_and_turns(&mut batch, id)?;
+                commit.check_version(version)?;
             }
-            Batch::new("writing a step")
-        } else {
-            let mut batch = Batch::new("reading an agent's version");
-            check_version_and_turns(&mut batch, id);
-            batch.send(&mut tx).await?;
-            let (version, _) = version_and_turns(&mut batch, id)?;
-            commit.check_version(version)?;
-            Batch::new("writing a step")
-        };
-        let known = self.space.get();
-        let written =
-            write_commit(&mut tx, &mut batch, commit, create, known.as_ref(), None).await?;
-        finish_commit(tx).await?;
-        Ok(written)
+            let known = self.space.get();
+            write_commit(tx.conn(), &mut batch, commit, create, known.as_ref(), None).await
+        }
+        .await;
+        match written {
+            Ok(written) => {
+                tx.commit(&mut batch).await?;
+                Ok(written)
+            }
+            Err(e) => {
+                tx.rollback().await;
+                Err(e)
+            }
+        }
     }
 }
 
@@ -681,7 +712,8 @@ async fn insert_agent(
 ///
 /// `builder` continues the agent's search documents (read from its latest turns when `None`
 /// and the commit has messages); the builder the commit ends with is returned with the space.
-/// The writes go through `batch` (which may already hold a check to run first); `create`: the
+/// The writes go through `batch` (which may already hold a check to run first) and the last of
+/// them are still in it on return, for the caller to send with its `COMMIT`; `create`: the
 /// agent's row was just inserted (its queue is written whole).
 async fn write_commit(
     tx: &mut SqliteConnection,
@@ -755,7 +787,6 @@ async fn write_commit(
         .bind(micros(commit.state.updated_at))
         .sql(" WHERE id = ")
         .bind(id.as_uuid());
-    batch.send(tx).await?;
     Ok((space, builder))
 }
 

@@ -21,7 +21,7 @@ pub(crate) struct Batch {
     statements: usize,
     /// Names the writes in errors.
     context: &'static str,
-    /// The batch starts with a query whose rows the next send keeps.
+    /// The batch holds a query whose rows the next send keeps.
     query_first: bool,
     /// Those rows, once sent.
     rows: Option<Vec<SqliteRow>>,
@@ -42,11 +42,11 @@ impl Batch {
         }
     }
 
-    /// Starts an empty batch with a query (a `SELECT`, continued like [`Batch::statement`]):
-    /// the first send keeps its rows for [`Batch::take_rows`]. The statements after it must
+    /// Starts the batch's query (a `SELECT`, continued like [`Batch::statement`]): the next
+    /// send keeps its rows for [`Batch::take_rows`]. The other statements of that send must
     /// return no rows.
     pub(crate) fn query(&mut self, sql: &str) -> &mut Self {
-        debug_assert_eq!(self.statements, 0, "the query comes first");
+        debug_assert!(!self.query_first, "one query per send");
         self.query_first = true;
         self.statement(sql)
     }

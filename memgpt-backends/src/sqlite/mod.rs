@@ -31,6 +31,7 @@ mod tantivy_recall;
 mod url;
 #[cfg(feature = "usearch")]
 mod usearch_index;
+mod write_tx;
 
 pub use audit::IndexAudit;
 #[cfg(feature = "tantivy")]
@@ -208,6 +209,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         10,
         "agents_by_name",
         include_str!("../../migrations/sqlite/0010_agents_by_name.sql"),
+    ),
+    (
+        11,
+        "commit_guard",
+        include_str!("../../migrations/sqlite/0011_commit_guard.sql"),
     ),
 ];
 
