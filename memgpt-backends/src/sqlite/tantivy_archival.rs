@@ -24,8 +24,8 @@ use tantivy::{DocId, SegmentReader, TantivyDocument, Term};
 use tracing::debug;
 
 use super::tantivy_index::{
-    BATCH, DerivedIndex, Watermark, count_matches, generation, pruned_top, tantivy_error,
-    term_ords, terms_options,
+    BATCH, DerivedIndex, Newest, Watermark, count_matches, pruned_top, tantivy_error, term_ords,
+    terms_options,
 };
 use crate::codec::{db, micros};
 
@@ -86,7 +86,11 @@ impl TantivyArchival {
     /// (rebuilding from scratch when the database's generation or the analyzer changed).
     pub(crate) async fn catch_up(&self, pool: &SqlitePool) -> Result<(), StoreError> {
         let mut watermark = self.watermark.lock().await;
-        let generation = generation(pool).await?;
+        let newest = Newest::read(pool, Newest::PASSAGES).await?;
+        if newest.indexed_by(&watermark) {
+            return Ok(());
+        }
+        let generation = newest.generation;
         let mut clear = false;
         if let Some(restart) = watermark.restart(generation, "the archival text index") {
             // Deletions before the rebuild are in the rows already (the deleted are gone).

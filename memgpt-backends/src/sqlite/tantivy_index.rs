@@ -26,7 +26,6 @@ use tantivy::{
 };
 use tracing::info;
 
-use super::meta::meta;
 use crate::codec::{corrupt, db};
 use crate::vector::TopK;
 
@@ -78,7 +77,7 @@ impl Watermark {
     /// of the database or by another analyzer (the index must then be rebuilt); `None` when it
     /// still holds.
     pub(super) fn restart(&self, generation: i64, what: &str) -> Option<Self> {
-        if generation == self.generation && self.analyzer == ANALYZER_VERSION {
+        if self.holds(generation) {
             return None;
         }
         info!(
@@ -92,6 +91,11 @@ impl Watermark {
             analyzer: ANALYZER_VERSION.to_owned(),
             ..Self::default()
         })
+    }
+
+    /// Whether this watermark was written at `generation` of the database by this analyzer.
+    fn holds(&self, generation: i64) -> bool {
+        generation == self.generation && self.analyzer == ANALYZER_VERSION
     }
 
     fn payload(&self) -> String {
@@ -263,12 +267,50 @@ pub(super) fn term_ords<'v>(
     Ok((!ords.is_empty()).then_some((column, ords)))
 }
 
-/// The database's generation (`memgpt_meta`).
-pub(super) async fn generation(pool: &SqlitePool) -> Result<i64, StoreError> {
-    meta(pool, "generation")
-        .await?
-        .and_then(|g| g.parse().ok())
-        .ok_or_else(|| corrupt("the database generation"))
+/// What a catch-up compares with its [`Watermark`] before it reads anything else, read in one
+/// round trip: whether the index is already up to date is then known without a query per table
+/// (a search catches up first, so this is on every search's path).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Newest {
+    /// The database's generation.
+    pub(super) generation: i64,
+    /// The highest sequence number of the indexed rows (0 when there are none).
+    pub(super) seq: i64,
+    /// The highest sequence number of their deletions (0 when none, or not replayed).
+    pub(super) deletion: i64,
+}
+
+impl Newest {
+    /// Reads them with `query`: [`Newest::MESSAGES`] or [`Newest::PASSAGES`].
+    pub(super) async fn read(pool: &SqlitePool, query: &'static str) -> Result<Self, StoreError> {
+        let (generation, seq, deletion): (Option<String>, Option<i64>, Option<i64>) =
+            sqlx::query_as(query)
+                .fetch_one(pool)
+                .await
+                .map_err(|e| db("reading what the index has to catch up with", e))?;
+        Ok(Self {
+            generation: generation
+                .and_then(|g| g.parse().ok())
+                .ok_or_else(|| corrupt("the database generation"))?,
+            seq: seq.unwrap_or(0),
+            deletion: deletion.unwrap_or(0),
+        })
+    }
+
+    /// The recall index's rows: messages (never deleted one by one).
+    pub(super) const MESSAGES: &'static str = "SELECT (SELECT value FROM memgpt_meta WHERE key = 'generation'), \
+         (SELECT max(seq) FROM messages), 0";
+
+    /// The archival index's rows: passages and their deletions.
+    pub(super) const PASSAGES: &'static str = "SELECT (SELECT value FROM memgpt_meta WHERE key = 'generation'), \
+         (SELECT max(seq) FROM passages), (SELECT max(seq) FROM passage_deletions)";
+
+    /// Whether an index at `watermark` holds everything these say there is.
+    pub(super) fn indexed_by(&self, watermark: &Watermark) -> bool {
+        watermark.holds(self.generation)
+            && self.seq <= watermark.seq
+            && self.deletion <= watermark.deletion
+    }
 }
 
 /// The statistics of `terms` in `field` over the whole index.

@@ -30,7 +30,7 @@ use tantivy::{DocId, SegmentReader, TantivyDocument, Term};
 use tracing::debug;
 
 use super::tantivy_index::{
-    BATCH, DerivedIndex, Watermark, generation, pruned_top, statistics, tantivy_error, term_ords,
+    BATCH, DerivedIndex, Newest, Watermark, pruned_top, statistics, tantivy_error, term_ords,
     terms_options,
 };
 use crate::codec::{db, micros};
@@ -89,7 +89,11 @@ impl TantivyRecall {
     /// database's generation changed).
     pub(crate) async fn catch_up(&self, pool: &SqlitePool) -> Result<(), StoreError> {
         let mut watermark = self.watermark.lock().await;
-        let generation = generation(pool).await?;
+        let newest = Newest::read(pool, Newest::MESSAGES).await?;
+        if newest.indexed_by(&watermark) {
+            return Ok(());
+        }
+        let generation = newest.generation;
         let mut clear = false;
         if let Some(restart) = watermark.restart(generation, "the recall index") {
             *watermark = restart;

@@ -2,9 +2,10 @@
 //! [`retrieval`](crate::retrieval): messages with [`rank_candidates`] ([`search_messages`]),
 //! passages with [`rank_passages`] ([`search_passages`]).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::{Future, poll_fn};
 use std::pin::pin;
+use std::sync::Mutex;
 use std::task::Poll;
 
 use super::{
@@ -136,27 +137,59 @@ pub(crate) async fn search_passages_with<S: ArchivalStore + ?Sized>(
     };
     let terms = query_terms(&query.text);
     let pool = passage_pool(query.page.depth()) + gone.len();
-    let by_text = async {
-        if mode == SearchMode::Vector || terms.is_empty() {
-            Ok(PassageMatches::default())
-        } else {
-            store.text_candidates(agent, &terms, query, pool).await
+    // Each list's passages are read as soon as that list is known, those of the other list's
+    // keys once: the reads of the first list overlap the search for the second.
+    let claimed = Mutex::new(HashSet::new());
+    let read = |keys: &[CandidateKey]| {
+        let unread: Vec<CandidateKey> = {
+            // Held for no await; a panic while it was held left a usable set.
+            let mut claimed = claimed.lock().unwrap_or_else(|e| e.into_inner());
+            keys.iter()
+                .copied()
+                .filter(|k| claimed.insert(*k))
+                .collect()
+        };
+        async move {
+            if unread.is_empty() {
+                Ok(Vec::new())
+            } else {
+                store.passage_candidates(agent, &unread).await
+            }
         }
+    };
+    let by_text = async {
+        let matches = if mode == SearchMode::Vector || terms.is_empty() {
+            PassageMatches::default()
+        } else {
+            store.text_candidates(agent, &terms, query, pool).await?
+        };
+        let passages = read(&matches.keys).await?;
+        Ok::<_, StoreError>((matches, passages))
     };
     let by_vector = async {
-        match embedding {
-            Some(embedding) => store.vector_candidates(agent, embedding, query, pool).await,
-            None => Ok(NearestPassages::default()),
-        }
+        let nearest = match embedding {
+            Some(embedding) => {
+                store
+                    .vector_candidates(agent, embedding, query, pool)
+                    .await?
+            }
+            None => NearestPassages::default(),
+        };
+        let passages = read(&nearest.keys).await?;
+        Ok::<_, StoreError>((nearest, passages))
     };
     let (lexical, semantic) = join(by_text, by_vector).await;
-    let (mut lexical, mut semantic) = (lexical?, semantic?);
-    let keys = union(&lexical.keys, &semantic.keys);
-    let mut candidates = if keys.is_empty() {
-        Vec::new()
-    } else {
-        store.passage_candidates(agent, &keys).await?
-    };
+    let ((mut lexical, by_text), (mut semantic, by_vector)) = (lexical?, semantic?);
+    // In the order of the keys, text candidates first.
+    let mut read: HashMap<CandidateKey, PassageCandidate> = by_text
+        .into_iter()
+        .chain(by_vector)
+        .map(|c| (c.key, c))
+        .collect();
+    let mut candidates: Vec<PassageCandidate> = union(&lexical.keys, &semantic.keys)
+        .into_iter()
+        .filter_map(|key| read.remove(&key))
+        .collect();
     if !gone.is_empty() {
         // Take them out of the candidates and the totals they were counted in (the store's
         // filters admitted them, valid as stored); the collection statistics keep them, as
