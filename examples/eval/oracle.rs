@@ -231,18 +231,28 @@ mod tests {
             m.tool_call_id = Some(id.into());
             m
         };
-        request.messages.push(call("1", A));
-        request.messages.push(result(
-            "1",
-            format!("Showing results 1-1 of 1:\n1. [t] {{\"key\": \"{A}\", \"value\": \"{B}\"}}"),
-        ));
+        request.messages.push(call("1", A).into());
+        request.messages.push(
+            result(
+                "1",
+                format!(
+                    "Showing results 1-1 of 1:\n1. [t] {{\"key\": \"{A}\", \"value\": \"{B}\"}}"
+                ),
+            )
+            .into(),
+        );
         assert_eq!(decide(&request), Some(Next::Search(B.into())));
         // B appears only as a value: it is not a key, so it is the answer.
-        request.messages.push(call("2", B));
-        request.messages.push(result(
-            "2",
-            format!("Showing results 1-1 of 1:\n1. [t] {{\"key\": \"{A}\", \"value\": \"{B}\"}}"),
-        ));
+        request.messages.push(call("2", B).into());
+        request.messages.push(
+            result(
+                "2",
+                format!(
+                    "Showing results 1-1 of 1:\n1. [t] {{\"key\": \"{A}\", \"value\": \"{B}\"}}"
+                ),
+            )
+            .into(),
+        );
         assert_eq!(decide(&request), Some(Next::Answer(B.into())));
     }
 }

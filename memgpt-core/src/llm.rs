@@ -126,8 +126,9 @@ pub enum ToolChoice {
 pub struct ChatRequest {
     /// The model name; empty means the provider's configured default.
     pub model: String,
-    /// The prompt.
-    pub messages: Vec<ChatMessage>,
+    /// The prompt. Each message is shared (an agent's request shares them with its context,
+    /// so building one copies nothing); change one with [`Arc::make_mut`].
+    pub messages: Vec<Arc<ChatMessage>>,
     /// Functions offered (empty: plain completion, as for the summarizer).
     pub tools: Arc<[ToolSchema]>,
     /// Whether a function call is required (ignored when `tools` is empty).
@@ -146,11 +147,14 @@ pub struct ChatRequest {
 }
 
 impl ChatRequest {
-    /// A request for `messages` with no functions.
-    pub fn new(model: impl Into<String>, messages: Vec<ChatMessage>) -> Self {
+    /// A request for `messages` (owned or shared) with no functions.
+    pub fn new<M: Into<Arc<ChatMessage>>>(
+        model: impl Into<String>,
+        messages: impl IntoIterator<Item = M>,
+    ) -> Self {
         Self {
             model: model.into(),
-            messages,
+            messages: messages.into_iter().map(Into::into).collect(),
             tools: Arc::from(Vec::new()),
             tool_choice: ToolChoice::Auto,
             temperature: None,

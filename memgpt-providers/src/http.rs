@@ -4,9 +4,46 @@
 use std::sync::Once;
 use std::time::Duration;
 
+use bytes::Bytes;
 use reqwest::header::HeaderMap;
 use reqwest::{Client, RequestBuilder, StatusCode};
 use tracing::{debug, warn};
+
+/// Encodes a chat request's wire `body` as JSON, once per call: every attempt sends the same
+/// bytes (cloning [`Bytes`] shares them). The buffer is sized from `request` up front, so the
+/// encoding of a long prompt does not copy itself as it grows.
+pub(crate) fn encode_body(
+    body: &impl serde::Serialize,
+    request: &memgpt_core::llm::ChatRequest,
+) -> Result<Bytes, memgpt_core::llm::LlmError> {
+    let mut buffer = Vec::with_capacity(encoded_size_hint(request));
+    serde_json::to_writer(&mut buffer, body).map_err(|e| {
+        memgpt_core::llm::LlmError::Permanent {
+            status: None,
+            message: format!("could not encode the request: {e}"),
+        }
+    })?;
+    Ok(Bytes::from(buffer))
+}
+
+/// About how many bytes `request` takes as JSON: its texts, an eighth more for escapes, and
+/// room for the fields around them and the function schemas.
+fn encoded_size_hint(request: &memgpt_core::llm::ChatRequest) -> usize {
+    let texts: usize = request
+        .messages
+        .iter()
+        .map(|m| {
+            let calls: usize = m.tool_calls.iter().map(|c| c.arguments.len() + 64).sum();
+            m.content.len() + calls + 64
+        })
+        .sum();
+    let tools: usize = request
+        .tools
+        .iter()
+        .map(|t| t.name.len() + t.description.len() + 1024)
+        .sum();
+    texts + texts / 8 + tools + 256
+}
 
 /// How a provider retries transient failures (HTTP 408/409/425/429/5xx, timeouts, connection
 /// errors).

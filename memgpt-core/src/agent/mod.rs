@@ -256,7 +256,7 @@ impl Agent {
     pub fn request(&self) -> ChatRequest {
         ChatRequest {
             model: self.state.config.model.clone(),
-            messages: self.context.messages(),
+            messages: self.context.shared_messages(),
             tools: self.context.tools().clone(),
             tool_choice: self.state.config.tool_choice.clone(),
             temperature: self.state.config.temperature,

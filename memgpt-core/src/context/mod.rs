@@ -43,7 +43,7 @@ pub struct MainContext {
     memory_updated_at: DateTime<Utc>,
     counts: MemoryCounts,
     summary: Summary,
-    summary_chat: Option<ChatMessage>,
+    summary_chat: Option<Arc<ChatMessage>>,
     summary_tokens: usize,
     queue: FifoQueue,
     tools: Arc<[ToolSchema]>,
@@ -141,9 +141,9 @@ impl MainContext {
                 summary.text.trim()
             );
             let time = summary.updated_at.map(format_time).unwrap_or_default();
-            ChatMessage::user(
+            Arc::new(ChatMessage::user(
                 json!({ "type": "system_alert", "message": text, "time": time }).to_string(),
-            )
+            ))
         });
         self.summary_tokens = self
             .summary_chat
@@ -230,12 +230,20 @@ impl MainContext {
 
     /// The whole prompt, in order: system message, summary (if any), queue.
     pub fn messages(&self) -> Vec<ChatMessage> {
+        self.shared_messages()
+            .into_iter()
+            .map(Arc::unwrap_or_clone)
+            .collect()
+    }
+
+    /// [`MainContext::messages`], each message shared with this context instead of copied
+    /// (what a [`ChatRequest`](crate::llm::ChatRequest) holds): building a step's request copies
+    /// the system message alone.
+    pub fn shared_messages(&self) -> Vec<Arc<ChatMessage>> {
         let mut messages = Vec::with_capacity(self.queue.len() + 2);
-        messages.push(self.system_message());
-        if let Some(summary) = &self.summary_chat {
-            messages.push(summary.clone());
-        }
-        messages.extend(self.queue.entries().map(|e| e.chat().clone()));
+        messages.push(Arc::new(self.system_message()));
+        messages.extend(self.summary_chat.iter().cloned());
+        messages.extend(self.queue.entries().map(|e| e.shared_chat().clone()));
         messages
     }
 

@@ -40,6 +40,11 @@ impl QueueEntry {
         &self.chat
     }
 
+    /// The same, shared: what a [`ChatRequest`](crate::llm::ChatRequest) holds.
+    pub fn shared_chat(&self) -> &Arc<ChatMessage> {
+        &self.chat
+    }
+
     /// Its token count in the prompt.
     pub fn tokens(&self) -> usize {
         self.tokens

@@ -1,6 +1,7 @@
 //! [`AnthropicProvider`]: chat completions over Anthropic's Messages API, streaming included.
 
 use async_trait::async_trait;
+use bytes::Bytes;
 use memgpt_core::llm::{
     ChatRequest, ChatResponse, LlmError, LlmProvider, StreamSink, StreamingProvider, replay,
 };
@@ -49,13 +50,13 @@ impl AnthropicProvider {
         &self.config
     }
 
-    fn request(&self, url: &str, body: &[u8]) -> reqwest::RequestBuilder {
+    fn request(&self, url: &str, body: &Bytes) -> reqwest::RequestBuilder {
         let mut request = self
             .client
             .post(url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header("anthropic-version", &self.config.api_version)
-            .body(body.to_vec());
+            .body(body.clone());
         if let Some(key) = &self.config.api_key {
             request = request.header("x-api-key", key);
         }
@@ -65,12 +66,9 @@ impl AnthropicProvider {
         request
     }
 
-    fn encode(&self, request: &ChatRequest, stream: bool) -> Result<Vec<u8>, LlmError> {
+    fn encode(&self, request: &ChatRequest, stream: bool) -> Result<Bytes, LlmError> {
         let body = MessagesBody::new(request, &self.config, stream);
-        serde_json::to_vec(&body).map_err(|e| LlmError::Permanent {
-            status: None,
-            message: format!("could not encode the request: {e}"),
-        })
+        http::encode_body(&body, request)
     }
 }
 

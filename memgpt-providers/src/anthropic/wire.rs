@@ -14,6 +14,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use memgpt_core::llm::{ChatMessage, ChatRequest, FinishReason, Role, ToolChoice, Usage};
 use serde::{Deserialize, Serialize};
@@ -167,7 +168,7 @@ impl<'a> MessagesBody<'a> {
 /// The system prompt in two blocks, a cache breakpoint after the first: the first `stable`
 /// bytes of the first message (instructions and memory blocks), then the rest of it and any
 /// further leading system messages. `None` when there is no such split.
-fn cached_system(messages: &[ChatMessage], stable: usize) -> Option<SystemPrompt> {
+fn cached_system(messages: &[Arc<ChatMessage>], stable: usize) -> Option<SystemPrompt> {
     let first = messages.first().filter(|m| m.role == Role::System)?;
     let head = first.content.get(..stable)?;
     if head.trim().is_empty() {
@@ -199,7 +200,9 @@ fn cached_system(messages: &[ChatMessage], stable: usize) -> Option<SystemPrompt
 }
 
 /// Splits `messages` into the system prompt and alternating user/assistant turns.
-pub(super) fn conversation(messages: &[ChatMessage]) -> (Option<String>, Vec<WireMessage<'_>>) {
+pub(super) fn conversation(
+    messages: &[Arc<ChatMessage>],
+) -> (Option<String>, Vec<WireMessage<'_>>) {
     let leading = messages
         .iter()
         .take_while(|m| m.role == Role::System)
@@ -745,7 +748,10 @@ mod tests {
             tool("a", "ok"),
             tool("a", "again"),
             assistant("", vec![call("c", "f", "{}")]),
-        ];
+        ]
+        .into_iter()
+        .map(Arc::new)
+        .collect::<Vec<_>>();
         let (system, turns) = conversation(&messages);
         assert_eq!(system, None);
         let turns = serde_json::to_value(&turns).unwrap();

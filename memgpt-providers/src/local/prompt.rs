@@ -233,12 +233,14 @@ mod tests {
             name: "send_message".into(),
             arguments: r#"{"message":"hello"}"#.into(),
         });
-        request.messages.push(call);
+        request.messages.push(call.into());
         let mut result = ChatMessage::new(Role::Tool, r#"{"status":"OK"}"#);
         result.name = Some("send_message".into());
         result.tool_call_id = Some("c1".into());
-        request.messages.push(result);
-        request.messages.push(ChatMessage::user("how are you?"));
+        request.messages.push(result.into());
+        request
+            .messages
+            .push(ChatMessage::user("how are you?").into());
 
         let turns = turns(&request);
         let roles: Vec<&str> = turns.iter().map(|(r, _)| r.as_str()).collect();

@@ -171,7 +171,7 @@ pub(super) struct TextMessage<'a> {
 /// (`[function result for NAME] ...`, or the feedback for an invalid reply), consecutive user
 /// messages merged.
 pub(super) fn text_history<'a>(
-    messages: &'a [ChatMessage],
+    messages: &'a [Arc<ChatMessage>],
     addendum: Option<&str>,
 ) -> Vec<TextMessage<'a>> {
     let mut out: Vec<TextMessage<'a>> = Vec::with_capacity(messages.len() + 1);
@@ -392,7 +392,10 @@ mod tests {
             invalid,
             invalid_result,
             ChatMessage::user("heartbeat 2"),
-        ];
+        ]
+        .into_iter()
+        .map(Arc::new)
+        .collect::<Vec<_>>();
         let rendered = text_history(&messages, Some("# Function calls"));
         let roles: Vec<&str> = rendered.iter().map(|m| m.role).collect();
         assert_eq!(
@@ -423,7 +426,7 @@ mod tests {
         );
         // Without a system message, the addendum becomes one; without an addendum nothing is
         // added.
-        let plain = [ChatMessage::user("hi")];
+        let plain = [Arc::new(ChatMessage::user("hi"))];
         let rendered = text_history(&plain, Some("# Function calls"));
         assert_eq!(rendered[0].role, "system");
         assert_eq!(rendered[1].content, "hi");

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use bytes::Bytes;
 use memgpt_core::llm::{
     ChatRequest, ChatResponse, FinishReason, LlmError, LlmProvider, StreamSink, StreamingProvider,
     ToolChoice, Usage, replay,
@@ -74,12 +75,12 @@ impl OpenAiProvider {
         &self,
         client: &Client,
         url: &str,
-        body: &[u8],
+        body: &Bytes,
     ) -> reqwest::RequestBuilder {
         let mut request = client
             .post(url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.to_vec());
+            .body(body.clone());
         if let Some(key) = &self.config.api_key {
             request = request.bearer_auth(key);
         }
@@ -177,13 +178,10 @@ impl OpenAiProvider {
         request: &ChatRequest,
         structured: Option<&Prepared>,
         stream: bool,
-    ) -> Result<Vec<u8>, LlmError> {
+    ) -> Result<Bytes, LlmError> {
         let body = ChatBody::new(request, &self.config.model, &self.config, structured);
         let body = if stream { body.streamed() } else { body };
-        serde_json::to_vec(&body).map_err(|e| LlmError::Permanent {
-            status: None,
-            message: format!("could not encode the request: {e}"),
-        })
+        http::encode_body(&body, request)
     }
 }
 
@@ -277,11 +275,11 @@ mod tests {
             name: "f".into(),
             arguments: "{}".into(),
         });
-        request.messages.push(assistant);
+        request.messages.push(assistant.into());
         let mut tool = ChatMessage::new(memgpt_core::llm::Role::Tool, "{\"status\":\"OK\"}");
         tool.tool_call_id = Some("c1".into());
         tool.name = Some("f".into());
-        request.messages.push(tool);
+        request.messages.push(tool.into());
         request.tools = Arc::from(vec![ToolSchema {
             name: "f".into(),
             description: "does f".into(),
@@ -317,12 +315,12 @@ mod tests {
             name: "core_memory_append".into(),
             arguments: r#"{"label":"human","content":"Ada","request_heartbeat":true}"#.into(),
         });
-        request.messages.push(assistant);
+        request.messages.push(assistant.into());
         let mut tool = ChatMessage::new(memgpt_core::llm::Role::Tool, "{\"status\":\"OK\"}");
         tool.tool_call_id = Some("c1".into());
         tool.name = Some("core_memory_append".into());
-        request.messages.push(tool);
-        request.messages.push(ChatMessage::user("heartbeat"));
+        request.messages.push(tool.into());
+        request.messages.push(ChatMessage::user("heartbeat").into());
         request.tools = Arc::from(vec![
             ToolSchema {
                 name: "send_message".into(),

@@ -70,6 +70,7 @@ impl OpenAiEmbedder {
             input: texts,
             encoding_format: "float",
         })
+        .map(bytes::Bytes::from)
         .map_err(|e| EmbedError::Permanent {
             message: e.to_string(),
         })?;

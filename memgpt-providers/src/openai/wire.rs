@@ -149,7 +149,11 @@ impl<'a> ChatBody<'a> {
         );
         Self {
             model,
-            messages: request.messages.iter().map(WireMessage::from).collect(),
+            messages: request
+                .messages
+                .iter()
+                .map(|m| WireMessage::from(&**m))
+                .collect(),
             parallel_tool_calls: if tools.is_empty() {
                 None
             } else {
