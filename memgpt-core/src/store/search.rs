@@ -181,14 +181,14 @@ pub(crate) async fn search_passages_with<S: ArchivalStore + ?Sized>(
     let (lexical, semantic) = join(by_text, by_vector).await;
     let ((mut lexical, by_text), (mut semantic, by_vector)) = (lexical?, semantic?);
     // In the order of the keys, text candidates first.
-    let mut read: HashMap<CandidateKey, PassageCandidate> = by_text
+    let mut by_key: HashMap<CandidateKey, PassageCandidate> = by_text
         .into_iter()
         .chain(by_vector)
         .map(|c| (c.key, c))
         .collect();
     let mut candidates: Vec<PassageCandidate> = union(&lexical.keys, &semantic.keys)
         .into_iter()
-        .filter_map(|key| read.remove(&key))
+        .filter_map(|key| by_key.remove(&key))
         .collect();
     if !gone.is_empty() {
         // Take them out of the candidates and the totals they were counted in (the store's
