@@ -508,13 +508,10 @@ async fn delete_passage(
 /// the agent's document builder after its messages.
 type Written = (Option<EmbeddingSpace>, Option<DocumentBuilder>);
 
-/// Starts `batch` with the query of what a commit checks, and a cached document builder must
-/// still match: the agent's version and the number of its conversation turns.
-fn check_version_and_turns(batch: &mut Batch, agent: AgentId) {
+/// Puts in `batch` the query of the version a careful commit checks.
+fn check_version(batch: &mut Batch, agent: AgentId) {
     batch
-        .query("SELECT version, (SELECT max(turn) FROM messages WHERE agent_id = ")
-        .bind(agent.as_uuid())
-        .sql(" AND turn IS NOT NULL) FROM agents WHERE id = ")
+        .query("SELECT version FROM agents WHERE id = ")
         .bind(agent.as_uuid());
 }
 
@@ -537,14 +534,14 @@ fn guard_version_and_turns(batch: &mut Batch, commit: &Commit, cached: &CachedBu
         .sql(") IS 1)");
 }
 
-/// Reads the rows of [`check_version_and_turns`]: `(version, conversation turns)`.
-fn version_and_turns(batch: &mut Batch, agent: AgentId) -> Result<(u64, u64), StoreError> {
+/// Reads the row of [`check_version`].
+fn stored_version(batch: &mut Batch, agent: AgentId) -> Result<u64, StoreError> {
     let rows = batch.take_rows().unwrap_or_default();
     let row = rows.first().ok_or(StoreError::AgentNotFound(agent))?;
-    let read = |e| db("reading an agent's version", e);
-    let version: i64 = row.try_get(0).map_err(read)?;
-    let last_turn: Option<i64> = row.try_get(1).map_err(read)?;
-    Ok((version as u64, last_turn.map_or(0, |t| t as u64 + 1)))
+    let version: i64 = row
+        .try_get(0)
+        .map_err(|e| db("reading an agent's version", e))?;
+    Ok(version as u64)
 }
 
 /// Commits a step's transaction (between the crash campaign's two failpoints).
@@ -657,10 +654,9 @@ impl SqliteStore {
                     write_attachments(tx.conn(), &commit.state).await?;
                 }
             } else {
-                check_version_and_turns(&mut batch, id);
+                check_version(&mut batch, id);
                 batch.send(tx.conn()).await?;
-                let (version, _) = version_and_turns(&mut batch, id)?;
-                commit.check_version(version)?;
+                commit.check_version(stored_version(&mut batch, id)?)?;
             }
             let known = self.space.get();
             write_commit(tx.conn(), &mut batch, commit, create, known.as_ref(), None).await

@@ -128,6 +128,12 @@ mod tests {
         tx.commit(&mut batch).await
     }
 
+    /// The store's next transaction starts and commits: nothing was left open.
+    async fn writes_again(store: &SqliteStore) {
+        guarded_write(store, "after", true).await.unwrap();
+        assert_eq!(meta(store, "after").await.as_deref(), Some("written"));
+    }
+
     #[tokio::test]
     async fn a_passing_guard_writes_nothing_and_the_writes_after_it_commit() {
         let dir = tempfile::tempdir().unwrap();
@@ -152,9 +158,7 @@ mod tests {
             "{error:?}"
         );
         assert_eq!(meta(&store, "failed").await, None);
-        // The one connection the store may hold for writes is free and outside a transaction.
-        guarded_write(&store, "after", true).await.unwrap();
-        assert_eq!(meta(&store, "after").await.as_deref(), Some("written"));
+        writes_again(&store).await;
     }
 
     #[tokio::test]
@@ -169,8 +173,7 @@ mod tests {
             // Dropped here, open: as a cancelled commit would be.
         }
         assert_eq!(meta(&store, "dropped").await, None);
-        guarded_write(&store, "after", true).await.unwrap();
-        assert_eq!(meta(&store, "after").await.as_deref(), Some("written"));
+        writes_again(&store).await;
     }
 
     #[tokio::test]
@@ -183,6 +186,6 @@ mod tests {
         batch.statement("INSERT INTO no_such_table VALUES (1)");
         assert!(tx.commit(&mut batch).await.is_err());
         assert_eq!(meta(&store, "first").await, None);
-        guarded_write(&store, "after", true).await.unwrap();
+        writes_again(&store).await;
     }
 }
