@@ -328,24 +328,29 @@ impl ArchivalStore for SqliteStore {
     ) -> Result<PassageMatches, StoreError> {
         #[cfg(feature = "tantivy")]
         if let Some(index) = &self.tantivy_archival {
-            index.catch_up(&self.pool).await?;
             // The counts from SQLite's counters, the frequencies from the index (FTS5's
-            // vocabulary table reads a term's whole list of documents to count them).
-            let mut conn = self
-                .pool
-                .acquire()
-                .await
-                .map_err(|e| db("reading passage term statistics", e))?;
-            let (documents, total_terms) = passage_totals(&mut conn).await?;
-            drop(conn);
+            // vocabulary table reads a term's whole list of documents to count them). The
+            // index's catch-up and the three reads of SQLite do not wait on one another.
+            let totals = async {
+                let mut conn = self
+                    .pool
+                    .acquire()
+                    .await
+                    .map_err(|e| db("reading passage term statistics", e))?;
+                passage_totals(&mut conn).await
+            };
+            let ((), (documents, total_terms), excluded, unembedded) = tokio::try_join!(
+                index.catch_up(&self.pool),
+                totals,
+                self.invalid_passages(agent, query),
+                self.unembedded_matches(agent, terms, query),
+            )?;
             let statistics = memgpt_core::backend::TermStatistics {
                 documents,
                 total_terms,
                 document_frequency: index.document_frequencies(terms)?,
             };
-            let excluded = self.invalid_passages(agent, query).await?;
             let keys = index.candidates(agent, terms, query, &excluded, limit)?;
-            let unembedded = self.unembedded_matches(agent, terms, query).await?;
             // Only a text search's page total is every match (see `PassageMatches::total`).
             let total = if query.mode == memgpt_core::store::SearchMode::Text {
                 index.count(agent, terms, query, &excluded)?

@@ -39,6 +39,12 @@ pub fn tokenize(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Whether lowercasing leaves `c` as it is.
+fn is_lowercase_already(c: char) -> bool {
+    let mut lower = c.to_lowercase();
+    lower.next() == Some(c) && lower.next().is_none()
+}
+
 fn stemmer() -> Stemmer {
     Stemmer::create(Algorithm::English)
 }
@@ -90,6 +96,51 @@ pub fn query_terms(query: &str) -> Vec<String> {
     terms
 }
 
+/// How often each of `terms` occurs among the terms [`document_terms`] gives `text`, and how
+/// many terms that is: the same counts, without building the list. A word is stemmed only when
+/// some term begins with its first letter (stemming never changes a word's first letter: the
+/// English stemmer only rewrites suffixes and a few whole words, each keeping its first
+/// letter), so ranking a candidate's text mostly just splits it.
+///
+/// ```
+/// use memgpt_core::retrieval::term_frequencies;
+///
+/// let terms = ["paint".to_string(), "cat".to_string()];
+/// assert_eq!(term_frequencies("Painting sunsets; she paints daily.", &terms), (vec![2, 0], 5));
+/// ```
+pub fn term_frequencies(text: &str, terms: &[String]) -> (Vec<u32>, u32) {
+    let stemmer = stemmer();
+    let mut tf = vec![0u32; terms.len()];
+    let mut length = 0u32;
+    for word in text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty() && w.len() <= MAX_TERM_BYTES)
+    {
+        length += 1;
+        let lowered;
+        let word = if word.chars().all(is_lowercase_already) {
+            word
+        } else {
+            // As `tokenize` lowers it (a final sigma depends on its neighbours).
+            lowered = word.to_lowercase();
+            lowered.as_str()
+        };
+        let Some(first) = word.chars().next() else {
+            continue;
+        };
+        if !terms.iter().any(|t| t.starts_with(first)) {
+            continue;
+        }
+        let stem = stemmer.stem(word);
+        for (t, n) in terms.iter().zip(&mut tf) {
+            if *t == stem {
+                *n += 1;
+            }
+        }
+    }
+    (tf, length)
+}
+
 /// Counts how often each of `terms` occurs in a stored document (its terms joined by spaces, as
 /// [`MessageDocument::text`](crate::backend::MessageDocument::text) writes them) and how many terms the document has.
 ///
@@ -139,6 +190,54 @@ mod tests {
         let long = "x".repeat(MAX_TERM_BYTES + 1);
         assert_eq!(document_terms(&format!("{long} kiwi")), ["kiwi"]);
         assert_eq!(query_terms(&long), Vec::<String>::new());
+    }
+
+    /// `term_frequencies` counts what `document_terms` lists, for every word its shortcut
+    /// skips: the stemmer's exceptions, every suffix class, capitals, a final sigma, a dotted
+    /// capital I, other scripts, digits, overlong words.
+    #[test]
+    fn term_frequencies_count_what_document_terms_list() {
+        let texts = [
+            "Skis skies dying lying tying idly gently ugly early only singly sky news howe atlas \
+             cosmos bias andes inning outing canning herring earring proceed exceed succeed",
+            "Yelling youths yearly; Yvonne's yachts. You're YOUNG. y Y yy ies sses ied eed ing",
+            "relational conditional rational valenci hesitanci digitizer conformabli radicalli \
+             differentli vileli analogousli vietnamization predication operator feudalism \
+             decisiveness hopefulness callousness formaliti sensitiviti sensibiliti",
+            "triplicate formative formalize electriciti electrical hopeful goodness revival \
+             allowance inference airliner gyroscopic adjustable defensible irritant replacement \
+             adjustment dependent adoption homologou communism activate angulariti homologous \
+             effective bowdlerize",
+            "ΣΊΣΥΦΟΣ Οδυσσεύς İstanbul ǅungla Straße ÉCLAIR naïve café 東京 9:30 4th 2nd x86_64",
+            "The CATS sat; cat-like catty caterers cataloged catalogues. Catching caught cats!",
+        ];
+        let long = "q".repeat(MAX_TERM_BYTES + 1);
+        let texts: Vec<String> = texts
+            .iter()
+            .map(|t| t.to_string())
+            .chain([format!("{long} quick {long}q queue")])
+            .collect();
+        for text in &texts {
+            let words = document_terms(text);
+            let mut terms: Vec<String> = words.clone();
+            terms.extend(["zzz", "s", "i", "y", "ski", "die", "q"].map(String::from));
+            terms.sort();
+            terms.dedup();
+            // All terms at once, and each alone (the shortcut looks at the terms' first letters).
+            let mut sets = vec![terms.clone()];
+            sets.extend(terms.iter().map(|t| vec![t.clone()]));
+            for set in sets {
+                let expected: Vec<u32> = set
+                    .iter()
+                    .map(|t| words.iter().filter(|w| *w == t).count() as u32)
+                    .collect();
+                assert_eq!(
+                    term_frequencies(text, &set),
+                    (expected, words.len() as u32),
+                    "{set:?} in {text:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -29,7 +29,9 @@ mod mode;
 mod passages;
 mod recall;
 
-pub use analyzer::{MAX_TERM_BYTES, count_terms, document_terms, query_terms, tokenize};
+pub use analyzer::{
+    MAX_TERM_BYTES, count_terms, document_terms, query_terms, term_frequencies, tokenize,
+};
 pub(crate) use bm25::TermStatistics;
 pub use bm25::{Bm25, Bm25Index};
 pub use cues::QueryCues;

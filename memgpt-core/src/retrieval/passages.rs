@@ -17,7 +17,7 @@
 //! or vector index may pick them), so two stores rank identically whenever both pools hold every
 //! match; a search takes [`passage_pool`] candidates from each list.
 
-use super::analyzer::document_terms;
+use super::analyzer::term_frequencies;
 use super::bm25::{Bm25, TermStatistics};
 use super::fusion::{RRF_K, reciprocal_rank_fusion};
 use super::mode::SearchMode;
@@ -130,12 +130,8 @@ pub fn rank_passages(
                 .iter()
                 .enumerate()
                 .filter_map(|(i, c)| {
-                    let words = document_terms(c.text);
-                    let tf: Vec<u32> = terms
-                        .iter()
-                        .map(|t| words.iter().filter(|w| *w == t).count() as u32)
-                        .collect();
-                    let score = bm25.score(statistics, &tf, words.len() as u32);
+                    let (tf, length) = term_frequencies(c.text, terms);
+                    let score = bm25.score(statistics, &tf, length);
                     (score > 0.0).then_some((i, score))
                 })
                 .collect(),
