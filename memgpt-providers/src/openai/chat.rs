@@ -12,6 +12,7 @@ use reqwest::Client;
 use tracing::debug;
 
 use super::calling::{Prepared, PreparedCache};
+use super::encoded::EncodedMessages;
 use super::stream::StreamDecoder;
 use super::wire::{ChatBody, ChatCompletion, finish_reason};
 use super::{ConfigError, OpenAiConfig, ToolCalling, llm_error, wire};
@@ -33,6 +34,7 @@ pub struct OpenAiProvider {
     config: OpenAiConfig,
     pub(super) client: Client,
     prepared: PreparedCache,
+    encoded: EncodedMessages,
 }
 
 impl OpenAiProvider {
@@ -44,6 +46,7 @@ impl OpenAiProvider {
             config,
             client,
             prepared: PreparedCache::default(),
+            encoded: EncodedMessages::default(),
         })
     }
 
@@ -179,7 +182,27 @@ impl OpenAiProvider {
         structured: Option<&Prepared>,
         stream: bool,
     ) -> Result<Bytes, LlmError> {
-        let body = ChatBody::new(request, &self.config.model, &self.config, structured);
+        // Native calling sends the messages as they are: most were sent last call, and their
+        // JSON is copied from then.
+        let encoded =
+            match self.config.tool_calling {
+                ToolCalling::Native => {
+                    Some(self.encoded.encode(&request.messages).map_err(|e| {
+                        LlmError::Permanent {
+                            status: None,
+                            message: format!("could not encode the request: {e}"),
+                        }
+                    })?)
+                }
+                _ => None,
+            };
+        let body = ChatBody::new(
+            request,
+            &self.config.model,
+            &self.config,
+            structured,
+            encoded.as_deref(),
+        );
         let body = if stream { body.streamed() } else { body };
         http::encode_body(&body, request)
     }
@@ -287,8 +310,8 @@ mod tests {
         }]);
         request.tool_choice = ToolChoice::Required;
         let config = OpenAiConfig::new("http://x/v1", "m-default");
-        let body =
-            serde_json::to_value(ChatBody::new(&request, "m-default", &config, None)).unwrap();
+        let body = serde_json::to_value(ChatBody::new(&request, "m-default", &config, None, None))
+            .unwrap();
         assert_eq!(body["model"], "m-default");
         assert_eq!(body["tool_choice"], "required");
         assert_eq!(body["tools"][0]["type"], "function");
@@ -341,7 +364,41 @@ mod tests {
         let config = OpenAiConfig::new("http://x/v1", "m").with_tool_calling(mode);
         let provider = OpenAiProvider::new(config.clone()).unwrap();
         let structured = provider.structured(request).unwrap();
-        serde_json::to_value(ChatBody::new(request, "m", &config, structured.as_deref())).unwrap()
+        serde_json::from_slice(
+            &provider
+                .encode(request, structured.as_deref(), false)
+                .unwrap(),
+        )
+        .unwrap()
+    }
+
+    /// The provider's body holds each message's JSON from the cache once sent: the same
+    /// bytes as encoding the whole body afresh, on every call, as the context moves on.
+    #[test]
+    fn bodies_from_cached_messages_are_the_bodies_encoded_afresh() {
+        let config = OpenAiConfig::new("http://x/v1", "m");
+        let provider = OpenAiProvider::new(config.clone()).unwrap();
+        let mut request = memgpt_request();
+        for step in 0..3 {
+            for stream in [false, true] {
+                let fresh = ChatBody::new(&request, "m", &config, None, None);
+                let fresh = if stream { fresh.streamed() } else { fresh };
+                let sent = provider.encode(&request, None, stream).unwrap();
+                assert_eq!(
+                    std::str::from_utf8(&sent).unwrap(),
+                    serde_json::to_string(&fresh).unwrap(),
+                    "step {step}"
+                );
+            }
+            // The next step: the oldest message leaves, two arrive.
+            request.messages.remove(1);
+            request
+                .messages
+                .push(ChatMessage::assistant(format!("reply {step} \"q\"")).into());
+            request
+                .messages
+                .push(ChatMessage::user(format!("next {step}\n")).into());
+        }
     }
 
     #[test]

@@ -28,6 +28,7 @@ mod calling;
 mod chat;
 mod config;
 mod embed;
+mod encoded;
 mod stream;
 mod wire;
 

@@ -6,6 +6,7 @@ use memgpt_core::llm::{ChatMessage, ChatRequest, FinishReason, Role, ToolChoice,
 use memgpt_core::message::ToolCall;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::calling::{Prepared, TextMessage, text_history};
 use super::config::ToolCalling;
@@ -13,7 +14,7 @@ use super::config::ToolCalling;
 #[derive(Serialize)]
 pub(super) struct ChatBody<'a> {
     pub(super) model: &'a str,
-    pub(super) messages: Vec<WireMessage<'a>>,
+    pub(super) messages: Vec<WireEntry<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(super) tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -47,6 +48,15 @@ pub(super) struct ChatBody<'a> {
 #[derive(Serialize)]
 pub(super) struct StreamOptions {
     pub(super) include_usage: bool,
+}
+
+/// A message of the body: encoded now, or its JSON as encoded before
+/// ([`EncodedMessages`](super::encoded::EncodedMessages)).
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(super) enum WireEntry<'a> {
+    Message(WireMessage<'a>),
+    Encoded(&'a RawValue),
 }
 
 #[derive(Serialize)]
@@ -88,12 +98,15 @@ struct WireFunction<'a> {
 
 impl<'a> ChatBody<'a> {
     /// The body for `request`. `structured` is set when function calls are requested through a
-    /// non-native [`ToolCalling`] mode (and the request offers functions).
+    /// non-native [`ToolCalling`] mode (and the request offers functions). `encoded`, when
+    /// given, is the wire JSON of each of the request's messages (native calling only; the
+    /// text-only history is a different list).
     pub(super) fn new(
         request: &'a ChatRequest,
         default_model: &'a str,
         config: &super::config::OpenAiConfig,
         structured: Option<&'a Prepared>,
+        encoded: Option<&'a [std::sync::Arc<RawValue>]>,
     ) -> Self {
         let model = if request.model.is_empty() {
             default_model
@@ -110,7 +123,7 @@ impl<'a> ChatBody<'a> {
             // Servers without tool support: no `tools`, a text-only history.
             let messages = text_history(&request.messages, structured.map(|p| p.prompt.as_str()))
                 .into_iter()
-                .map(WireMessage::from)
+                .map(|m| WireEntry::Message(WireMessage::from(m)))
                 .collect();
             return Self {
                 model,
@@ -149,11 +162,14 @@ impl<'a> ChatBody<'a> {
         );
         Self {
             model,
-            messages: request
-                .messages
-                .iter()
-                .map(|m| WireMessage::from(&**m))
-                .collect(),
+            messages: match encoded {
+                Some(encoded) => encoded.iter().map(|j| WireEntry::Encoded(j)).collect(),
+                None => request
+                    .messages
+                    .iter()
+                    .map(|m| WireEntry::Message(WireMessage::from(&**m)))
+                    .collect(),
+            },
             parallel_tool_calls: if tools.is_empty() {
                 None
             } else {
