@@ -60,7 +60,8 @@ pub struct PgOptions {
     /// The schema holding the store's tables (created if missing); `None` uses the connection's
     /// current schema (normally `public`).
     pub schema: Option<String>,
-    /// Size of the pool that serves queries and commits.
+    /// Size of the pool that serves queries and commits, and of the pool of a step's usual
+    /// one-statement commit.
     pub max_connections: u32,
     /// Size of the separate pool of agent-lock connections: each
     /// [`lock_agent`](memgpt_core::store::AgentStore::lock_agent) lease holds one for the length
@@ -221,6 +222,9 @@ fn parse_ef_search(value: &str) -> Option<usize> {
 #[derive(Debug)]
 pub struct PgStore {
     pool: PgPool,
+    /// A step's usual commit (`step.rs`), on connections that let PostgreSQL reuse the
+    /// statement's plan (`pool` plans every query for its arguments: see [`PgStore::open`]).
+    steps: PgPool,
     /// Connections holding agent locks (session-level advisory locks), one per lease.
     locks: PgPool,
     schema: String,
@@ -310,18 +314,32 @@ impl PgStore {
         // No ping when a connection leaves the pool: it would be a round trip before every
         // statement. A connection the server dropped fails its next statement, which reports
         // the error (nothing half-written: every write is one transaction) and is closed.
-        let pool = PgPoolOptions::new()
-            .max_connections(options.max_connections.max(1))
-            .test_before_acquire(false)
-            .after_connect(move |conn, _meta| {
-                let sql = set_search_path.clone();
-                Box::pin(async move {
-                    conn.execute(sqlx::AssertSqlSafe(sql)).await?;
-                    conn.execute("SET plan_cache_mode TO force_custom_plan")
+        let pool_options = |plan_cache_mode: &'static str| {
+            let set_search_path = set_search_path.clone();
+            PgPoolOptions::new()
+                .max_connections(options.max_connections.max(1))
+                .test_before_acquire(false)
+                .after_connect(move |conn, _meta| {
+                    let sql = set_search_path.clone();
+                    Box::pin(async move {
+                        conn.execute(sqlx::AssertSqlSafe(sql)).await?;
+                        conn.execute(sqlx::AssertSqlSafe(format!(
+                            "SET plan_cache_mode TO {plan_cache_mode}"
+                        )))
                         .await?;
-                    Ok(())
+                        Ok(())
+                    })
                 })
-            })
+        };
+        let pool = pool_options("force_custom_plan")
+            .connect_with(connect.clone())
+            .await
+            .map_err(|e| db("connecting to PostgreSQL", e))?;
+        // A step's commit statement is the same every step and its plan does not depend on its
+        // arguments (rows by key, one agent's queue): planning it anew took about a fifth of
+        // the commit. PostgreSQL's default (`auto`) keeps a generic plan once it is no costlier
+        // than the custom ones.
+        let steps = pool_options("auto")
             .connect_with(connect.clone())
             .await
             .map_err(|e| db("connecting to PostgreSQL", e))?;
@@ -331,6 +349,7 @@ impl PgStore {
         info!(schema = %schema, "opened the PostgreSQL store");
         let store = Self {
             pool,
+            steps,
             locks,
             schema,
             space: crate::sql::SpaceCache::default(),
@@ -372,6 +391,7 @@ impl PgStore {
     /// Closes every connection, waiting for those in use (and the leases held) to come back.
     pub async fn close(&self) {
         self.pool.close().await;
+        self.steps.close().await;
         self.locks.close().await;
     }
 

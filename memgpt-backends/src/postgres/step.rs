@@ -92,7 +92,7 @@ impl PgStore {
             .bind(uuids(&queue.appended));
         memgpt_core::failpoint::hit("commit.before");
         let written: i64 = query
-            .fetch_one(&self.pool)
+            .fetch_one(&self.steps)
             .await
             .and_then(|row| row.try_get(0))
             .map_err(|e| db("committing a step", e))?;
@@ -102,5 +102,102 @@ impl PgStore {
         }
         memgpt_core::failpoint::hit("commit.after");
         Ok(Some(builder))
+    }
+}
+
+#[cfg(all(test, feature = "conformance"))]
+mod tests {
+    use memgpt_core::ids::AgentId;
+    use memgpt_core::store::{AgentStore, Page, RecallQuery, RecallStore};
+
+    use super::super::PgOptions;
+    use super::*;
+    use crate::conformance::fixtures::{state, t0, user};
+
+    /// How many generic and custom plans the statements with parameters of `pool`'s one
+    /// connection got that begin with `prefix` (`pg_prepared_statements` is per session; a
+    /// statement without parameters has one plan, generic).
+    async fn plans(pool: &sqlx::PgPool, prefix: &str) -> (i64, i64) {
+        sqlx::query_as(
+            "SELECT coalesce(sum(generic_plans), 0)::int8, coalesce(sum(custom_plans), 0)::int8 \
+             FROM pg_prepared_statements \
+             WHERE statement LIKE $1 || '%' AND cardinality(parameter_types) > 0",
+        )
+        .bind(prefix)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+    }
+
+    /// A step's usual commit runs on connections where PostgreSQL keeps a generic plan once it
+    /// is no costlier (the statement is planned once, not every step), while searches stay on
+    /// connections that plan every query for its arguments.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn step_commits_reuse_a_plan_and_searches_do_not() {
+        let Ok(base) = std::env::var("MEMGPT_TEST_POSTGRES_URL") else {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI=true but MEMGPT_TEST_POSTGRES_URL is not set"
+            );
+            eprintln!("SKIPPED: set MEMGPT_TEST_POSTGRES_URL to run this test");
+            return;
+        };
+        let schema = format!("memgpt_plans_{}", uuid::Uuid::now_v7().simple());
+        let separator = if base.contains('?') { '&' } else { '?' };
+        let mut options = PgOptions::new(&format!("{base}{separator}schema={schema}"));
+        // One connection per pool: the plans counted are the ones the commits and searches got.
+        options.max_connections = 1;
+        let store = PgStore::open(options).await.unwrap();
+        let mut agent = state(AgentId::new(), "plans");
+        store.create_agent(&agent).await.unwrap();
+        for step in 0..12 {
+            let messages: Vec<_> = (0..3)
+                .map(|i| {
+                    user(
+                        agent.id,
+                        &format!("step {step} message {i} about kiwis"),
+                        t0(),
+                    )
+                })
+                .collect();
+            // A full context: from the second step on, the three oldest leave as three arrive.
+            let before = agent.fifo.clone();
+            agent.version += 1;
+            agent.fifo.extend(messages.iter().map(|m| m.id));
+            if step > 0 {
+                agent.fifo.drain(..3);
+            }
+            let commit = Commit {
+                state: agent.clone(),
+                messages,
+                message_embeddings: Vec::new(),
+                passages: Vec::new(),
+                deleted_passages: Vec::new(),
+                retired_passages: Vec::new(),
+                attachments_changed: false,
+                queue: QueueChange::between(&before, &agent.fifo),
+            };
+            store.commit(&commit).await.unwrap();
+            let query = RecallQuery::text("kiwis", Page::first(5));
+            store.search(agent.id, &query).await.unwrap();
+        }
+        let (generic, custom) = plans(&store.steps, "WITH state AS").await;
+        assert!(
+            generic > 0,
+            "{generic} generic, {custom} custom plans of the step's commit"
+        );
+        let (generic, custom) = plans(&store.pool, "").await;
+        assert_eq!(
+            generic, 0,
+            "{generic} generic, {custom} custom plans of the searches"
+        );
+        assert!(custom > 0);
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DROP SCHEMA \"{schema}\" CASCADE"
+        )))
+        .execute(&store.pool)
+        .await
+        .unwrap();
+        store.close().await;
     }
 }

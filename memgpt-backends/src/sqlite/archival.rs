@@ -15,7 +15,9 @@ use sqlx::{QueryBuilder, Row, Sqlite};
 use super::SqliteStore;
 use super::agents::agent_token;
 use super::dialect::{PASSAGE_COLUMNS, passage_from_row};
-use super::documents::{passage_statistics, passage_totals};
+use super::documents::passage_statistics;
+#[cfg(feature = "tantivy")]
+use super::documents::passage_totals;
 use crate::codec::{blob_to_vector_into, db, fts5_terms_query, micros};
 use crate::sql::{self, sql_int};
 use crate::vector::{TopK, cosine_to_unit, normalized};
