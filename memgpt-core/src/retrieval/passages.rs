@@ -8,7 +8,7 @@
 //! [`search_passages`](crate::store::search_passages) then ranks them
 //! with [`rank_passages`], the same way for every store:
 //!
-//! * [`SearchMode::Text`]: **BM25** of the passage's words ([`document_terms`]) for the query's
+//! * [`SearchMode::Text`]: **BM25** of the passage's words ([`document_terms`](super::document_terms)) for the query's
 //!   terms, with the statistics the store reports over every passage it indexes;
 //! * [`SearchMode::Vector`]: **cosine similarity** of the passage's embedding to the query's;
 //! * [`SearchMode::Hybrid`]: **reciprocal-rank fusion** of both lists ([`RRF_K`]).
@@ -59,7 +59,7 @@ pub struct NearestPassages {
 pub struct PassageDocument<'a> {
     /// The store's key for it (ties after the time: the larger key first).
     pub key: CandidateKey,
-    /// Its text (analysed with [`document_terms`], as stores index it).
+    /// Its text (analysed with [`document_terms`](super::document_terms), as stores index it).
     pub text: &'a str,
     /// Its embedding's vector, if it has one.
     pub embedding: Option<&'a [f32]>,
