@@ -60,8 +60,10 @@ pub struct PgOptions {
     /// The schema holding the store's tables (created if missing); `None` uses the connection's
     /// current schema (normally `public`).
     pub schema: Option<String>,
-    /// Size of the pool that serves queries and commits, and of the pool of a step's usual
-    /// one-statement commit.
+    /// Size of the pool that serves queries and commits, and the most connections of a second
+    /// pool, connected as needed, for a step's usual one-statement commit (it holds as many
+    /// as such commits ran at once): a store may hold up to twice this many connections, plus
+    /// the leases'.
     pub max_connections: u32,
     /// Size of the separate pool of agent-lock connections: each
     /// [`lock_agent`](memgpt_core::store::AgentStore::lock_agent) lease holds one for the length
@@ -307,9 +309,6 @@ impl PgStore {
             .map_err(|e| db("reading the PostgreSQL URL", e))?
             .application_name("memgpt");
         let (schema, search_path) = bootstrap(&connect, options.schema.as_deref()).await?;
-        // Custom plans always: every query binds its text-search query, vector and agent, and a
-        // generic plan cannot judge their selectivity (it would scan an agent's whole history
-        // instead of the GIN or HNSW index).
         let set_search_path = format!("SET search_path TO {search_path}");
         // No ping when a connection leaves the pool: it would be a round trip before every
         // statement. A connection the server dropped fails its next statement, which reports
@@ -331,6 +330,9 @@ impl PgStore {
                     })
                 })
         };
+        // Custom plans always: every query binds its text-search query, vector and agent, and a
+        // generic plan cannot judge their selectivity (it would scan an agent's whole history
+        // instead of the GIN or HNSW index).
         let pool = pool_options("force_custom_plan")
             .connect_with(connect.clone())
             .await
@@ -338,11 +340,9 @@ impl PgStore {
         // A step's commit statement is the same every step and its plan does not depend on its
         // arguments (rows by key, one agent's queue): planning it anew took about a fifth of
         // the commit. PostgreSQL's default (`auto`) keeps a generic plan once it is no costlier
-        // than the custom ones.
-        let steps = pool_options("auto")
-            .connect_with(connect.clone())
-            .await
-            .map_err(|e| db("connecting to PostgreSQL", e))?;
+        // than the custom ones. Connected as commits need it: as many connections as commits
+        // ran at once.
+        let steps = pool_options("auto").connect_lazy_with(connect.clone());
         let locks = PgPoolOptions::new()
             .max_connections(options.max_leases.max(1))
             .connect_lazy_with(connect);

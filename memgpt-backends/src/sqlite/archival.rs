@@ -330,9 +330,14 @@ impl ArchivalStore for SqliteStore {
     ) -> Result<PassageMatches, StoreError> {
         #[cfg(feature = "tantivy")]
         if let Some(index) = &self.tantivy_archival {
+            // Caught up first and alone: a catch-up dropped half-way (as `try_join!` drops the
+            // others when one read fails) could index a batch twice; and the retired facts
+            // read after it are at least as new as the index, so a fact retired by a commit
+            // the index already holds is left out.
+            index.catch_up(&self.pool).await?;
             // The counts from SQLite's counters, the frequencies from the index (FTS5's
             // vocabulary table reads a term's whole list of documents to count them). The
-            // index's catch-up and the three reads of SQLite do not wait on one another.
+            // three reads of SQLite do not wait on one another.
             let totals = async {
                 let mut conn = self
                     .pool
@@ -341,8 +346,7 @@ impl ArchivalStore for SqliteStore {
                     .map_err(|e| db("reading passage term statistics", e))?;
                 passage_totals(&mut conn).await
             };
-            let ((), (documents, total_terms), excluded, unembedded) = tokio::try_join!(
-                index.catch_up(&self.pool),
+            let ((documents, total_terms), excluded, unembedded) = tokio::try_join!(
                 totals,
                 self.invalid_passages(agent, query),
                 self.unembedded_matches(agent, terms, query),

@@ -111,16 +111,21 @@ impl Entries {
             }
         }
         // Entries of dropped messages go once they are as many as the live ones (amortised:
-        // a sweep visits every entry).
-        if self.by_message.len() > 2 * self.kept.max(1024) {
-            self.by_message.retain(|_, e| e.message.strong_count() > 0);
-            self.bytes = self.by_message.values().map(|e| e.json.get().len()).sum();
-            self.kept = self.by_message.len();
+        // a sweep visits every entry), or when the bytes held pass the cap.
+        if self.by_message.len() > 2 * self.kept.max(1024) || self.bytes > MAX_BYTES {
+            self.sweep();
         }
         if self.bytes > MAX_BYTES {
             self.by_message.clear();
             (self.bytes, self.kept) = (0, 0);
         }
+    }
+
+    /// Drops the entries of messages dropped since.
+    fn sweep(&mut self) {
+        self.by_message.retain(|_, e| e.message.strong_count() > 0);
+        self.bytes = self.by_message.values().map(|e| e.json.get().len()).sum();
+        self.kept = self.by_message.len();
     }
 }
 
