@@ -17,13 +17,16 @@ pub(crate) fn encode_body(
     request: &memgpt_core::llm::ChatRequest,
 ) -> Result<Bytes, memgpt_core::llm::LlmError> {
     let mut buffer = Vec::with_capacity(encoded_size_hint(request));
-    serde_json::to_writer(&mut buffer, body).map_err(|e| {
-        memgpt_core::llm::LlmError::Permanent {
-            status: None,
-            message: format!("could not encode the request: {e}"),
-        }
-    })?;
+    serde_json::to_writer(&mut buffer, body).map_err(unencodable)?;
     Ok(Bytes::from(buffer))
+}
+
+/// The error of a request that could not be encoded as JSON (retrying cannot help).
+pub(crate) fn unencodable(e: serde_json::Error) -> memgpt_core::llm::LlmError {
+    memgpt_core::llm::LlmError::Permanent {
+        status: None,
+        message: format!("could not encode the request: {e}"),
+    }
 }
 
 /// About how many bytes `request` takes as JSON: its texts, an eighth more for escapes, and

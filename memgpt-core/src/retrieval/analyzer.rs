@@ -33,10 +33,14 @@ const STOP_WORDS: &[&str] = &[
 /// assert_eq!(tokenize("Hello, wörld! it's 9:30"), ["hello", "wörld", "it", "s", "9", "30"]);
 /// ```
 pub fn tokenize(text: &str) -> Vec<String> {
+    words(text).map(str::to_lowercase).collect()
+}
+
+/// The words of `text` as written (before lowercasing): maximal alphanumeric runs of at most
+/// [`MAX_TERM_BYTES`] bytes.
+fn words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty() && w.len() <= MAX_TERM_BYTES)
-        .map(str::to_lowercase)
-        .collect()
 }
 
 /// Whether lowercasing leaves `c` as it is.
@@ -112,10 +116,7 @@ pub fn term_frequencies(text: &str, terms: &[String]) -> (Vec<u32>, u32) {
     let stemmer = stemmer();
     let mut tf = vec![0u32; terms.len()];
     let mut length = 0u32;
-    for word in text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty() && w.len() <= MAX_TERM_BYTES)
-    {
+    for word in words(text) {
         length += 1;
         let lowered;
         let word = if word.chars().all(is_lowercase_already) {

@@ -184,18 +184,14 @@ impl OpenAiProvider {
     ) -> Result<Bytes, LlmError> {
         // Native calling sends the messages as they are: most were sent last call, and their
         // JSON is copied from then.
-        let encoded =
-            match self.config.tool_calling {
-                ToolCalling::Native => {
-                    Some(self.encoded.encode(&request.messages).map_err(|e| {
-                        LlmError::Permanent {
-                            status: None,
-                            message: format!("could not encode the request: {e}"),
-                        }
-                    })?)
-                }
-                _ => None,
-            };
+        let encoded = match self.config.tool_calling {
+            ToolCalling::Native => Some(
+                self.encoded
+                    .encode(&request.messages)
+                    .map_err(http::unencodable)?,
+            ),
+            _ => None,
+        };
         let body = ChatBody::new(
             request,
             &self.config.model,
