@@ -18,8 +18,12 @@
 //!   so a supervising process that reads the line can SIGKILL the child at exactly that place;
 //! * `abort`: abort the process at once (no destructors, no flushing: as abrupt as SIGKILL).
 //!
-//! The points this workspace defines are listed in [`POINTS`]; a store of your own may add its
-//! own names.
+//! * `fault`: no stop at all; [`fault`] returns `true` for the name from then on. The stores
+//!   use it for *seeded faults* ([`FAULTS`]): a known bug put back on purpose, to show that a
+//!   test finds it (`MEMGPT_FAILPOINTS="fault.sqlite.reused_sequence_numbers=fault"`).
+//!
+//! The points this workspace defines are listed in [`POINTS`], its seeded faults in
+//! [`FAULTS`]; a store of your own may add its own names.
 
 /// The environment variable that arms failpoints (with the `failpoints` feature).
 pub const ENV: &str = "MEMGPT_FAILPOINTS";
@@ -56,6 +60,40 @@ pub const POINTS: &[(&str, &str)] = &[
     ),
 ];
 
+/// The seeded faults of this workspace's stores, with what each one breaks (see [`fault`]).
+pub const FAULTS: &[(&str, &str)] = &[
+    (
+        "fault.sqlite.reused_sequence_numbers",
+        "SQLite gives the numbers of deleted newest messages and passages again (the bug fixed by \
+         migration 12): derived indexes take the new rows for rows they have seen",
+    ),
+    (
+        "fault.tantivy.archival_tags_ignored",
+        "the tantivy archival index leaves the query's tag filter out",
+    ),
+    (
+        "fault.postgres.recall_range_end_included",
+        "PostgreSQL's recall filter admits messages at the end of a time range (it is exclusive)",
+    ),
+    (
+        "fault.usearch.dirty_mark_lost",
+        "a usearch catch-up dropped half-way no longer marks the agent's index as behind",
+    ),
+];
+
+/// Whether the seeded fault `name` is armed (`name=fault` in [`ENV`]); always `false` without
+/// the `failpoints` feature.
+#[inline(always)]
+pub fn fault(name: &'static str) -> bool {
+    #[cfg(feature = "failpoints")]
+    return armed::fault(name);
+    #[cfg(not(feature = "failpoints"))]
+    {
+        let _ = name;
+        false
+    }
+}
+
 /// Marks the failpoint `name`: does nothing unless the `failpoints` feature is on and
 /// [`ENV`] arms this point (see the [module documentation](self)).
 #[inline(always)]
@@ -76,6 +114,7 @@ mod armed {
     pub(super) enum Action {
         Pause,
         Abort,
+        Fault,
     }
 
     #[derive(Debug)]
@@ -101,6 +140,7 @@ mod armed {
                 let action = match action.trim() {
                     "pause" => Action::Pause,
                     "abort" => Action::Abort,
+                    "fault" => Action::Fault,
                     _ => return None,
                 };
                 Some(Point {
@@ -113,24 +153,38 @@ mod armed {
             match parsed {
                 Some(point) => points.push(point),
                 None => eprintln!(
-                    "memgpt: ignoring the malformed failpoint {entry:?} (expected name=pause|abort[@n])"
+                    "memgpt: ignoring the malformed failpoint {entry:?} (expected name=pause|abort|fault[@n])"
                 ),
             }
         }
         points
     }
 
-    pub(super) fn hit(name: &'static str) {
-        let plan = PLAN.get_or_init(|| {
+    fn plan() -> &'static [Point] {
+        PLAN.get_or_init(|| {
             std::env::var(crate::failpoint::ENV)
                 .map(|spec| parse(&spec))
                 .unwrap_or_default()
-        });
-        for point in plan.iter().filter(|p| p.name == name) {
+        })
+    }
+
+    pub(super) fn fault(name: &'static str) -> bool {
+        plan()
+            .iter()
+            .any(|p| p.name == name && p.action == Action::Fault)
+    }
+
+    pub(super) fn hit(name: &'static str) {
+        let plan = plan();
+        for point in plan
+            .iter()
+            .filter(|p| p.name == name && p.action != Action::Fault)
+        {
             if point.hits.fetch_add(1, Ordering::SeqCst) + 1 != point.on_hit {
                 continue;
             }
             match point.action {
+                Action::Fault => {}
                 Action::Abort => std::process::abort(),
                 Action::Pause => {
                     let mut out = std::io::stdout().lock();

@@ -272,6 +272,94 @@ impl LlmError {
     }
 }
 
+/// What kind of provider failure ended a step, without the provider's own words: what a
+/// service can tell its users about it (the provider's message, which may name its address
+/// or echo the request, is for the operator's log).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ProviderFailure {
+    /// The prompt did not fit the model's context window, even after a flush.
+    ContextOverflow,
+    /// The provider limits the rate of requests (HTTP 429).
+    RateLimited,
+    /// The provider could not be reached, did not answer in time, or failed (HTTP 5xx), after
+    /// retries.
+    Unavailable {
+        /// Its HTTP status, if it answered.
+        status: Option<u16>,
+    },
+    /// The provider refused the server's credentials (HTTP 401 or 403).
+    Unauthorized {
+        /// Its HTTP status.
+        status: u16,
+    },
+    /// The provider refused the request (another 4xx: an unknown model, an invalid request).
+    Refused {
+        /// Its HTTP status, if there was one.
+        status: Option<u16>,
+    },
+    /// The provider's answer was not a valid response.
+    #[default]
+    InvalidResponse,
+}
+
+impl ProviderFailure {
+    /// The failure `error` is.
+    pub fn of(error: &LlmError) -> Self {
+        match error {
+            LlmError::ContextOverflow { .. } => ProviderFailure::ContextOverflow,
+            LlmError::Transient {
+                status: Some(429), ..
+            } => ProviderFailure::RateLimited,
+            LlmError::Transient { status, .. } => ProviderFailure::Unavailable { status: *status },
+            LlmError::Permanent {
+                status: Some(status @ (401 | 403)),
+                ..
+            } => ProviderFailure::Unauthorized { status: *status },
+            LlmError::Permanent { status, .. } => ProviderFailure::Refused { status: *status },
+            LlmError::InvalidResponse { .. } => ProviderFailure::InvalidResponse,
+        }
+    }
+}
+
+impl std::fmt::Display for ProviderFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProviderFailure::ContextOverflow => {
+                write!(f, "the prompt did not fit the model's context window")
+            }
+            ProviderFailure::RateLimited => write!(
+                f,
+                "the model provider is limiting the rate of requests (HTTP 429); try again later"
+            ),
+            ProviderFailure::Unavailable { status: Some(s) } => write!(
+                f,
+                "the model provider failed (HTTP {s}) after retries; try again later"
+            ),
+            ProviderFailure::Unavailable { status: None } => write!(
+                f,
+                "the model provider could not be reached or did not answer in time, after \
+                 retries; try again later"
+            ),
+            ProviderFailure::Unauthorized { status } => write!(
+                f,
+                "the model provider refused the credentials it was given (HTTP {status}); the \
+                 operator must fix the configuration"
+            ),
+            ProviderFailure::Refused { status: Some(s) } => {
+                write!(f, "the model provider refused the request (HTTP {s})")
+            }
+            ProviderFailure::Refused { status: None } => {
+                write!(f, "the model provider refused the request")
+            }
+            ProviderFailure::InvalidResponse => {
+                write!(f, "the model provider's answer could not be read")
+            }
+        }
+    }
+}
+
 /// A chat-completion backend.
 ///
 /// Implementations retry transient failures themselves (with backoff), and map "context length

@@ -59,6 +59,8 @@ pub enum ErrorCode {
     /// The agent waits for a function call's approval: approve or deny it first (a message of
     /// `type` `approval`).
     ApprovalPending,
+    /// An `Idempotency-Key` was sent again with another request.
+    IdempotencyKeyReused,
     /// The agent cannot be configured that way (window too small, model unknown...).
     InvalidConfig,
     /// The LLM provider failed (after its retries).
@@ -78,7 +80,7 @@ impl ErrorCode {
         match self {
             BadJson | InvalidInput => StatusCode::BAD_REQUEST,
             UnknownField | BlockOverLimit | BlockEditRejected | UnknownTool | UnknownPolicy
-            | InvalidConfig => StatusCode::UNPROCESSABLE_ENTITY,
+            | InvalidConfig | IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
             BodyTooLarge | TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Unauthorized => StatusCode::UNAUTHORIZED,
             AdminOnly => StatusCode::FORBIDDEN,
@@ -120,11 +122,12 @@ pub struct ErrorDetail {
 }
 
 impl ApiError {
-    /// An error of `code` saying `message`.
+    /// An error of `code` saying `message`; addresses in it (`http://...`) are left out: an
+    /// error a tenant reads never names what stands behind the server.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
             code,
-            message: message.into(),
+            message: redact_addresses(&message.into()),
         }
     }
 
@@ -146,14 +149,47 @@ impl ApiError {
 }
 
 /// The step's LLM failure, if the model could not be reached: an error for the client, as
-/// OpenAI's API reports one (`502 llm_error`; in a stream, an error event).
+/// OpenAI's API reports one (`502 llm_error`; in a stream, an error event). The tenant reads
+/// what kind of failure it was; the provider's own message (its address, its words) goes to
+/// the operator's log.
 pub(crate) fn llm_failure(record: &memgpt_core::StepRecord) -> Option<ApiError> {
     match &record.stop_reason {
-        memgpt_core::StopReason::ProviderError { message, .. } => Some(ApiError::new(
-            ErrorCode::LlmError,
-            format!("the model failed: {message}"),
-        )),
+        memgpt_core::StopReason::ProviderError {
+            message, failure, ..
+        } => {
+            tracing::warn!(error = %message, "the model failed");
+            Some(ApiError::new(
+                ErrorCode::LlmError,
+                format!(
+                    "the model failed: {failure}. The message was kept: retry this request (the \
+                     same Idempotency-Key) to have the agent answer it, not a new request"
+                ),
+            ))
+        }
         _ => None,
+    }
+}
+
+/// `text` with every `http://` or `https://` address replaced by `<address>`.
+pub(crate) fn redact_addresses(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    loop {
+        let next = ["http://", "https://"]
+            .iter()
+            .filter_map(|scheme| rest.find(scheme))
+            .min();
+        let Some(start) = next else {
+            out.push_str(rest);
+            return out;
+        };
+        out.push_str(&rest[..start]);
+        let address = &rest[start..];
+        let end = address
+            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ')' | '>' | ']' | '`'))
+            .unwrap_or(address.len());
+        out.push_str("<address>");
+        rest = &address[end..];
     }
 }
 
@@ -222,10 +258,31 @@ impl From<CoreError> for ApiError {
                 _ => ErrorCode::Internal,
             },
         };
-        if code == ErrorCode::Internal {
-            tracing::error!(error = %message, "request failed");
+        match code {
+            ErrorCode::Internal => Self::hidden(code, &message, "the server failed"),
+            ErrorCode::Unavailable => {
+                let what = match &error {
+                    CoreError::Embed(_) => "the embedding model is unavailable for now",
+                    _ => "a service the server depends on is unavailable for now",
+                };
+                Self::hidden(code, &message, what)
+            }
+            _ => Self::new(code, message),
         }
-        Self::new(code, message)
+    }
+}
+
+impl ApiError {
+    /// An error whose details stay in the operator's log: the tenant reads `public` and how
+    /// to go on.
+    fn hidden(code: ErrorCode, details: &str, public: &str) -> Self {
+        tracing::error!(error = %details, code = ?code, "request failed");
+        let next = if code == ErrorCode::Unavailable {
+            "retry later"
+        } else {
+            "the operator's log has the details"
+        };
+        Self::new(code, format!("{public}; {next}"))
     }
 }
 
@@ -253,10 +310,13 @@ impl ApiError {
             ErrorKind::Config => ErrorCode::InvalidConfig,
             _ => ErrorCode::Internal,
         };
-        if code == ErrorCode::Internal {
-            tracing::error!(error = %message, "store failed");
+        match code {
+            ErrorCode::Internal => Self::hidden(code, &message, "the store failed"),
+            ErrorCode::Unavailable => {
+                Self::hidden(code, &message, "the store is busy or unreachable for now")
+            }
+            _ => Self::new(code, message),
         }
-        Self::new(code, message)
     }
 }
 
@@ -300,5 +360,38 @@ mod tests {
         }
         let json = serde_json::to_value(ErrorCode::BlockOverLimit).unwrap();
         assert_eq!(json, "block_over_limit");
+    }
+
+    #[test]
+    fn addresses_never_reach_a_tenant() {
+        let e = ApiError::new(
+            ErrorCode::LlmError,
+            "error sending request for url (http://127.0.0.1:41234/v1/chat/completions) via https://proxy.internal:8443/x",
+        );
+        assert_eq!(
+            e.message,
+            "error sending request for url (<address>) via <address>"
+        );
+        assert_eq!(redact_addresses("no address here"), "no address here");
+    }
+
+    #[test]
+    fn internal_and_unavailable_errors_hide_their_details() {
+        let store = StoreError::Backend {
+            message: "database at /srv/memgpt/memgpt.db is locked".into(),
+            transient: true,
+            source: None,
+        };
+        let e = ApiError::from(store);
+        assert_eq!(e.code, ErrorCode::Unavailable);
+        assert!(!e.message.contains("/srv"), "{}", e.message);
+        let broken = StoreError::Backend {
+            message: "SELECT failed on host db.internal".into(),
+            transient: false,
+            source: None,
+        };
+        let e = ApiError::from(broken);
+        assert_eq!(e.code, ErrorCode::Internal);
+        assert!(!e.message.contains("db.internal"), "{}", e.message);
     }
 }

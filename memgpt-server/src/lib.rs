@@ -45,6 +45,7 @@ mod consolidation;
 pub mod db;
 pub mod error;
 pub mod hub;
+pub mod idempotency;
 mod inspector;
 mod messenger;
 pub mod metrics;
@@ -163,6 +164,7 @@ impl Server {
             timers: tables.timers,
             metrics: Metrics::default(),
             admin_key: config.admin_key.clone(),
+            idempotency: idempotency::Idempotency::new(config.idempotency),
             config,
             naming: tokio::sync::Mutex::new(()),
         });

@@ -27,6 +27,9 @@ pub struct ServerConfig {
     /// How long a claimed timer stays with the process that claimed it before another may
     /// fire it (default 10 minutes: longer than any step).
     pub timer_lease: Duration,
+    /// How long retries of a message or chat-completion post find its first attempt (see
+    /// [`idempotency`](crate::idempotency)).
+    pub idempotency: crate::idempotency::IdempotencyConfig,
     /// The functions agents may be given (default: those linked into the program,
     /// [`FunctionRegistry::linked`](memgpt_core::function::FunctionRegistry::linked)). Add
     /// run-time ones here, such as MCP servers' tools: `memgpt serve` adds the tools of the
@@ -43,6 +46,7 @@ impl Default for ServerConfig {
             live_agents: 10_000,
             timer_poll: Duration::from_secs(1),
             timer_lease: Duration::from_secs(600),
+            idempotency: Default::default(),
             functions: None,
         }
     }
@@ -63,6 +67,8 @@ pub struct ServerState {
     pub admin_key: Option<String>,
     /// The configuration.
     pub config: ServerConfig,
+    /// The outcomes of keyed message and chat-completion posts, for their retries.
+    pub(crate) idempotency: crate::idempotency::Idempotency,
     /// Held while an agent is named (created, renamed, imported), so two requests cannot
     /// give one tenant's agents the same name.
     pub(crate) naming: tokio::sync::Mutex<()>,

@@ -281,7 +281,7 @@ pub struct StepView {
     /// `provider_error` or `awaiting_approval` (a call waits for a person: see
     /// `pending_approval`).
     pub stop_reason: String,
-    /// For `provider_error`, what the provider said; for `chain_limit`, the limit; for
+    /// For `provider_error`, what kind of failure it was; for `chain_limit`, the limit; for
     /// `awaiting_approval`, the id of the call to approve or deny.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stop_detail: Option<String>,
@@ -317,7 +317,9 @@ impl StepView {
             StopReason::NoFunctionCall => ("no_function_call", None),
             StopReason::ChainLimit { limit } => ("chain_limit", Some(limit.to_string())),
             StopReason::TimersPaused => ("timers_paused", None),
-            StopReason::ProviderError { message, .. } => ("provider_error", Some(message.clone())),
+            StopReason::ProviderError { failure, .. } => {
+                ("provider_error", Some(failure.to_string()))
+            }
             StopReason::AwaitingApproval { call_id, .. } => {
                 ("awaiting_approval", Some(call_id.clone()))
             }

@@ -244,7 +244,9 @@ async fn an_unscripted_server_ends_the_step_cleanly() {
     let mut agent = agent(&server).await;
     let record = agent.step("hello?").await.unwrap();
     match record.stop_reason {
-        StopReason::ProviderError { message, retryable } => {
+        StopReason::ProviderError {
+            message, retryable, ..
+        } => {
             assert!(!retryable);
             assert!(message.contains("no scripted reply left"), "{message}");
         }

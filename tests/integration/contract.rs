@@ -52,9 +52,19 @@ struct Served {
 impl Served {
     async fn start() -> Self {
         let llm = FakeOpenAi::start().await;
-        // "please fail" makes the model fail (a permanent error: no retries).
-        llm.respond_with(|body| {
-            if body.to_string().contains("please fail") {
+        // "please fail" makes the model fail (a permanent error: no retries), and so does the
+        // first request holding "flaky-probe".
+        let flaked = std::sync::atomic::AtomicBool::new(false);
+        llm.respond_with(move |body| {
+            // What the newest user message asks (earlier ones are history).
+            let text = body["messages"]
+                .as_array()
+                .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+                .map(|m| m["content"].to_string())
+                .unwrap_or_default();
+            let flaky = text.contains("flaky-probe")
+                && !flaked.swap(true, std::sync::atomic::Ordering::SeqCst);
+            if text.contains("please fail") || flaky {
                 Reply::status(400, "the model refuses")
             } else if is_agent_request(body) {
                 Reply::call("send_message", json!({"message": "Noted."}))

@@ -82,7 +82,9 @@ async fn fault_through_a_step(name: &str, faults: Vec<Fault>, expect: Expect) {
     let record = agent.step(said.as_str()).await.expect("the step commits");
     let elapsed = started.elapsed();
     match &record.stop_reason {
-        StopReason::ProviderError { message, retryable } => {
+        StopReason::ProviderError {
+            message, retryable, ..
+        } => {
             assert_eq!(*retryable, expect.retryable, "{name}: {message}");
             assert!(
                 message.contains(expect.mentions),

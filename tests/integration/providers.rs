@@ -51,7 +51,9 @@ async fn server_errors_are_retried_then_reported() {
         "one attempt and three retries"
     );
     match record.stop_reason {
-        StopReason::ProviderError { message, retryable } => {
+        StopReason::ProviderError {
+            message, retryable, ..
+        } => {
             assert!(retryable);
             assert_eq!(message, "transient provider error (HTTP 503): overloaded");
         }

@@ -23,6 +23,7 @@ pub use super::hybrid::{
 };
 pub use super::lifetimes::facts_with_a_lifetime_agree_with_the_reference;
 pub use super::queue::queues_change_by_what_a_step_changed;
+pub use super::sequences::rows_after_deletions_are_found;
 
 /// Agents are created once (a second create is `AgentExists`), load back equal, list oldest
 /// first, and deleting one removes its messages and passages and nobody else's.

@@ -46,7 +46,9 @@ mod documents;
 pub mod fixtures;
 mod hybrid;
 mod lifetimes;
+pub mod model;
 mod queue;
+mod sequences;
 
 use std::fmt;
 use std::future::Future;
@@ -235,6 +237,7 @@ macro_rules! store_conformance_tests {
             documents_follow_commits_of_another_handle,
             imports_are_all_or_nothing,
             nul_characters_are_refused_alike,
+            rows_after_deletions_are_found,
         );
     };
     (@cases $store:expr; $($case:ident),* $(,)?) => {

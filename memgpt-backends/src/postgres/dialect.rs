@@ -41,7 +41,12 @@ pub(crate) fn push_filters(sql: &mut QueryBuilder<Postgres>, query: &RecallQuery
         sql.push(" AND m.created_at >= ").push_bind(start);
     }
     if let Some(end) = query.range.end {
-        sql.push(" AND m.created_at < ").push_bind(end);
+        let before = if memgpt_core::failpoint::fault("fault.postgres.recall_range_end_included") {
+            " AND m.created_at <= "
+        } else {
+            " AND m.created_at < "
+        };
+        sql.push(before).push_bind(end);
     }
 }
 

@@ -134,6 +134,7 @@ impl AgentStore for SqliteStore {
                 .await
                 .map_err(|e| db("deleting an agent", e))?;
         }
+        give_numbers_again_if_faulty(&mut *tx).await?;
         let deleted = sqlx::query("DELETE FROM agents WHERE id = ?")
             .bind(uuid)
             .execute(&mut *tx)
@@ -141,17 +142,19 @@ impl AgentStore for SqliteStore {
             .map_err(|e| db("deleting an agent", e))?
             .rows_affected()
             > 0;
-        // Derived indexes notice the generation change and rebuild.
-        sqlx::query(
-            "UPDATE memgpt_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'",
+        // The derived indexes forget the agent and move to the new generation with it; one
+        // that misses this sees a generation it did not move to, and rebuilds.
+        let generation: i64 = sqlx::query_scalar(
+            "UPDATE memgpt_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation' \
+             RETURNING CAST(value AS INTEGER)",
         )
-        .execute(&mut *tx)
+        .fetch_one(&mut *tx)
         .await
         .map_err(|e| db("deleting an agent", e))?;
         tx.commit()
             .await
             .map_err(|e| db("committing an agent deletion", e))?;
-        self.after_delete(id).await;
+        self.after_delete(id, generation).await;
         Ok(deleted)
     }
 
@@ -500,6 +503,25 @@ async fn delete_passage(
             .execute(&mut *tx)
             .await
             .map_err(|e| db("recording a passage deletion", e))?;
+        give_numbers_again_if_faulty(tx).await?;
+    }
+    Ok(())
+}
+
+/// The seeded fault `fault.sqlite.reused_sequence_numbers` (see memgpt-core's `failpoint`):
+/// makes SQLite give the numbers of deleted newest rows again, as it did before migration 12.
+async fn give_numbers_again_if_faulty(tx: &mut SqliteConnection) -> Result<(), StoreError> {
+    if !memgpt_core::failpoint::fault("fault.sqlite.reused_sequence_numbers") {
+        return Ok(());
+    }
+    for table in ["messages", "passages", "message_embeddings"] {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE sqlite_sequence SET seq = (SELECT coalesce(max(seq), 0) FROM {table}) \
+             WHERE name = '{table}'"
+        )))
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db("seeding a fault", e))?;
     }
     Ok(())
 }

@@ -23,6 +23,10 @@ pub struct IndexAudit {
     pub embedded_passages: u64,
     /// Vectors in the agent's usearch index of passages.
     pub passage_vectors: Option<u64>,
+    /// The agent's passages in SQLite.
+    pub passages: u64,
+    /// The agent's documents in the tantivy archival index.
+    pub passage_documents: Option<u64>,
 }
 
 impl IndexAudit {
@@ -46,6 +50,12 @@ impl IndexAudit {
                 self.passage_vectors,
                 self.embedded_passages,
                 "embedded passages",
+            ),
+            (
+                "tantivy archival documents",
+                self.passage_documents,
+                self.passages,
+                "passages",
             ),
         ];
         pairs
@@ -88,12 +98,18 @@ impl SqliteStore {
                 "SELECT count(*) FROM passages WHERE agent_id = ? AND embedding IS NOT NULL",
             )
             .await?,
+            passages: count("SELECT count(*) FROM passages WHERE agent_id = ?").await?,
             ..IndexAudit::default()
         };
         #[cfg(feature = "tantivy")]
         if let Some(tantivy) = &self.tantivy {
             tantivy.catch_up(&self.pool).await?;
             audit.recall_documents = Some(tantivy.count(agent)?);
+        }
+        #[cfg(feature = "tantivy")]
+        if let Some(archival) = &self.tantivy_archival {
+            archival.catch_up(&self.pool).await?;
+            audit.passage_documents = Some(archival.count_documents(agent)?);
         }
         #[cfg(feature = "usearch")]
         if let Some(space) = self.space().await? {

@@ -28,6 +28,8 @@ mod tantivy_archival;
 mod tantivy_index;
 #[cfg(feature = "tantivy")]
 mod tantivy_recall;
+#[cfg(feature = "tantivy")]
+mod tantivy_search;
 mod url;
 #[cfg(feature = "usearch")]
 mod usearch_index;
@@ -215,6 +217,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "commit_guard",
         include_str!("../../migrations/sqlite/0011_commit_guard.sql"),
     ),
+    (
+        12,
+        "sequences_never_reused",
+        include_str!("../../migrations/sqlite/0012_sequences_never_reused.sql"),
+    ),
 ];
 
 /// Committed rows after which the derived indexes catch up at commit time instead of waiting
@@ -394,30 +401,28 @@ impl SqliteStore {
         Ok(())
     }
 
-    /// Removes a deleted agent from the derived indexes; failures are logged (a tantivy index
-    /// that missed it rebuilds on open, seeing the new generation; a stale usearch file is never
-    /// read for an agent with no passages).
-    async fn after_delete(&self, agent: memgpt_core::ids::AgentId) {
+    /// Removes a deleted agent from the derived indexes, after the database deleted its rows
+    /// and moved from generation `generation - 1` to `generation`. Failures are logged: a
+    /// tantivy index that missed it rebuilds on its next catch-up (it sees a generation it did
+    /// not move to), and a usearch file of a deleted agent is never read again (sequence numbers
+    /// are never given twice, and an agent id is not reused).
+    async fn after_delete(&self, agent: memgpt_core::ids::AgentId, generation: i64) {
         self.builders.take(agent);
         #[cfg(feature = "tantivy")]
-        if let Some(tantivy) = &self.tantivy {
-            let generation = meta::meta(&self.pool, "generation")
+        if let Some(tantivy) = &self.tantivy
+            && let Err(e) = tantivy
+                .forget_agent(agent, generation - 1, generation)
                 .await
-                .ok()
-                .flatten()
-                .and_then(|g| g.parse().ok());
-            let result = match generation {
-                Some(generation) => tantivy.forget_agent(agent, generation).await,
-                None => Err(crate::codec::corrupt("the database generation")),
-            };
-            if let Err(e) = result {
-                warn!(error = %e, "the tantivy recall index could not forget a deleted agent; it rebuilds on open");
-            }
-            if let (Some(archival), Some(generation)) = (&self.tantivy_archival, generation)
-                && let Err(e) = archival.forget_agent(&self.pool, agent, generation).await
-            {
-                warn!(error = %e, "the tantivy archival index could not forget a deleted agent; it rebuilds on open");
-            }
+        {
+            warn!(error = %e, "the tantivy recall index could not forget a deleted agent; it rebuilds");
+        }
+        #[cfg(feature = "tantivy")]
+        if let Some(archival) = &self.tantivy_archival
+            && let Err(e) = archival
+                .forget_agent(agent, generation - 1, generation)
+                .await
+        {
+            warn!(error = %e, "the tantivy archival index could not forget a deleted agent; it rebuilds");
         }
         #[cfg(feature = "usearch")]
         for indexes in [&self.usearch, &self.recall_vectors].into_iter().flatten() {
@@ -425,7 +430,7 @@ impl SqliteStore {
                 warn!(error = %e, "could not remove a deleted agent's usearch index");
             }
         }
-        let _ = agent;
+        let _ = (agent, generation);
     }
 
     /// Counts `rows` just committed and lets the derived indexes catch up once enough have

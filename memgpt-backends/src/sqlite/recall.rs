@@ -132,7 +132,8 @@ impl RecallStore for SqliteStore {
         #[cfg(feature = "tantivy")]
         if let Some(tantivy) = &self.tantivy {
             tantivy.catch_up(&self.pool).await?;
-            return tantivy.candidates(agent, terms, query, limit);
+            let totals = super::documents::message_totals(&self.pool).await?;
+            return tantivy.candidates(agent, terms, query, limit, totals);
         }
         let statistics = super::documents::fts_statistics(&self.pool, terms).await?;
         let keys = self.fts_candidates(agent, terms, query, limit).await?;

@@ -1,55 +1,62 @@
-//! What the tantivy text indexes next to SQLite share (recall's, `tantivy_recall`, and
-//! archival's, `tantivy_archival`): an index derived from rows of the database, committed with
-//! a watermark of what it has seen as its payload, rebuilt when unreadable or of another
-//! schema; and the pruned search both run.
+//! A tantivy index derived from rows of the SQLite database: one generic [`DerivedIndex`] for
+//! both text indexes, over what each one indexes ([`IndexedRows`]: recall's messages in
+//! `tantivy_recall`, archival's passages and their deletions in `tantivy_archival`). The
+//! searches they run are in `tantivy_search`.
 //!
-//! Documents hold the analysed terms memgpt-core's analyzer wrote (joined by spaces); a
-//! whitespace tokenizer splits them back apart, so tantivy sees exactly the terms every store
-//! sees. A search is a union of the query's terms, which tantivy runs with block-max WAND (the
-//! best `k` without scoring every match); filters are checked on fast fields as documents come,
-//! so a filter never costs the pruning.
+//! **Invariant: the index is a function of the committed rows.** Whatever happened before
+//! (searches, deletions, restarts, a catch-up whose future was dropped at any await point), a
+//! caught-up index holds exactly one document per row, and nothing else. What keeps it so:
+//!
+//! * The [`Watermark`] (the highest row and deletion sequence numbers applied, the database's
+//!   generation, the analyzer) is the payload of the index's own commit. The copy in memory
+//!   moves only with that commit, under the writer's lock, and is read back from disk when a
+//!   commit fails; a catch-up never moves it before or after on its own. A future dropped
+//!   while its batch is being written leaves the batch applied with its watermark, or neither.
+//! * A batch names the watermark it was read after, and is refused (nothing written) when the
+//!   index moved since: two catch-ups never both apply a batch. Documents added but not
+//!   committed (a failed or panicked commit) are rolled back before the writer is used again.
+//! * Sequence numbers are never given twice (the tables are `AUTOINCREMENT`, migration 12), so
+//!   a row past the watermark is a row the index has not seen. A watermark past what the
+//!   database ever gave (a database restored from an older copy), or of another generation or
+//!   analyzer, makes the index rebuild.
+//! * Deleting an agent bumps the database's generation. The index forgets the agent's
+//!   documents and moves to the new generation in one commit, and only from the generation just
+//!   before it; an index that missed a deletion rebuilds on its next catch-up.
+//!
+//! Catch-ups run before every search, on open, and after commits once rows pile up.
 
+use std::future::Future;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
-use memgpt_core::backend::{ANALYZER_VERSION, TermStatistics};
+use memgpt_core::backend::ANALYZER_VERSION;
+use memgpt_core::ids::AgentId;
 use memgpt_core::store::StoreError;
 use serde_json::json;
 use sqlx::SqlitePool;
-use tantivy::columnar::Column;
 use tantivy::directory::MmapDirectory;
-use tantivy::query::{BooleanQuery, EnableScoring, Occur, Query, TermQuery};
-use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions};
+use tantivy::schema::Schema;
 use tantivy::tokenizer::{TextAnalyzer, WhitespaceTokenizer};
-use tantivy::{
-    DocId, IndexReader, IndexWriter, ReloadPolicy, Score, SegmentReader, TantivyDocument, Term,
-};
-use tracing::info;
+use tantivy::{IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
+use tracing::{debug, info, warn};
 
+use super::tantivy_search::tantivy_error;
 use crate::codec::{corrupt, db};
-use crate::vector::TopK;
 
 /// Rows indexed per batch while catching up.
 pub(super) const BATCH: i64 = 20_000;
 /// The writer's indexing memory budget.
 const WRITER_MEMORY: usize = 64 * 1024 * 1024;
+/// How long opening waits for another writer of the directory to let go, and how often it
+/// looks.
+const LOCK_WAIT: Duration = Duration::from_secs(5);
+const LOCK_POLL: Duration = Duration::from_millis(20);
 /// The tokenizer of the terms field: documents are analysed terms joined by spaces.
-const TERMS_TOKENIZER: &str = "memgpt_terms";
+pub(super) const TERMS_TOKENIZER: &str = "memgpt_terms";
 
-/// The options of a field of analysed terms.
-pub(super) fn terms_options() -> TextOptions {
-    TextOptions::default().set_indexing_options(
-        TextFieldIndexing::default()
-            .set_tokenizer(TERMS_TOKENIZER)
-            .set_index_option(IndexRecordOption::WithFreqs),
-    )
-}
-
-pub(super) fn tantivy_error(context: &str, e: tantivy::TantivyError) -> StoreError {
-    db(context, e)
-}
-
-/// What an index has seen of the database.
+/// What an index has applied of the database: the payload of its last commit.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct Watermark {
     /// The highest row sequence number indexed.
@@ -73,31 +80,6 @@ impl Watermark {
         })
     }
 
-    /// The watermark to start again from when this one was written at another generation
-    /// of the database or by another analyzer (the index must then be rebuilt); `None` when it
-    /// still holds.
-    pub(super) fn restart(&self, generation: i64, what: &str) -> Option<Self> {
-        if self.holds(generation) {
-            return None;
-        }
-        info!(
-            from = self.generation,
-            to = generation,
-            analyzer = ANALYZER_VERSION,
-            "the database generation or the analyzer changed; rebuilding {what}"
-        );
-        Some(Self {
-            generation,
-            analyzer: ANALYZER_VERSION.to_owned(),
-            ..Self::default()
-        })
-    }
-
-    /// Whether this watermark was written at `generation` of the database by this analyzer.
-    fn holds(&self, generation: i64) -> bool {
-        generation == self.generation && self.analyzer == ANALYZER_VERSION
-    }
-
     fn payload(&self) -> String {
         json!({
             "seq": self.seq,
@@ -109,23 +91,140 @@ impl Watermark {
     }
 }
 
+/// What a catch-up compares with the index's [`Watermark`] before it reads anything else, read
+/// in one round trip (a search catches up first, so this is on every search's path).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Newest {
+    /// The database's generation.
+    pub(super) generation: i64,
+    /// The highest sequence number of the indexed rows (0 when there are none).
+    pub(super) seq: i64,
+    /// The highest sequence number of their deletions (0 when none, or not replayed).
+    pub(super) deletion: i64,
+    /// The highest row sequence number the database ever gave (rows since deleted included).
+    pub(super) seq_given: i64,
+    /// The highest deletion sequence number the database ever gave.
+    pub(super) deletion_given: i64,
+}
+
+impl Newest {
+    /// Reads them with `query` (an [`IndexedRows::NEWEST`]).
+    async fn read(pool: &SqlitePool, query: &'static str) -> Result<Self, StoreError> {
+        type Row = (
+            Option<String>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+        );
+        let (generation, seq, deletion, seq_given, deletion_given): Row = sqlx::query_as(query)
+            .fetch_one(pool)
+            .await
+            .map_err(|e| db("reading what the index has to catch up with", e))?;
+        Ok(Self {
+            generation: generation
+                .and_then(|g| g.parse().ok())
+                .ok_or_else(|| corrupt("the database generation"))?,
+            seq: seq.unwrap_or(0),
+            deletion: deletion.unwrap_or(0),
+            seq_given: seq_given.unwrap_or(0),
+            deletion_given: deletion_given.unwrap_or(0),
+        })
+    }
+
+    /// Whether an index at `watermark` holds everything these say there is.
+    fn indexed_by(&self, watermark: &Watermark) -> bool {
+        self.seq <= watermark.seq && self.deletion <= watermark.deletion
+    }
+
+    /// The watermark to rebuild from when an index at `watermark` cannot go on from it: it was
+    /// written at another generation of the database or by another analyzer, or it is past
+    /// what this database ever gave. `None` when it can.
+    fn restart(&self, watermark: &Watermark, what: &str) -> Option<Watermark> {
+        let holds = watermark.generation == self.generation
+            && watermark.analyzer == ANALYZER_VERSION
+            && watermark.seq <= self.seq_given
+            && watermark.deletion <= self.deletion_given;
+        if holds {
+            return None;
+        }
+        info!(
+            from = watermark.generation,
+            to = self.generation,
+            analyzer = ANALYZER_VERSION,
+            seq = watermark.seq,
+            seq_given = self.seq_given,
+            "{what} was built from another state of the database; rebuilding it"
+        );
+        Some(Watermark {
+            // Deletions so far are in the rows already (the deleted rows are gone).
+            deletion: self.deletion,
+            generation: self.generation,
+            analyzer: ANALYZER_VERSION.to_owned(),
+            seq: 0,
+        })
+    }
+}
+
+/// One batch of a catch-up: the documents to add and the terms whose documents to delete,
+/// read after some watermark, and the watermark they bring the index to.
+pub(super) struct RowBatch {
+    /// Documents of the rows read.
+    pub(super) docs: Vec<TantivyDocument>,
+    /// Terms of the documents deleted (applied after the additions: a row read to be indexed
+    /// and deleted before the deletions were read goes too).
+    pub(super) deletes: Vec<Term>,
+    /// The watermark after this batch.
+    pub(super) next: Watermark,
+    /// Whether a read hit [`BATCH`] rows, so more may follow.
+    pub(super) full: bool,
+}
+
+/// The rows a [`DerivedIndex`] is built from, and how each becomes a document.
+pub(super) trait IndexedRows: Send + Sync + 'static {
+    /// Names the index in errors and logs ("the recall index").
+    const WHAT: &'static str;
+    /// The query reading [`Newest`] for these rows: generation, newest row, newest deletion,
+    /// highest row sequence given, highest deletion sequence given.
+    const NEWEST: &'static str;
+
+    /// The index's schema.
+    fn schema(&self) -> Schema;
+
+    /// Up to [`BATCH`] rows after `from.seq` and deletions after `from.deletion`, oldest first.
+    fn read_after(
+        &self,
+        pool: &SqlitePool,
+        from: &Watermark,
+    ) -> impl Future<Output = Result<RowBatch, StoreError>> + Send;
+
+    /// The term every document of `agent` holds.
+    fn agent_term(&self, agent: AgentId) -> Term;
+}
+
+/// The writer and what its last commit recorded.
+struct Writer {
+    writer: IndexWriter,
+    /// The watermark of the last commit: moved only by a commit, under this lock.
+    committed: Watermark,
+}
+
 /// A tantivy index in a directory of its own, with its one writer and a reader reloaded after
 /// each commit.
-pub(super) struct DerivedIndex {
-    writer: Mutex<IndexWriter>,
+struct TextIndex {
+    index: tantivy::Index,
+    writer: Mutex<Writer>,
     reader: IndexReader,
-    /// Names the index in errors and logs ("the recall index").
+    /// Set when a commit's reader reload failed: the next search reloads first.
+    reload_pending: AtomicBool,
+    /// Names the index in errors and logs.
     what: &'static str,
 }
 
-impl DerivedIndex {
-    /// Opens (or creates, or rebuilds if unreadable or of another schema) the index in `path`,
-    /// with the watermark its last commit recorded.
-    pub(super) fn open(
-        path: &Path,
-        schema: &Schema,
-        what: &'static str,
-    ) -> Result<(Self, Watermark), StoreError> {
+impl TextIndex {
+    /// Opens (or creates, or rebuilds if unreadable or of another schema) the index in `path`;
+    /// `None` while another writer holds it.
+    fn open(path: &Path, schema: &Schema, what: &'static str) -> Result<Option<Self>, StoreError> {
         let index = match open_index(path, schema, what) {
             Ok(index) => index,
             Err(e) => {
@@ -134,90 +233,147 @@ impl DerivedIndex {
                 open_index(path, schema, what)?
             }
         };
-        let writer = index
-            .writer_with_num_threads(1, WRITER_MEMORY)
-            .map_err(|e| tantivy_error("opening a text index writer", e))?;
+        let writer = match index.writer_with_num_threads(1, WRITER_MEMORY) {
+            Ok(writer) => writer,
+            Err(tantivy::TantivyError::LockFailure(
+                tantivy::directory::error::LockError::LockBusy,
+                _,
+            )) => {
+                return Ok(None);
+            }
+            Err(e) => return Err(tantivy_error("opening a text index writer", e)),
+        };
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .map_err(|e| tantivy_error("opening a text index reader", e))?;
-        let watermark = index
-            .load_metas()
-            .ok()
-            .and_then(|metas| Watermark::parse(metas.payload.as_deref()))
-            .unwrap_or_default();
-        let index = Self {
-            writer: Mutex::new(writer),
+        let committed = committed_on_disk(&index);
+        Ok(Some(Self {
+            index,
+            writer: Mutex::new(Writer { writer, committed }),
             reader,
+            reload_pending: AtomicBool::new(false),
             what,
-        };
-        Ok((index, watermark))
+        }))
     }
 
-    fn writer(&self) -> MutexGuard<'_, IndexWriter> {
-        // A panic while indexing leaves at worst uncommitted documents, which the next
-        // catch-up's commit or a rebuild settles.
-        self.writer.lock().unwrap_or_else(|p| p.into_inner())
+    /// The writer, after rolling back whatever a panic left uncommitted in it (committing
+    /// those documents later would index them a second time).
+    fn lock(&self) -> MutexGuard<'_, Writer> {
+        match self.writer.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => {
+                let mut guard = poisoned.into_inner();
+                self.writer.clear_poison();
+                self.settle(&mut guard);
+                guard
+            }
+        }
     }
 
-    /// Adds `docs`, deletes the documents holding one of `deletes` and commits with
-    /// `watermark` as the payload (deleting everything first, with `clear_first`). Blocking.
-    pub(super) fn commit(
+    /// Drops uncommitted changes and reads the watermark back from the last commit on disk
+    /// (after a failure, it is the only one known to hold).
+    fn settle(&self, writer: &mut Writer) {
+        if let Err(e) = writer.writer.rollback() {
+            warn!(error = %e, "{}: could not roll back an unfinished commit", self.what);
+        }
+        writer.committed = committed_on_disk(&self.index);
+    }
+
+    /// The watermark of the last commit.
+    fn watermark(&self) -> Watermark {
+        self.lock().committed.clone()
+    }
+
+    /// Applies `batch` (deleting every document first, with `clear_first`) and commits it
+    /// with its watermark, if the index is still at `base`: `Ok(true)`. `Ok(false)` when the
+    /// index moved on since `base` was read (nothing is written). Blocking.
+    fn apply(
         &self,
-        docs: Vec<TantivyDocument>,
-        deletes: Vec<Term>,
-        watermark: &Watermark,
+        base: &Watermark,
+        batch: RowBatch,
         clear_first: bool,
-    ) -> Result<(), StoreError> {
-        let what = self.what;
-        let mut writer = self.writer();
-        if clear_first {
-            writer
-                .delete_all_documents()
-                .map_err(|e| tantivy_error(what, e))?;
+    ) -> Result<bool, StoreError> {
+        let mut guard = self.lock();
+        if guard.committed != *base {
+            return Ok(false);
         }
-        for doc in docs {
-            writer
-                .add_document(doc)
-                .map_err(|e| tantivy_error(what, e))?;
+        let next = batch.next.clone();
+        match write(&mut guard.writer, batch, &next, clear_first, self.what) {
+            Ok(()) => {
+                guard.committed = next;
+                drop(guard);
+                self.reload();
+                Ok(true)
+            }
+            Err(e) => {
+                self.settle(&mut guard);
+                Err(e)
+            }
         }
-        // After the additions: a row read to be indexed and deleted before the deletions were
-        // read goes too.
-        for term in deletes {
-            writer.delete_term(term);
-        }
-        let mut commit = writer
-            .prepare_commit()
-            .map_err(|e| tantivy_error(what, e))?;
-        commit.set_payload(&watermark.payload());
-        memgpt_core::failpoint::hit("tantivy.catch_up");
-        commit.commit().map_err(|e| tantivy_error(what, e))?;
-        drop(writer);
-        self.reader.reload().map_err(|e| tantivy_error(what, e))
     }
 
-    /// [`DerivedIndex::commit`] on a blocking thread (tantivy's writes and syncs block);
-    /// `what` names the work in errors.
-    pub(super) async fn commit_in_background(
-        self: &Arc<Self>,
-        docs: Vec<TantivyDocument>,
-        deletes: Vec<Term>,
-        watermark: &Watermark,
-        clear_first: bool,
-        what: &'static str,
-    ) -> Result<(), StoreError> {
-        let index = self.clone();
-        let watermark = watermark.clone();
-        tokio::task::spawn_blocking(move || index.commit(docs, deletes, &watermark, clear_first))
-            .await
-            .map_err(|e| db(what, e))?
+    fn reload(&self) {
+        match self.reader.reload() {
+            Ok(()) => self.reload_pending.store(false, Ordering::Release),
+            Err(e) => {
+                warn!(error = %e, "{}: could not reload the reader; the next search will", self.what);
+                self.reload_pending.store(true, Ordering::Release);
+            }
+        }
     }
 
     /// A searcher over the last commit.
-    pub(super) fn searcher(&self) -> tantivy::Searcher {
-        self.reader.searcher()
+    fn searcher(&self) -> Result<Searcher, StoreError> {
+        if self.reload_pending.swap(false, Ordering::AcqRel)
+            && let Err(e) = self.reader.reload()
+        {
+            self.reload_pending.store(true, Ordering::Release);
+            return Err(tantivy_error(self.what, e));
+        }
+        Ok(self.reader.searcher())
     }
+}
+
+/// Writes one batch and commits it with `next` as the payload.
+fn write(
+    writer: &mut IndexWriter,
+    batch: RowBatch,
+    next: &Watermark,
+    clear_first: bool,
+    what: &'static str,
+) -> Result<(), StoreError> {
+    if clear_first {
+        writer
+            .delete_all_documents()
+            .map_err(|e| tantivy_error(what, e))?;
+    }
+    for doc in batch.docs {
+        writer
+            .add_document(doc)
+            .map_err(|e| tantivy_error(what, e))?;
+    }
+    for term in batch.deletes {
+        writer.delete_term(term);
+    }
+    let mut commit = writer
+        .prepare_commit()
+        .map_err(|e| tantivy_error(what, e))?;
+    commit.set_payload(&next.payload());
+    memgpt_core::failpoint::hit("tantivy.catch_up");
+    commit.commit().map_err(|e| tantivy_error(what, e))?;
+    Ok(())
+}
+
+/// The watermark the index's last commit on disk recorded (the default, which rebuilds, when
+/// there is none or it is unreadable).
+fn committed_on_disk(index: &tantivy::Index) -> Watermark {
+    index
+        .load_metas()
+        .ok()
+        .and_then(|metas| Watermark::parse(metas.payload.as_deref()))
+        .unwrap_or_default()
 }
 
 fn open_index(
@@ -240,206 +396,139 @@ fn open_index(
     Ok(index)
 }
 
-/// A fast string column of a segment and the ordinals of the admitted values in it.
-pub(super) type AdmittedOrds = (Column<u64>, Vec<u64>);
+/// A text index derived from the rows `R` describes (see the module documentation).
+pub(super) struct DerivedIndex<R> {
+    index: Arc<TextIndex>,
+    rows: R,
+    /// Lets one catch-up at a time read the database (another would read the same rows only
+    /// to have its batch refused). Safety does not rest on it: a dropped catch-up releases it
+    /// while its batch may still be being written.
+    serial: tokio::sync::Mutex<()>,
+}
 
-/// The fast string column `name` of a segment and the ordinals in it of those of `values` the
-/// segment holds (`None` when it holds none of them: no document of it can match).
-pub(super) fn term_ords<'v>(
-    segment: &SegmentReader,
-    name: &str,
-    values: impl IntoIterator<Item = &'v str>,
-) -> Result<Option<AdmittedOrds>, StoreError> {
-    let reading = |e: tantivy::TantivyError| tantivy_error("reading a text index", e);
-    let io = |e: std::io::Error| db("reading a text index", e);
-    let (terms, column) = segment
-        .fast_fields()
-        .str(name)
-        .map_err(reading)?
-        .map(|c| c.into_parts())
-        .ok_or_else(|| corrupt(format!("a text index has no {name} column")))?;
-    let mut ords = Vec::new();
-    for value in values {
-        if let Some(ord) = terms.term_ord(value).map_err(io)? {
-            ords.push(ord);
+impl<R> std::fmt::Debug for DerivedIndex<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DerivedIndex")
+            .field("what", &self.index.what)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: IndexedRows> DerivedIndex<R> {
+    /// Opens (or creates, or rebuilds if unreadable) the index of `rows` in `path` and
+    /// catches it up with the database.
+    pub(super) async fn open(path: &Path, rows: R, pool: &SqlitePool) -> Result<Self, StoreError> {
+        // A writer of this directory that is going away (a store dropped a moment ago, whose
+        // last index commit is still running) lets go within moments: wait for it, a while.
+        let mut waited = Duration::ZERO;
+        let index = loop {
+            if let Some(index) = TextIndex::open(path, &rows.schema(), R::WHAT)? {
+                break index;
+            }
+            if waited >= LOCK_WAIT {
+                return Err(StoreError::Backend {
+                    message: format!(
+                        "{} in {} is held by another writer (one process at a time may open a \
+                         data directory with a tantivy index)",
+                        R::WHAT,
+                        path.display()
+                    ),
+                    transient: true,
+                    source: None,
+                });
+            }
+            tokio::time::sleep(LOCK_POLL).await;
+            waited += LOCK_POLL;
+        };
+        let derived = Self {
+            index: Arc::new(index),
+            rows,
+            serial: tokio::sync::Mutex::new(()),
+        };
+        derived.catch_up(pool).await?;
+        Ok(derived)
+    }
+
+    /// What the index is built from.
+    pub(super) fn rows(&self) -> &R {
+        &self.rows
+    }
+
+    /// A searcher over the last commit.
+    pub(super) fn searcher(&self) -> Result<Searcher, StoreError> {
+        self.index.searcher()
+    }
+
+    /// Applies every row committed after the watermark and the deletions after it (rebuilding
+    /// from scratch when the watermark does not hold for this database). Safe to cancel at
+    /// any await point.
+    pub(super) async fn catch_up(&self, pool: &SqlitePool) -> Result<(), StoreError> {
+        let _serial = self.serial.lock().await;
+        loop {
+            let base = self.index.watermark();
+            let newest = Newest::read(pool, R::NEWEST).await?;
+            let (from, clear_first) = match newest.restart(&base, R::WHAT) {
+                Some(from) => (from, true),
+                None if newest.indexed_by(&base) => return Ok(()),
+                None => (base.clone(), false),
+            };
+            let batch = self.rows.read_after(pool, &from).await?;
+            let (full, rows, deletes) = (batch.full, batch.docs.len(), batch.deletes.len());
+            let seq = batch.next.seq;
+            if self.apply(base, batch, clear_first).await? {
+                debug!(rows, deletes, seq, "{} caught up", R::WHAT);
+                if !full {
+                    return Ok(());
+                }
+            }
+            // More rows to read, or another catch-up moved the index first: look again.
         }
     }
-    Ok((!ords.is_empty()).then_some((column, ords)))
-}
 
-/// What a catch-up compares with its [`Watermark`] before it reads anything else, read in one
-/// round trip: whether the index is already up to date is then known without a query per table
-/// (a search catches up first, so this is on every search's path).
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Newest {
-    /// The database's generation.
-    pub(super) generation: i64,
-    /// The highest sequence number of the indexed rows (0 when there are none).
-    pub(super) seq: i64,
-    /// The highest sequence number of their deletions (0 when none, or not replayed).
-    pub(super) deletion: i64,
-}
-
-impl Newest {
-    /// Reads them with `query`: [`Newest::MESSAGES`] or [`Newest::PASSAGES`].
-    pub(super) async fn read(pool: &SqlitePool, query: &'static str) -> Result<Self, StoreError> {
-        let (generation, seq, deletion): (Option<String>, Option<i64>, Option<i64>) =
-            sqlx::query_as(query)
-                .fetch_one(pool)
-                .await
-                .map_err(|e| db("reading what the index has to catch up with", e))?;
-        Ok(Self {
-            generation: generation
-                .and_then(|g| g.parse().ok())
-                .ok_or_else(|| corrupt("the database generation"))?,
-            seq: seq.unwrap_or(0),
-            deletion: deletion.unwrap_or(0),
-        })
-    }
-
-    /// The recall index's rows: messages (never deleted one by one).
-    pub(super) const MESSAGES: &'static str = "SELECT (SELECT value FROM memgpt_meta WHERE key = 'generation'), \
-         (SELECT max(seq) FROM messages), 0";
-
-    /// The archival index's rows: passages and their deletions.
-    pub(super) const PASSAGES: &'static str = "SELECT (SELECT value FROM memgpt_meta WHERE key = 'generation'), \
-         (SELECT max(seq) FROM passages), (SELECT max(seq) FROM passage_deletions)";
-
-    /// Whether an index at `watermark` holds everything these say there is.
-    pub(super) fn indexed_by(&self, watermark: &Watermark) -> bool {
-        watermark.holds(self.generation)
-            && self.seq <= watermark.seq
-            && self.deletion <= watermark.deletion
-    }
-}
-
-/// The statistics of `terms` in `field` over the whole index.
-pub(super) fn statistics(
-    searcher: &tantivy::Searcher,
-    field: Field,
-    terms: &[String],
-) -> Result<TermStatistics, StoreError> {
-    let reading = |e| tantivy_error("reading a text index", e);
-    let mut total_terms = 0u64;
-    for segment in searcher.segment_readers() {
-        total_terms += segment
-            .inverted_index(field)
-            .map_err(reading)?
-            .total_num_tokens();
-    }
-    let mut document_frequency = Vec::with_capacity(terms.len());
-    for text in terms {
-        document_frequency.push(
-            searcher
-                .doc_freq(&Term::from_field_text(field, text))
-                .map_err(reading)?,
-        );
-    }
-    Ok(TermStatistics {
-        documents: searcher.num_docs(),
-        total_terms,
-        document_frequency,
-    })
-}
-
-/// The best `limit` documents holding any of `terms` in `field` that the segments' filters
-/// admit, by tantivy's BM25, as the keys the filters give them, best first.
-///
-/// The words alone make a pure union of term queries, which tantivy searches with block-max
-/// WAND (skipping blocks that cannot reach the top `limit`); `filter` builds each segment's
-/// check (`None`: nothing in the segment can pass), run on fast fields as documents come, so
-/// it never turns the search into scoring every match (a filter clause in the query would).
-pub(super) fn pruned_top<F>(
-    searcher: &tantivy::Searcher,
-    field: Field,
-    terms: &[String],
-    limit: usize,
-    mut filter: impl FnMut(&SegmentReader) -> Result<Option<F>, StoreError>,
-) -> Result<Vec<i64>, StoreError>
-where
-    F: Fn(DocId) -> Option<i64>,
-{
-    if terms.is_empty() || limit == 0 {
-        return Ok(Vec::new());
-    }
-    let reading = |e| tantivy_error("searching a text index", e);
-    let words: Vec<(Occur, Box<dyn Query>)> = terms
-        .iter()
-        .map(|text| {
-            let term = Term::from_field_text(field, text);
-            let query: Box<dyn Query> =
-                Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs));
-            (Occur::Should, query)
-        })
-        .collect();
-    let weight = BooleanQuery::new(words)
-        .weight(EnableScoring::enabled_from_searcher(searcher))
-        .map_err(reading)?;
-    // The limit is the caller's candidate pool (bounded), never a page offset: a huge page
-    // number cannot make the search allocate for it.
-    let mut top = TopK::new(limit.min(memgpt_core::retrieval::MAX_CANDIDATES));
-    for segment in searcher.segment_readers() {
-        let Some(admits) = filter(segment)? else {
-            continue;
+    /// Forgets an agent's documents after the database deleted its rows and moved from
+    /// generation `from` to `to`. An index not at `from` missed an earlier change: it is left
+    /// as it is, and its next catch-up rebuilds it.
+    pub(super) async fn forget_agent(
+        &self,
+        agent: AgentId,
+        from: i64,
+        to: i64,
+    ) -> Result<(), StoreError> {
+        let _serial = self.serial.lock().await;
+        let base = self.index.watermark();
+        if base.generation != from || base.analyzer != ANALYZER_VERSION {
+            info!(
+                index = base.generation,
+                from,
+                "{} missed a change of the database; it rebuilds",
+                R::WHAT
+            );
+            return Ok(());
+        }
+        let batch = RowBatch {
+            docs: Vec::new(),
+            deletes: vec![self.rows.agent_term(agent)],
+            next: Watermark {
+                generation: to,
+                ..base.clone()
+            },
+            full: false,
         };
-        let alive = segment.alive_bitset();
-        // The score a document must beat to enter (tantivy skips what cannot).
-        let threshold = |top: &TopK<i64>| top.threshold().unwrap_or(Score::MIN);
-        weight
-            .for_each_pruning(threshold(&top), segment, &mut |doc, score| {
-                if alive.is_none_or(|a| a.is_alive(doc))
-                    && let Some(key) = admits(doc)
-                {
-                    top.push(score, key);
-                }
-                threshold(&top)
-            })
-            .map_err(reading)?;
+        self.apply(base, batch, false).await.map(|_| ())
     }
-    Ok(top.into_sorted().into_iter().map(|(_, key)| key).collect())
-}
 
-/// How many live documents holding any of `terms` in `field` the segments' filters admit
-/// (all of them are visited: no pruning).
-pub(super) fn count_matches<F>(
-    searcher: &tantivy::Searcher,
-    field: Field,
-    terms: &[String],
-    mut filter: impl FnMut(&SegmentReader) -> Result<Option<F>, StoreError>,
-) -> Result<u64, StoreError>
-where
-    F: Fn(DocId) -> Option<i64>,
-{
-    if terms.is_empty() {
-        return Ok(0);
+    /// [`TextIndex::apply`] on a blocking thread (tantivy's writes and syncs block). The
+    /// blocking work runs to its end even if this future is dropped, and moves the watermark
+    /// with its commit.
+    async fn apply(
+        &self,
+        base: Watermark,
+        batch: RowBatch,
+        clear_first: bool,
+    ) -> Result<bool, StoreError> {
+        let index = self.index.clone();
+        tokio::task::spawn_blocking(move || index.apply(&base, batch, clear_first))
+            .await
+            .map_err(|e| db(R::WHAT, e))?
     }
-    let reading = |e| tantivy_error("searching a text index", e);
-    let words: Vec<(Occur, Box<dyn Query>)> = terms
-        .iter()
-        .map(|text| {
-            let term = Term::from_field_text(field, text);
-            let query: Box<dyn Query> = Box::new(TermQuery::new(term, IndexRecordOption::Basic));
-            (Occur::Should, query)
-        })
-        .collect();
-    let weight = BooleanQuery::new(words)
-        .weight(EnableScoring::disabled_from_searcher(searcher))
-        .map_err(reading)?;
-    let mut count = 0u64;
-    for segment in searcher.segment_readers() {
-        let Some(admits) = filter(segment)? else {
-            continue;
-        };
-        let alive = segment.alive_bitset();
-        weight
-            .for_each_no_score(segment, &mut |docs| {
-                for &doc in docs {
-                    if alive.is_none_or(|a| a.is_alive(doc)) && admits(doc).is_some() {
-                        count += 1;
-                    }
-                }
-            })
-            .map_err(reading)?;
-    }
-    Ok(count)
 }

@@ -7,18 +7,16 @@
 //! query terms; memgpt-core scores them. The search is a union of the query's terms, which
 //! tantivy runs with block-max WAND (the best `k` without scoring every match); the agent,
 //! kind and time filters are checked on fast fields as documents come, so a filter never
-//! costs the pruning. An index written with another schema is rebuilt on open. Its commit
-//! payload records a watermark: the highest message sequence number indexed, the database's
-//! generation (bumped when an agent is deleted) and the analyzer version. Before every search,
-//! on open, and after commits once a few thousand rows have piled up, the index catches up with
-//! the rows after its watermark (so a step's commit normally costs no index commit); a
-//! generation it does not know (a crash between an agent's deletion and the index's) makes it
-//! rebuild from the log. So a crash between the SQLite commit and the tantivy commit is repaired
-//! on the next open, and the index can be deleted at any time to be rebuilt.
+//! costs the pruning. It is a [`DerivedIndex`] of the messages (`tantivy_index`: the watermark,
+//! catch-up, rebuilds and why the index is always a function of the committed rows), which
+//! catches up before every search, on open, and after commits once a few thousand rows have
+//! piled up (so a step's commit normally costs no index commit). A crash between the SQLite
+//! commit and the tantivy commit is repaired on the next catch-up, and the index can be deleted
+//! at any time to be rebuilt.
 
 use std::path::Path;
-use std::sync::Arc;
 
+use memgpt_core::backend::TermStatistics;
 use memgpt_core::ids::AgentId;
 use memgpt_core::retrieval::TextCandidates;
 use memgpt_core::store::{RecallQuery, StoreError};
@@ -27,11 +25,10 @@ use tantivy::columnar::Column;
 use tantivy::query::TermQuery;
 use tantivy::schema::{FAST, Field, INDEXED, IndexRecordOption, STRING, Schema};
 use tantivy::{DocId, SegmentReader, TantivyDocument, Term};
-use tracing::debug;
 
-use super::tantivy_index::{
-    BATCH, DerivedIndex, Newest, Watermark, pruned_top, statistics, tantivy_error, term_ords,
-    terms_options,
+use super::tantivy_index::{BATCH, DerivedIndex, IndexedRows, RowBatch, Watermark};
+use super::tantivy_search::{
+    live_document_frequencies, pruned_top, tantivy_error, term_ords, terms_options,
 };
 use crate::codec::{db, micros};
 
@@ -44,90 +41,25 @@ struct Fields {
     body: Field,
 }
 
-fn schema() -> (Schema, Fields) {
-    let mut builder = Schema::builder();
-    let fields = Fields {
-        seq: builder.add_u64_field("seq", FAST | INDEXED),
-        agent: builder.add_text_field("agent", STRING | FAST),
-        kind: builder.add_text_field("kind", STRING | FAST),
-        time: builder.add_i64_field("time", FAST | INDEXED),
-        body: builder.add_text_field("terms", terms_options()),
-    };
-    (builder.build(), fields)
-}
-
-/// A tantivy recall index next to an SQLite database (see the module documentation).
-pub struct TantivyRecall {
-    index: Arc<DerivedIndex>,
+/// The messages, as the recall index sees them.
+pub(super) struct MessageRows {
+    schema: Schema,
     fields: Fields,
-    /// Serialises catch-ups; holds the watermark.
-    watermark: tokio::sync::Mutex<Watermark>,
 }
 
-impl std::fmt::Debug for TantivyRecall {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TantivyRecall").finish_non_exhaustive()
-    }
-}
-
-impl TantivyRecall {
-    /// Opens (or creates, or rebuilds if unreadable) the index in `path` and catches it up with
-    /// the database.
-    pub(crate) async fn open(path: &Path, pool: &SqlitePool) -> Result<Self, StoreError> {
-        let (schema, fields) = schema();
-        let (index, watermark) = DerivedIndex::open(path, &schema, "the recall index")?;
-        let recall = Self {
-            index: Arc::new(index),
-            fields,
-            watermark: tokio::sync::Mutex::new(watermark),
+impl MessageRows {
+    fn new() -> Self {
+        let mut builder = Schema::builder();
+        let fields = Fields {
+            seq: builder.add_u64_field("seq", FAST | INDEXED),
+            agent: builder.add_text_field("agent", STRING | FAST),
+            kind: builder.add_text_field("kind", STRING | FAST),
+            time: builder.add_i64_field("time", FAST | INDEXED),
+            body: builder.add_text_field("terms", terms_options()),
         };
-        recall.catch_up(pool).await?;
-        Ok(recall)
-    }
-
-    /// Indexes every message committed after the watermark (rebuilding from scratch when the
-    /// database's generation changed).
-    pub(crate) async fn catch_up(&self, pool: &SqlitePool) -> Result<(), StoreError> {
-        let mut watermark = self.watermark.lock().await;
-        let newest = Newest::read(pool, Newest::MESSAGES).await?;
-        if newest.indexed_by(&watermark) {
-            return Ok(());
-        }
-        let generation = newest.generation;
-        let mut clear = false;
-        if let Some(restart) = watermark.restart(generation, "the recall index") {
-            *watermark = restart;
-            clear = true;
-        }
-        loop {
-            let rows = sqlx::query(
-                "SELECT seq, agent_id, kind, document, created_at FROM messages WHERE seq > ? ORDER BY seq LIMIT ?",
-            )
-            .bind(watermark.seq)
-            .bind(BATCH)
-            .fetch_all(pool)
-            .await
-            .map_err(|e| db("reading messages to index", e))?;
-            if rows.is_empty() && !clear {
-                return Ok(());
-            }
-            let mut next = watermark.clone();
-            let mut docs = Vec::with_capacity(rows.len());
-            for row in &rows {
-                let (seq, doc) = self.document(row)?;
-                next.seq = seq;
-                docs.push(doc);
-            }
-            let batch = rows.len();
-            self.index
-                .commit_in_background(docs, Vec::new(), &next, clear, "indexing messages")
-                .await?;
-            debug!(batch, seq = next.seq, "recall index caught up");
-            *watermark = next;
-            clear = false;
-            if (batch as i64) < BATCH {
-                return Ok(());
-            }
+        Self {
+            schema: builder.build(),
+            fields,
         }
     }
 
@@ -150,25 +82,114 @@ impl TantivyRecall {
         doc.add_text(f.body, document);
         Ok((seq, doc))
     }
+}
+
+impl IndexedRows for MessageRows {
+    const WHAT: &'static str = "the recall index";
+    // Messages are never deleted one by one (only with their agent).
+    const NEWEST: &'static str = "SELECT (SELECT value FROM memgpt_meta WHERE key = 'generation'), \
+         (SELECT max(seq) FROM messages), 0, \
+         (SELECT seq FROM sqlite_sequence WHERE name = 'messages'), 0";
+
+    fn schema(&self) -> Schema {
+        self.schema.clone()
+    }
+
+    async fn read_after(
+        &self,
+        pool: &SqlitePool,
+        from: &Watermark,
+    ) -> Result<RowBatch, StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, agent_id, kind, document, created_at FROM messages WHERE seq > ? ORDER BY seq LIMIT ?",
+        )
+        .bind(from.seq)
+        .bind(BATCH)
+        .fetch_all(pool)
+        .await
+        .map_err(|e| db("reading messages to index", e))?;
+        let mut next = from.clone();
+        let mut docs = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let (seq, doc) = self.document(row)?;
+            next.seq = seq;
+            docs.push(doc);
+        }
+        Ok(RowBatch {
+            full: rows.len() as i64 >= BATCH,
+            docs,
+            deletes: Vec::new(),
+            next,
+        })
+    }
+
+    fn agent_term(&self, agent: AgentId) -> Term {
+        Term::from_field_text(self.fields.agent, &agent.as_uuid().simple().to_string())
+    }
+}
+
+/// A tantivy recall index next to an SQLite database (see the module documentation).
+pub struct TantivyRecall {
+    index: DerivedIndex<MessageRows>,
+}
+
+impl std::fmt::Debug for TantivyRecall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TantivyRecall").finish_non_exhaustive()
+    }
+}
+
+impl TantivyRecall {
+    /// Opens (or creates, or rebuilds if unreadable) the index in `path` and catches it up with
+    /// the database.
+    pub(crate) async fn open(path: &Path, pool: &SqlitePool) -> Result<Self, StoreError> {
+        Ok(Self {
+            index: DerivedIndex::open(path, MessageRows::new(), pool).await?,
+        })
+    }
+
+    /// Indexes every message committed after the watermark (rebuilding from scratch when the
+    /// watermark does not hold for the database). Safe to cancel.
+    pub(crate) async fn catch_up(&self, pool: &SqlitePool) -> Result<(), StoreError> {
+        self.index.catch_up(pool).await
+    }
+
+    /// Forgets an agent's messages after the database deleted them, moving from generation
+    /// `from` to `to`.
+    pub(crate) async fn forget_agent(
+        &self,
+        agent: AgentId,
+        from: i64,
+        to: i64,
+    ) -> Result<(), StoreError> {
+        self.index.forget_agent(agent, from, to).await
+    }
 
     /// Up to `limit` of the agent's messages passing the query's filters whose documents hold
-    /// any of `terms`, best first by tantivy's BM25, and the statistics of `terms` over the
-    /// whole index.
+    /// any of `terms`, best first by tantivy's BM25, and the statistics of `terms`: the
+    /// database's counts of documents and terms (`totals`) with the index's live document
+    /// frequencies, so that they depend on the rows alone, not on when segments merge.
     pub(crate) fn candidates(
         &self,
         agent: AgentId,
         terms: &[String],
         query: &RecallQuery,
         limit: usize,
+        (documents, total_terms): (u64, u64),
     ) -> Result<TextCandidates, StoreError> {
-        let searcher = self.index.searcher();
-        let statistics = statistics(&searcher, self.fields.body, terms)?;
+        let searcher = self.index.searcher()?;
+        let fields = self.index.rows().fields;
+        let statistics = TermStatistics {
+            documents,
+            total_terms,
+            document_frequency: live_document_frequencies(&searcher, fields.body, terms)?,
+        };
         let agent = agent.as_uuid().simple().to_string();
         let range = (
             query.range.start.map_or(i64::MIN, micros),
             query.range.end.map_or(i64::MAX, micros),
         );
-        let keys = pruned_top(&searcher, self.fields.body, terms, limit, |segment| {
+        let keys = pruned_top(&searcher, fields.body, terms, limit, |segment| {
             Ok(SegmentFilter::new(segment, &agent, query, range)?
                 .map(|filter| move |doc| filter.admits(doc)))
         })?;
@@ -177,32 +198,13 @@ impl TantivyRecall {
 
     /// How many live documents of `agent` the index holds.
     pub(crate) fn count(&self, agent: AgentId) -> Result<u64, StoreError> {
-        let term = Term::from_field_text(self.fields.agent, &agent.as_uuid().simple().to_string());
+        let term = self.index.rows().agent_term(agent);
         let query = TermQuery::new(term, IndexRecordOption::Basic);
         self.index
-            .searcher()
+            .searcher()?
             .search(&query, &tantivy::collector::Count)
             .map(|n| n as u64)
             .map_err(|e| tantivy_error("counting an agent's documents", e))
-    }
-
-    /// Forgets an agent's messages after the database deleted them at `generation`.
-    pub(crate) async fn forget_agent(
-        &self,
-        agent: AgentId,
-        generation: i64,
-    ) -> Result<(), StoreError> {
-        let mut watermark = self.watermark.lock().await;
-        let next = Watermark {
-            generation,
-            ..watermark.clone()
-        };
-        let term = Term::from_field_text(self.fields.agent, &agent.as_uuid().simple().to_string());
-        self.index
-            .commit_in_background(Vec::new(), vec![term], &next, false, "forgetting an agent")
-            .await?;
-        *watermark = next;
-        Ok(())
     }
 }
 

@@ -302,6 +302,26 @@ const TIE_MARGIN: usize = 16;
 /// Rows replayed per database read.
 const BATCH: i64 = 20_000;
 
+/// The sidecar's mark of indexes keyed by sequence numbers that are never given twice (the
+/// schema version that made them so): an index saved without it is rebuilt.
+const NUMBERING: u64 = 12;
+
+/// Marks an agent's index dirty again when dropped armed: a catch-up that fails or whose
+/// future is dropped half-way leaves the index to be caught up by the next search.
+struct StillDirty<'a> {
+    indexes: &'a UsearchIndexes,
+    agent: AgentId,
+    armed: bool,
+}
+
+impl Drop for StillDirty<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.indexes.mark_dirty(self.agent);
+        }
+    }
+}
+
 impl UsearchIndexes {
     /// The indexes of `source` in `dir` (created if missing; indexes load lazily per agent).
     pub(crate) fn open(
@@ -365,11 +385,13 @@ impl UsearchIndexes {
             .ok()
             .and_then(|json| {
                 let v: serde_json::Value = serde_json::from_str(&json).ok()?;
-                // Indexes saved before keys held windows have no `keys`: rebuilt.
+                // Indexes saved before keys held windows have no `keys`: rebuilt. So are
+                // those keyed by the numbering from before sequence numbers were never reused.
                 let keys = v["keys"].as_str().unwrap_or("passage");
                 let usable = v["dimension"].as_u64()? as usize == dimension
                     && v["quantization"].as_str()? == self.options.quantization.name()
-                    && keys == key_layout(self.source);
+                    && keys == key_layout(self.source)
+                    && v["numbering"].as_u64() == Some(NUMBERING);
                 usable.then_some(Watermark {
                     passage_seq: v["passage_seq"].as_i64()?,
                     deletion_seq: v["deletion_seq"].as_i64()?,
@@ -450,6 +472,12 @@ impl UsearchIndexes {
         if let (Some(index), false) = (&loaded, dirty) {
             return Ok(index.clone());
         }
+        // From here until the watermark is stored, the index is behind the database.
+        let mut still_dirty = StillDirty {
+            indexes: self,
+            agent,
+            armed: !memgpt_core::failpoint::fault("fault.usearch.dirty_mark_lost"),
+        };
         let index = match loaded {
             Some(index) => index,
             None => self.index_for(agent, dimension)?,
@@ -476,6 +504,7 @@ impl UsearchIndexes {
         }
         if newest_passage <= watermark.passage_seq && newest_deletion <= watermark.deletion_seq {
             index.state().0 = watermark;
+            still_dirty.armed = false;
             return Ok(index);
         }
         loop {
@@ -552,6 +581,7 @@ impl UsearchIndexes {
             // and what a crash leaves to replay stays proportionate.
             state.1 >= self.options.save_every.max(index.read().size() / 4)
         };
+        still_dirty.armed = false;
         if save {
             self.save(agent, &index)?;
         }
@@ -707,6 +737,7 @@ impl UsearchIndexes {
             "dimension": index.dimension,
             "quantization": self.options.quantization.name(),
             "keys": key_layout(self.source),
+            "numbering": NUMBERING,
         });
         let tmp_sidecar = sidecar_path.with_extension("json.tmp");
         std::fs::write(&tmp_sidecar, sidecar.to_string())

@@ -13,6 +13,7 @@ mod crash;
 #[cfg(feature = "postgres")]
 mod leases;
 mod migrations;
+mod model;
 #[cfg(all(feature = "tantivy", feature = "usearch"))]
 mod repair;
 
@@ -26,10 +27,10 @@ fn sqlite(name: &'static str, params: &'static str) -> StoreUnderTest {
     StoreUnderTest::from_url(name, url).keep(dir)
 }
 
-/// PostgreSQL in a fresh schema of the database at `MEMGPT_TEST_POSTGRES_URL`, or `None`
-/// (after saying so) when it is not set outside CI.
+/// The database at `MEMGPT_TEST_POSTGRES_URL`, or `None` (after saying so) when it is not set
+/// outside CI.
 #[cfg(feature = "postgres")]
-fn postgres() -> Option<StoreUnderTest> {
+fn postgres_base() -> Option<String> {
     let Ok(base) = std::env::var("MEMGPT_TEST_POSTGRES_URL") else {
         if std::env::var("CI").is_ok_and(|v| v == "true") {
             panic!(
@@ -41,12 +42,63 @@ fn postgres() -> Option<StoreUnderTest> {
         );
         return None;
     };
+    Some(base)
+}
+
+/// PostgreSQL in a fresh schema of the database at `base`, dropped with the store under test.
+#[cfg(feature = "postgres")]
+fn postgres_in_fresh_schema(base: &str) -> StoreUnderTest {
     let schema = format!("memgpt_test_{}", uuid::Uuid::now_v7().simple());
     let separator = if base.contains('?') { '&' } else { '?' };
-    Some(StoreUnderTest::from_url(
-        "postgres",
-        format!("{base}{separator}schema={schema}"),
-    ))
+    StoreUnderTest::from_url("postgres", format!("{base}{separator}schema={schema}")).keep(
+        DroppedSchema {
+            base: base.to_owned(),
+            schema,
+        },
+    )
+}
+
+/// PostgreSQL in a fresh schema of the database at `MEMGPT_TEST_POSTGRES_URL`, or `None`
+/// (after saying so) when it is not set outside CI.
+#[cfg(feature = "postgres")]
+fn postgres() -> Option<StoreUnderTest> {
+    postgres_base().map(|base| postgres_in_fresh_schema(&base))
+}
+
+/// Drops a test's schema when the test is done with it.
+#[cfg(feature = "postgres")]
+struct DroppedSchema {
+    base: String,
+    schema: String,
+}
+
+#[cfg(feature = "postgres")]
+impl Drop for DroppedSchema {
+    fn drop(&mut self) {
+        let (base, schema) = (self.base.clone(), self.schema.clone());
+        // A thread of its own: the store under test may be dropped inside a runtime.
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            runtime.block_on(async {
+                let pool = sqlx::PgPool::connect(&base).await.ok()?;
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"
+                )))
+                .execute(&pool)
+                .await
+                .ok()?;
+                pool.close().await;
+                Some(())
+            })
+        })
+        .join();
+        if !matches!(dropped, Ok(Some(()))) {
+            eprintln!("could not drop the test schema {}", self.schema);
+        }
+    }
 }
 
 /// The kit's cases for one backend, plus (`crash`) the crash campaign for a persistent one.

@@ -93,6 +93,10 @@ pub enum EventKind {
         /// Why (shown to the model with a denial).
         reason: Option<String>,
     },
+    /// Runs the model again on the context as it stands, with no new message: how a step that
+    /// failed at the model ([`StopReason::ProviderError`](crate::StopReason::ProviderError)) is
+    /// retried. Its event was stored with it, so sending the message again would store it twice.
+    Resume,
 }
 
 impl EventKind {
@@ -107,6 +111,7 @@ impl EventKind {
             EventKind::Consolidation { .. } => "consolidation",
             EventKind::Approval { .. } => "approval",
             EventKind::AgentMessage { .. } => "agent_message",
+            EventKind::Resume => "resume",
         }
     }
 }
@@ -185,6 +190,12 @@ impl Event {
             approve: false,
             reason: (!reason.trim().is_empty()).then_some(reason),
         })
+    }
+
+    /// Runs the model again after a step that failed at the model, on the messages already
+    /// stored (see [`EventKind::Resume`]).
+    pub fn resume() -> Self {
+        Self::now(EventKind::Resume)
     }
 
     /// A message from another agent, as a messenger delivers it.

@@ -61,6 +61,12 @@ impl Agent {
                     now,
                 )
             }
+            // Handled by `run_step`: a resumed step adds no message.
+            EventKind::Resume => {
+                return Err(Error::Config(
+                    "a resumed step has no event message".to_owned(),
+                ));
+            }
             // Handled by `run_step` before any event message is made.
             EventKind::Approval { call_id, .. } => {
                 return Err(Error::NoPendingApproval {

@@ -43,10 +43,14 @@ pub enum StopReason {
     /// The LLM provider failed (after its retries). Everything before the failure was
     /// committed; nothing was lost.
     ProviderError {
-        /// The error.
+        /// The error, as the provider reported it (for logs: it may name the provider's
+        /// address or echo the request).
         message: String,
         /// Whether retrying later may succeed.
         retryable: bool,
+        /// What kind of failure it was, in words fit to show a service's users.
+        #[serde(default)]
+        failure: crate::llm::ProviderFailure,
     },
 }
 

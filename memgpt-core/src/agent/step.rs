@@ -56,8 +56,10 @@ impl Agent {
     ///
     /// Returns the step's record. Provider failures (after the provider's own retries) end the
     /// step with [`StopReason::ProviderError`] and what happened before them is still
-    /// committed, the event (the user's message) first: it is never lost and never needs
-    /// resending, and the next step carries on from it. An `Err` means nothing was stored (storage failure, oversize input, embedding
+    /// committed, the event (the user's message) first: it is never lost and must not be sent
+    /// again (that would store it twice). To have the model answer it, step with
+    /// [`Event::resume`], which adds no message; the next step of any kind carries on from it
+    /// too. An `Err` means nothing was stored (storage failure, oversize input, embedding
     /// failure of an upload) and the agent is unchanged; the same happens if the returned
     /// future is dropped before it completes.
     pub async fn step(&mut self, event: impl Into<Event>) -> Result<StepRecord> {
@@ -136,6 +138,16 @@ impl Agent {
                     .resume(&mut run, &tool_rules, call_id, decision)
                     .await?;
                 (message, rules, llm_calls, Some(turn))
+            }
+            EventKind::Resume => {
+                // The newest queued message (the unanswered event) is what the model reads.
+                let anchor = self
+                    .context
+                    .queue()
+                    .entries()
+                    .next_back()
+                    .map_or_else(MessageId::new, |e| e.message().id);
+                (anchor, StepRules::new(&tool_rules), 0, None)
             }
             _ => {
                 let message = self.event_message(&event, &mut run, now).await?;
@@ -322,6 +334,7 @@ impl Agent {
                 return ModelTurn::Stop(StopReason::ProviderError {
                     message: e.to_string(),
                     retryable: e.is_transient(),
+                    failure: crate::llm::ProviderFailure::of(&e),
                 });
             }
         };

@@ -56,7 +56,19 @@ pub async fn search_messages<S: RecallStore + ?Sized>(
     if keys.is_empty() {
         return Ok(SearchPage::empty(query.page));
     }
-    let candidates = store.candidates(agent, &keys).await?;
+    let mut candidates = store.candidates(agent, &keys).await?;
+    // The last guard: whatever a store's index returned, only what the query admits is ranked.
+    candidates.retain(|c| {
+        let admitted = c.message.agent_id == agent && query.admits(&c.message);
+        if !admitted {
+            tracing::error!(
+                key = c.key,
+                message = %c.message.id,
+                "a store returned a recall candidate its query does not admit; it is left out"
+            );
+        }
+        admitted
+    });
     let cues = QueryCues::parse(text);
     let ranked = rank_candidates(
         &candidates,
@@ -186,9 +198,21 @@ pub(crate) async fn search_passages_with<S: ArchivalStore + ?Sized>(
         .chain(by_vector)
         .map(|c| (c.key, c))
         .collect();
+    // The last guard: whatever a store's index returned, only what the query admits is ranked.
     let mut candidates: Vec<PassageCandidate> = union(&lexical.keys, &semantic.keys)
         .into_iter()
         .filter_map(|key| by_key.remove(&key))
+        .filter(|c| {
+            let admitted = c.passage.agent_id == agent && query.admits(&c.passage);
+            if !admitted {
+                tracing::error!(
+                    key = c.key,
+                    passage = %c.passage.id,
+                    "a store returned an archival candidate its query does not admit; it is left out"
+                );
+            }
+            admitted
+        })
         .collect();
     if !gone.is_empty() {
         // Take them out of the candidates and the totals they were counted in (the store's

@@ -41,14 +41,24 @@ async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Health>> {
         .agents
         .embedding_space()
         .await
-        .map_err(|e| ApiError::new(ErrorCode::Unavailable, format!("the store: {e}")))?;
+        .map_err(|e| unready("the store", e))?;
     state
         .tenants
         .tenants()
         .await
-        .map_err(|e| ApiError::new(ErrorCode::Unavailable, format!("the tenant store: {e}")))?;
+        .map_err(|e| unready("the tenant store", e))?;
     Ok(Json(Health {
         status: "ok",
         loaded_agents: state.hub.loaded(),
     }))
+}
+
+/// `503 unavailable` naming what does not answer; why goes to the log (a readiness probe is
+/// not authenticated, and the cause may name a host).
+fn unready(what: &str, error: impl std::fmt::Display) -> ApiError {
+    tracing::error!(error = %error, "readiness: {what} does not answer");
+    ApiError::new(
+        ErrorCode::Unavailable,
+        format!("{what} does not answer; the log has why"),
+    )
 }

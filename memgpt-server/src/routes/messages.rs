@@ -25,6 +25,7 @@ use super::params::{AgentPath, page_of};
 use crate::auth::Caller;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::idempotency::{Answer, Claim, Outcome, RequestKey, RetryHeaders};
 use crate::query::Query;
 use crate::state::AppState;
 use crate::views::{FlushView, MessageView, PageView, StepView};
@@ -118,25 +119,46 @@ impl SendMessage {
 ///
 /// The step runs to its end even if the client goes away: it commits whole or not at all. If
 /// the model cannot be reached (after the provider's retries) the answer is `502 llm_error`;
-/// the event that started the step is kept, as the agent saw it.
+/// the event that started the step is kept, as the agent saw it, so the message must not be
+/// sent again as a new request: retry the same request with its `Idempotency-Key` (the
+/// official OpenAI SDKs' own retries count as the same request too), which resumes the step
+/// instead of storing the message twice.
 async fn send(
     State(state): State<AppState>,
     caller: Caller,
     Path(path): Path<AgentPath>,
+    RetryHeaders(headers): RetryHeaders,
     Body(request): Body<SendMessage>,
-) -> ApiResult<Json<StepView>> {
+) -> ApiResult<Answer<Json<StepView>>> {
     let event = request.event()?;
-    let mut agent = path.live(&state, caller).await?;
+    let id = path.owned(&state, caller).await?;
+    let key = RequestKey::of(&headers, "messages", id, &event)?;
+    let (ticket, event) = match state.idempotency.claim(caller.tenant, key).await? {
+        Claim::Replay(outcome) => {
+            return Ok(Answer {
+                body: Json(StepView::new(&outcome.record, outcome.version)),
+                replayed: true,
+            });
+        }
+        Claim::Run(ticket) => (ticket, event),
+        Claim::Resume(ticket) => (ticket, Event::resume()),
+    };
+    let mut agent = state.hub.lock(id).await?;
     let state = state.clone();
     let step = tokio::spawn(async move {
-        let record = state.step(&mut agent, event).await?;
+        let record = Arc::new(state.step(&mut agent, event).await?);
+        let version = agent.version();
+        ticket.finish(Outcome::of(record.clone(), version));
         if let Some(failure) = crate::error::llm_failure(&record) {
             return Err(failure);
         }
-        Ok::<_, ApiError>(StepView::new(&record, agent.version()))
+        Ok::<_, ApiError>(StepView::new(&record, version))
     });
     match step.await {
-        Ok(result) => result.map(Json),
+        Ok(result) => result.map(|view| Answer {
+            body: Json(view),
+            replayed: false,
+        }),
         Err(e) => Err(ApiError::internal("the step", e)),
     }
 }
@@ -278,11 +300,31 @@ async fn stream_step(
     State(state): State<AppState>,
     caller: Caller,
     Path(path): Path<AgentPath>,
+    RetryHeaders(headers): RetryHeaders,
     Body(request): Body<SendMessage>,
-) -> ApiResult<StepStream> {
+) -> ApiResult<Answer<StepStream>> {
     let event = request.event()?;
-    let mut agent = path.live(&state, caller).await?;
+    let id = path.owned(&state, caller).await?;
+    let key = RequestKey::of(&headers, "messages/stream", id, &event)?;
     let (tx, rx) = mpsc::unbounded_channel::<Progress>();
+    let (ticket, event) = match state.idempotency.claim(caller.tenant, key).await? {
+        Claim::Replay(outcome) => {
+            // The step as it was: its messages, then its record.
+            for message in &outcome.record.messages {
+                let _ = tx.send(Progress::Message(message.into()));
+            }
+            let view = StepView::new(&outcome.record, outcome.version);
+            let _ = tx.send(Progress::Done(Box::new(view)));
+            drop(tx);
+            return Ok(Answer {
+                body: StepStream(Sse::new(events(rx)).into_response()),
+                replayed: true,
+            });
+        }
+        Claim::Run(ticket) => (ticket, event),
+        Claim::Resume(ticket) => (ticket, Event::resume()),
+    };
+    let mut agent = state.hub.lock(id).await?;
     let observer = tx.clone();
     agent.set_observer(Some(Arc::new(move |progress: StepProgress<'_>| {
         let item = match progress {
@@ -297,21 +339,28 @@ async fn stream_step(
     })));
     tokio::spawn(async move {
         let outcome = match state.step(&mut agent, event).await {
-            Ok(record) => match crate::error::llm_failure(&record) {
-                Some(failure) => Progress::Failed(failure),
-                None => Progress::Done(Box::new(StepView::new(&record, agent.version()))),
-            },
+            Ok(record) => {
+                let record = Arc::new(record);
+                ticket.finish(Outcome::of(record.clone(), agent.version()));
+                match crate::error::llm_failure(&record) {
+                    Some(failure) => Progress::Failed(failure),
+                    None => Progress::Done(Box::new(StepView::new(&record, agent.version()))),
+                }
+            }
             Err(e) => Progress::Failed(e.into()),
         };
         agent.set_observer(None);
         drop(agent);
         let _ = tx.send(outcome);
     });
-    Ok(StepStream(
-        Sse::new(events(rx))
-            .keep_alive(KeepAlive::default())
-            .into_response(),
-    ))
+    Ok(Answer {
+        body: StepStream(
+            Sse::new(events(rx))
+                .keep_alive(KeepAlive::default())
+                .into_response(),
+        ),
+        replayed: false,
+    })
 }
 
 fn events(

@@ -29,6 +29,7 @@ use crate::auth::Caller;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::hub::LiveAgent;
+use crate::idempotency::{Answer, Claim, Outcome, RequestKey, RetryHeaders, Ticket};
 use crate::state::AppState;
 
 pub(super) fn routes() -> ApiRouter<AppState> {
@@ -195,29 +196,66 @@ fn finish_reason(record: &StepRecord) -> &'static str {
 }
 
 /// A chat completion from a memgpt agent: one step.
+///
+/// Retries are one request (see [`idempotency`](crate::idempotency)): the official SDKs' own
+/// retries, and requests with the same `Idempotency-Key`, get the first attempt's completion,
+/// or resume its step if the model failed; the user's message is stored once.
 async fn completions(
     State(state): State<AppState>,
     caller: Caller,
+    RetryHeaders(headers): RetryHeaders,
     Body(request): Body<CompletionRequest>,
-) -> ApiResult<Response> {
+) -> ApiResult<Answer<Response>> {
     let event = event(&request)?;
     let id = caller.agent_named(&state, &request.model).await?;
+    let key = RequestKey::of(&headers, "chat/completions", id, &(&event, request.stream))?;
+    let usage = request.stream_options.is_some_and(|o| o.include_usage);
+    let (ticket, event) = match state.idempotency.claim(caller.tenant, key).await? {
+        Claim::Replay(outcome) => {
+            let chunks = Chunks {
+                id: outcome.id.clone(),
+                created: outcome.created,
+                model: request.model,
+                usage,
+            };
+            let body = if request.stream {
+                replayed_stream(&chunks, &outcome.record).into_response()
+            } else {
+                Json(completion(&chunks, &outcome.record)).into_response()
+            };
+            return Ok(Answer {
+                body,
+                replayed: true,
+            });
+        }
+        Claim::Run(ticket) => (ticket, event),
+        Claim::Resume(ticket) => (ticket, Event::resume()),
+    };
     let agent = state.hub.lock(id).await?;
-    let completion_id = format!("chatcmpl-{}", uuid::Uuid::now_v7().simple());
-    let created = chrono::Utc::now().timestamp();
+    let chunks = Chunks {
+        id: format!("chatcmpl-{}", uuid::Uuid::now_v7().simple()),
+        created: chrono::Utc::now().timestamp(),
+        model: request.model,
+        usage,
+    };
     if request.stream {
-        let usage = request.stream_options.is_some_and(|o| o.include_usage);
-        let chunks = Chunks {
-            id: completion_id,
-            created,
-            model: request.model,
-            usage,
-        };
-        return Ok(stream_completion(state, agent, event, chunks).into_response());
+        return Ok(Answer {
+            body: stream_completion(state, agent, event, chunks, ticket).into_response(),
+            replayed: false,
+        });
     }
     let mut agent = agent;
-    let step =
-        tokio::spawn(async move { state.step(&mut agent, event).await.map_err(ApiError::from) });
+    let finished = chunks.clone();
+    let step = tokio::spawn(async move {
+        let record = Arc::new(
+            state
+                .step(&mut agent, event)
+                .await
+                .map_err(ApiError::from)?,
+        );
+        ticket.finish(finished.outcome(record.clone(), agent.version()));
+        Ok::<_, ApiError>(record)
+    });
     let record = match step.await {
         Ok(result) => result?,
         Err(e) => return Err(ApiError::internal("the step", e)),
@@ -225,19 +263,46 @@ async fn completions(
     if let Some(failure) = crate::error::llm_failure(&record) {
         return Err(failure);
     }
-    Ok(Json(Completion {
-        id: completion_id,
+    Ok(Answer {
+        body: Json(completion(&chunks, &record)).into_response(),
+        replayed: false,
+    })
+}
+
+/// The completion of a step.
+fn completion(chunks: &Chunks, record: &StepRecord) -> Completion {
+    Completion {
+        id: chunks.id.clone(),
         object: "chat.completion",
-        created,
-        model: request.model,
+        created: chunks.created,
+        model: chunks.model.clone(),
         choices: vec![Choice {
             index: 0,
             message: json!({"role": "assistant", "content": record.reply()}),
-            finish_reason: finish_reason(&record).to_owned(),
+            finish_reason: finish_reason(record).to_owned(),
         }],
-        usage: CompletionUsage::of(&record),
-    })
-    .into_response())
+        usage: CompletionUsage::of(record),
+    }
+}
+
+/// An earlier attempt's streamed completion, again: the role, the reply, the finish reason
+/// (and the usage, when asked), then `[DONE]`.
+fn replayed_stream(chunks: &Chunks, record: &StepRecord) -> StepStream {
+    let (tx, rx) = mpsc::unbounded_channel::<String>();
+    let send = |chunk: Value| {
+        let _ = tx.send(chunk.to_string());
+    };
+    send(chunks.choice(json!({"role": "assistant", "content": ""}), None));
+    let reply = record.reply();
+    if !reply.is_empty() {
+        send(chunks.choice(json!({"content": reply}), None));
+    }
+    send(chunks.choice(json!({}), Some(finish_reason(record))));
+    if chunks.usage {
+        send(chunks.usage(record));
+    }
+    let _ = tx.send("[DONE]".to_owned());
+    StepStream::new(Sse::new(data_events(rx)).into_response())
 }
 
 /// What `send_message` said in `message`, if it is an assistant turn that called it.
@@ -264,6 +329,16 @@ struct Chunks {
 }
 
 impl Chunks {
+    /// A committed step of this completion, as its retries are answered.
+    fn outcome(&self, record: Arc<StepRecord>, version: u64) -> Outcome {
+        Outcome {
+            record,
+            version,
+            id: self.id.clone(),
+            created: self.created,
+        }
+    }
+
     /// A `chat.completion.chunk` of `choices`.
     fn chunk(&self, choices: Value) -> Value {
         json!({
@@ -312,6 +387,7 @@ fn stream_completion(
     mut agent: LiveAgent,
     event: Event,
     chunks: Chunks,
+    ticket: Ticket,
 ) -> StepStream {
     let (tx, rx) = mpsc::unbounded_channel::<String>();
     let _ = tx.send(
@@ -344,15 +420,19 @@ fn stream_completion(
         agent.set_observer(None);
         let mut last = Vec::new();
         match outcome {
-            Ok(record) => match crate::error::llm_failure(&record) {
-                Some(failure) => last.push(error_chunk(&failure)),
-                None => {
-                    last.push(chunks.choice(json!({}), Some(finish_reason(&record))));
-                    if chunks.usage {
-                        last.push(chunks.usage(&record));
+            Ok(record) => {
+                let record = Arc::new(record);
+                ticket.finish(chunks.outcome(record.clone(), agent.version()));
+                match crate::error::llm_failure(&record) {
+                    Some(failure) => last.push(error_chunk(&failure)),
+                    None => {
+                        last.push(chunks.choice(json!({}), Some(finish_reason(&record))));
+                        if chunks.usage {
+                            last.push(chunks.usage(&record));
+                        }
                     }
                 }
-            },
+            }
             Err(e) => last.push(error_chunk(&ApiError::from(e))),
         }
         for chunk in last {

@@ -23,6 +23,7 @@ const HELP: &str = "\
 /policy [NAME]   show or switch the page-replacement policy
 /model           the model the agent talks to
 /login           send a login event
+/retry           ask the model again after it failed (your message is kept: do not send it again)
 /approve         let the call waiting for approval run (tool rule requires_approval)
 /deny [REASON]   refuse it; the agent reads the reason
 /help            this list
@@ -38,6 +39,7 @@ const COMMANDS: &[&str] = &[
     "/policy",
     "/model",
     "/login",
+    "/retry",
     "/approve",
     "/deny",
     "/help",
@@ -161,6 +163,7 @@ pub async fn run(settings: &Settings, name: &str) -> Result<()> {
                 continue;
             }
             "/login" => Event::login(),
+            "/retry" => Event::resume(),
             "/approve" | "/deny" => match agent.pending_approval() {
                 None => {
                     println!("no function call is waiting for approval");
@@ -205,7 +208,8 @@ fn finish(record: &StepRecord, style: Style) {
         StopReason::ProviderError { message, .. } => println!(
             "{}",
             style.error(&format!(
-                "(the model could not be reached: {message}; what happened before is saved)"
+                "(the model could not be reached: {message}; what happened before is saved, your \
+                 message included: /retry asks the model again)"
             ))
         ),
         StopReason::AwaitingApproval {

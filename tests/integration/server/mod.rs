@@ -290,6 +290,7 @@ mod lifecycle;
 mod messaging;
 mod openai;
 mod persistence;
+mod retries;
 mod streaming;
 mod tenants;
 mod timers;
