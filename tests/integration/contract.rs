@@ -291,6 +291,45 @@ async fn the_generated_python_client_runs_a_whole_session() {
     assert!(out.contains("python client: ok"), "{out}");
 }
 
+/// hypothesis's stateful testing drives a `memgpt serve` process through the generated Python
+/// client (clients/smoke/stateful.py): random sequences of agents, passages, messages and shared
+/// blocks created, changed and deleted, and the server stopped by SIGTERM or SIGKILL and started
+/// again; every search, listing and block read agrees with a plain model of what was stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_agrees_with_a_model_through_random_sequences_and_restarts() {
+    let Some(tools) = tools() else { return };
+    let llm = FakeOpenAi::start().await;
+    llm.respond_with(|body| {
+        if is_agent_request(body) {
+            Reply::call("send_message", json!({"message": "Noted."}))
+        } else {
+            Reply::text("A summary of the conversation.")
+        }
+    });
+    llm.summarize_with(|_| Reply::text("A summary of the conversation."));
+    llm.set_recording(false);
+    let dir = tempfile::tempdir().unwrap();
+    let clients = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients");
+    let data = dir.path().join("data");
+    let examples = std::env::var("MEMGPT_STATEFUL_EXAMPLES").unwrap_or_else(|_| "12".into());
+    let out = run_tool(
+        &tools.join("python"),
+        &[clients.join("smoke/stateful.py").to_str().unwrap()],
+        None,
+        &[
+            ("PYTHONPATH", clients.join("python").to_str().unwrap()),
+            ("MEMGPT_BIN", env!("CARGO_BIN_EXE_memgpt")),
+            ("MEMGPT_LLM", &llm.base_url()),
+            ("MEMGPT_DATA", data.to_str().unwrap()),
+            ("MEMGPT_ADMIN_KEY", ADMIN),
+            ("MEMGPT_STATEFUL_EXAMPLES", &examples),
+        ],
+    )
+    .await;
+    assert!(out.contains("stateful: ok"), "{out}");
+    eprintln!("{}", out.trim());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_typescript_client_runs_a_whole_session() {
     let package = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/typescript");

@@ -560,6 +560,7 @@ export interface components {
          *     agent is not waiting on.
          *     - `approval_pending`: The agent waits for a function call's approval: approve or deny it first (a message of
          *     `type` `approval`).
+         *     - `idempotency_key_reused`: An `Idempotency-Key` was sent again with another request.
          *     - `invalid_config`: The agent cannot be configured that way (window too small, model unknown...).
          *     - `llm_error`: The LLM provider failed (after its retries).
          *     - `unavailable`: A dependency is unavailable for now (database, embedder); retry later.
@@ -567,7 +568,7 @@ export interface components {
          *     - `internal`: A bug or a broken store; the server log has details.
          * @enum {string}
          */
-        ErrorCode: "bad_json" | "unknown_field" | "invalid_input" | "body_too_large" | "unauthorized" | "admin_only" | "not_found" | "method_not_allowed" | "already_exists" | "block_over_limit" | "block_edit_rejected" | "unknown_tool" | "unknown_policy" | "too_large" | "conflict" | "approval_pending" | "invalid_config" | "llm_error" | "unavailable" | "timeout" | "internal";
+        ErrorCode: "bad_json" | "unknown_field" | "invalid_input" | "body_too_large" | "unauthorized" | "admin_only" | "not_found" | "method_not_allowed" | "already_exists" | "block_over_limit" | "block_edit_rejected" | "unknown_tool" | "unknown_policy" | "too_large" | "conflict" | "approval_pending" | "idempotency_key_reused" | "invalid_config" | "llm_error" | "unavailable" | "timeout" | "internal";
         /** @description Tenants. */
         Tenants: {
             /** @description Every tenant, oldest first. */
@@ -1140,7 +1141,7 @@ export interface components {
              */
             stop_reason: string;
             /**
-             * @description For `provider_error`, what the provider said; for `chain_limit`, the limit; for
+             * @description For `provider_error`, what kind of failure it was; for `chain_limit`, the limit; for
              *     `awaiting_approval`, the id of the call to approve or deny.
              */
             stop_detail?: string | null;
@@ -1767,7 +1768,7 @@ export interface components {
         /** @description Search results. */
         RecallResults: {
             /** @description The results on this page, best first (oldest first for listings). */
-            items: components["schemas"]["ScoredView"][];
+            items: components["schemas"]["ScoredView3"][];
             /**
              * Format: uint
              * @description The page number, from 0.
@@ -1788,6 +1789,52 @@ export interface components {
             /** @description How the results were found, when it matters (words only, and why). */
             note?: string | null;
         };
+        /** @description A result and its score. */
+        ScoredView3: {
+            /**
+             * Format: float
+             * @description Relevance (higher is better; 0 in listings).
+             */
+            score: number;
+            /** @description Its id. */
+            id: string;
+            /**
+             * @description `user`, `system_alert`, `heartbeat`, `login`, `timer`, `document_upload`, `assistant`,
+             *     `function_return` or `function_error`.
+             */
+            kind: string;
+            /** @description The text (the assistant's inner monologue, a function's result...). */
+            text: string;
+            /** @description The assistant's function calls. */
+            function_calls: components["schemas"]["CallView"][];
+            /** @description For a function's result: the call it answers. */
+            call_id?: string | null;
+            /** @description The user's or function's name, if any. */
+            name?: string | null;
+            /**
+             * Format: date-time
+             * @description When it was appended.
+             */
+            created_at: string;
+            /**
+             * @description Why it was found (not in listings): `words` (its own words hold a query term),
+             *     `context` (only the turns just before it do: it is the context around a match, shown
+             *     so the match reads in its conversation; its score is low) or `meaning` (its embedding is
+             *     near the query's).
+             */
+            found_by?: components["schemas"]["FoundBy"] | null;
+        };
+        /**
+         * @description Why a recall search found a message.
+         *
+         *     - `words`: Its own words hold a query term.
+         *     - `context`: Only the conversation turns just before it hold a query term: it is the context around
+         *     a match (a message's search document holds the terms of the turns before it, so an
+         *     answer is found by the question's words).
+         *     - `meaning`: Only its meaning (embedding) is near the query's.
+         * @enum {string}
+         */
+        FoundBy: "words" | "context" | "meaning";
         /** @description A timer to set. */
         CreateTimer: {
             /** @description Why: the text of the timer event the agent receives. */
@@ -2516,7 +2563,10 @@ export interface operations {
     send_message: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes retries of this request one request: a retry with the same key gets the first attempt's step (header `Idempotent-Replayed: true`), or resumes it if it failed at the model; the user's message is stored once. Kept for an hour, per tenant. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description The agent's id. */
                 agent_id: string;
@@ -2562,7 +2612,10 @@ export interface operations {
     stream_message: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes retries of this request one request: a retry with the same key gets the first attempt's step (header `Idempotent-Replayed: true`), or resumes it if it failed at the model; the user's message is stored once. Kept for an hour, per tenant. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description The agent's id. */
                 agent_id: string;
@@ -3452,7 +3505,10 @@ export interface operations {
     create_chat_completion: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes retries of this request one request: a retry with the same key gets the first attempt's step (header `Idempotent-Replayed: true`), or resumes it if it failed at the model; the user's message is stored once. Kept for an hour, per tenant. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };

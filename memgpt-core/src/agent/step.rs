@@ -222,9 +222,20 @@ impl Agent {
             );
         };
 
-        // A consolidation the model failed to carry out is read again next time.
-        if matches!(stop, StopReason::ProviderError { .. }) {
-            self.state.consolidated_until = cursor_before;
+        // A consolidation the model did not carry out is read again next time: it failed at
+        // the model, or ran no function at all (it answered in text instead of editing memory
+        // or saying it was done with `memory_finish_edits`).
+        if let EventKind::Consolidation { .. } = &event.kind {
+            let worked = run.function_calls.iter().any(|c| c.ok);
+            if matches!(stop, StopReason::ProviderError { .. }) || !worked {
+                if !worked {
+                    warn!(
+                        stop = ?stop,
+                        "the consolidation ran no function: its messages are read again next time"
+                    );
+                }
+                self.state.consolidated_until = cursor_before;
+            }
         }
         if let Some(pause) = run.writes.pause_until.take() {
             self.state.heartbeats_paused_until = pause;

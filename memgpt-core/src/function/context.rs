@@ -98,6 +98,9 @@ pub struct RecallResults {
     /// What the model should know about how the results were found (text-only ranking and
     /// why, messages not embedded yet), if anything.
     pub note: Option<String>,
+    /// Why each hit on the page was found, in order: its own words, only the turns before it
+    /// (it is context around a match), or its meaning. Empty for a listing.
+    pub found_by: Vec<crate::retrieval::FoundBy>,
 }
 
 /// Typed values a user hands to their functions (database pools, HTTP clients, API keys...).
@@ -603,10 +606,12 @@ pub(crate) async fn search_recall_hybrid(
         notes.push("ranked by words only (no embedding model is configured)".to_owned());
     }
     let semantic = query.embedding.is_some();
-    let page = storage.recall.search(agent, &query).await?;
+    let (page, found_by) =
+        crate::store::search_messages_found_by(storage.recall.as_ref(), agent, &query).await?;
     Ok(RecallResults {
         page,
         semantic,
         note: (!notes.is_empty()).then(|| notes.join("; ")),
+        found_by,
     })
 }

@@ -41,6 +41,6 @@ pub use fusion::{RRF_K, reciprocal_rank_fusion};
 pub use mode::SearchMode;
 pub use passages::{NearestPassages, PassageDocument, PassageMatches, passage_pool, rank_passages};
 pub use recall::{
-    CandidateKey, CueBoost, MAX_CANDIDATES, RecallCandidate, RecallRanking, TextCandidates,
-    rank_candidates,
+    CandidateKey, CueBoost, FoundBy, MAX_CANDIDATES, RecallCandidate, RecallRanking,
+    TextCandidates, rank_candidates,
 };

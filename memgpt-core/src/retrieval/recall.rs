@@ -72,6 +72,39 @@ pub struct RecallCandidate {
     pub embeddings: Vec<Vec<f32>>,
 }
 
+/// Why a recall search found a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FoundBy {
+    /// Its own words hold a query term.
+    Words,
+    /// Only the conversation turns just before it hold a query term: it is the context around
+    /// a match (a message's search document holds the terms of the turns before it, so an
+    /// answer is found by the question's words).
+    Context,
+    /// Only its meaning (embedding) is near the query's.
+    Meaning,
+}
+
+impl FoundBy {
+    /// Why `candidate` is a match for the query's analysed `terms`.
+    pub fn of(candidate: &RecallCandidate, terms: &[String]) -> Self {
+        let own =
+            crate::retrieval::document_terms(&crate::retrieval::document_text(&candidate.message));
+        if terms.iter().any(|t| own.contains(t)) {
+            FoundBy::Words
+        } else if crate::retrieval::count_terms(&candidate.document, terms)
+            .0
+            .iter()
+            .any(|&tf| tf > 0)
+        {
+            FoundBy::Context
+        } else {
+            FoundBy::Meaning
+        }
+    }
+}
+
 /// How much a cue lifts a message: its BM25 score is multiplied by `bm25_factor` and
 /// `cosine_bonus` is added to its similarity.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

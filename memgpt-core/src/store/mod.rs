@@ -31,7 +31,7 @@ pub use error::StoreError;
 pub use memory::InMemoryStore;
 pub use queue::{QueueChange, StateRecord};
 pub(crate) use search::search_passages_with;
-pub use search::{search_messages, search_passages};
+pub use search::{search_messages, search_messages_found_by, search_passages};
 pub use space::EmbeddingSpace;
 pub(crate) use types::json_holds_nul;
 pub use types::{

@@ -15,8 +15,8 @@ use super::{
 use crate::ids::{AgentId, PassageId};
 use crate::message::Message;
 use crate::retrieval::{
-    CandidateKey, NearestPassages, PassageDocument, PassageMatches, QueryCues, TextCandidates,
-    document_terms, passage_pool, query_terms, rank_candidates, rank_passages,
+    CandidateKey, FoundBy, NearestPassages, PassageDocument, PassageMatches, QueryCues,
+    TextCandidates, document_terms, passage_pool, query_terms, rank_candidates, rank_passages,
 };
 
 /// Searches the messages of any [`RecallStore`] (what [`RecallStore::search`] runs): gathers
@@ -30,8 +30,20 @@ pub async fn search_messages<S: RecallStore + ?Sized>(
     agent: AgentId,
     query: &RecallQuery,
 ) -> Result<SearchPage<Message>, StoreError> {
+    search_messages_found_by(store, agent, query)
+        .await
+        .map(|(page, _)| page)
+}
+
+/// [`search_messages`], with why each hit on the page was found ([`FoundBy`], in the order of
+/// the hits; empty for a listing).
+pub async fn search_messages_found_by<S: RecallStore + ?Sized>(
+    store: &S,
+    agent: AgentId,
+    query: &RecallQuery,
+) -> Result<(SearchPage<Message>, Vec<FoundBy>), StoreError> {
     let Some(text) = query.text_query() else {
-        return store.list_messages(agent, query).await;
+        return Ok((store.list_messages(agent, query).await?, Vec::new()));
     };
     let ranking = &query.ranking;
     let terms = query_terms(text);
@@ -54,7 +66,7 @@ pub async fn search_messages<S: RecallStore + ?Sized>(
     let (lexical, semantic) = (lexical?, semantic?);
     let keys = union(&lexical.keys, &semantic);
     if keys.is_empty() {
-        return Ok(SearchPage::empty(query.page));
+        return Ok((SearchPage::empty(query.page), Vec::new()));
     }
     let mut candidates = store.candidates(agent, &keys).await?;
     // The last guard: whatever a store's index returned, only what the query admits is ranked.
@@ -78,14 +90,17 @@ pub async fn search_messages<S: RecallStore + ?Sized>(
         &cues,
         ranking,
     );
-    Ok(SearchPage::from_ranking(
-        query.page,
-        ranked,
-        |(i, score)| Hit {
-            item: candidates[i].message.clone(),
-            score,
-        },
-    ))
+    let found_by: Vec<FoundBy> = query
+        .page
+        .slice(ranked.iter().map(|(i, _)| *i).collect())
+        .into_iter()
+        .map(|i| FoundBy::of(&candidates[i], &terms))
+        .collect();
+    let page = SearchPage::from_ranking(query.page, ranked, |(i, score)| Hit {
+        item: candidates[i].message.clone(),
+        score,
+    });
+    Ok((page, found_by))
 }
 
 /// Searches the passages of any [`ArchivalStore`] (what [`ArchivalStore::search`] runs):

@@ -5,6 +5,7 @@ use aide::axum::routing::post;
 use axum::Json;
 use axum::extract::{Path, State};
 use chrono::{DateTime, Utc};
+use memgpt_core::retrieval::FoundBy;
 use memgpt_core::store::{RecallQuery, TimeRange};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -39,12 +40,26 @@ struct SearchRecall {
     size: Option<usize>,
 }
 
+/// A message a search found, and why.
+#[derive(Debug, Serialize, JsonSchema)]
+struct RecallHit {
+    /// The message.
+    #[serde(flatten)]
+    message: MessageView,
+    /// Why it was found (not in listings): `words` (its own words hold a query term),
+    /// `context` (only the turns just before it do: it is the context around a match, shown
+    /// so the match reads in its conversation; its score is low) or `meaning` (its embedding is
+    /// near the query's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    found_by: Option<FoundBy>,
+}
+
 /// Search results.
 #[derive(Debug, Serialize, JsonSchema)]
 struct RecallResults {
     /// The page.
     #[serde(flatten)]
-    page: PageView<MessageView>,
+    page: PageView<RecallHit>,
     /// Whether meaning ranked along with words.
     semantic: bool,
     /// How the results were found, when it matters (words only, and why).
@@ -74,9 +89,17 @@ async fn search(
     };
     let agent = state.hub.lock(id).await?;
     let found = agent.search_recall(&query).await?;
+    let mut why = found.found_by.iter().copied();
+    let mut page = PageView::new(&found.page, |m| RecallHit {
+        message: MessageView::from(m),
+        found_by: None,
+    });
+    for hit in &mut page.items {
+        hit.item.found_by = why.next();
+    }
     Ok(Json(RecallResults {
-        page: PageView::new(&found.page, |m| MessageView::from(m)),
+        page,
         semantic: found.semantic,
-        note: found.note,
+        note: found.note.map(|n| crate::error::redact_addresses(&n)),
     }))
 }

@@ -291,6 +291,7 @@ mod messaging;
 mod openai;
 mod persistence;
 mod retries;
+mod sequences;
 mod streaming;
 mod tenants;
 mod timers;

@@ -37,6 +37,7 @@ from .event_type import EventType
 from .export_agent_response_200 import ExportAgentResponse200
 from .flush_view import FlushView
 from .forget_passage import ForgetPassage
+from .found_by import FoundBy
 from .function_view import FunctionView
 from .health import Health
 from .import_query import ImportQuery
@@ -68,6 +69,7 @@ from .replace_block import ReplaceBlock
 from .scored_view import ScoredView
 from .scored_view_2 import ScoredView2
 from .scored_view_2_metadata import ScoredView2Metadata
+from .scored_view_3 import ScoredView3
 from .search_archival import SearchArchival
 from .search_recall import SearchRecall
 from .send_message import SendMessage
@@ -136,6 +138,7 @@ __all__ = (
     "ExportAgentResponse200",
     "FlushView",
     "ForgetPassage",
+    "FoundBy",
     "FunctionView",
     "Health",
     "Imported",
@@ -167,6 +170,7 @@ __all__ = (
     "ScoredView",
     "ScoredView2",
     "ScoredView2Metadata",
+    "ScoredView3",
     "SearchArchival",
     "SearchRecall",
     "SendMessage",

@@ -10,6 +10,7 @@ class ErrorCode(StrEnum):
     BLOCK_OVER_LIMIT = "block_over_limit"
     BODY_TOO_LARGE = "body_too_large"
     CONFLICT = "conflict"
+    IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
     INTERNAL = "internal"
     INVALID_CONFIG = "invalid_config"
     INVALID_INPUT = "invalid_input"

@@ -37,6 +37,7 @@ class ErrorDetail:
             agent is not waiting on.
             - `approval_pending`: The agent waits for a function call's approval: approve or deny it first (a message of
             `type` `approval`).
+            - `idempotency_key_reused`: An `Idempotency-Key` was sent again with another request.
             - `invalid_config`: The agent cannot be configured that way (window too small, model unknown...).
             - `llm_error`: The LLM provider failed (after its retries).
             - `unavailable`: A dependency is unavailable for now (database, embedder); retry later.

@@ -9,7 +9,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
-    from ..models.scored_view import ScoredView
+    from ..models.scored_view_3 import ScoredView3
 
 
 T = TypeVar("T", bound="RecallResults")
@@ -20,7 +20,7 @@ class RecallResults:
     """Search results.
 
     Attributes:
-        items (list[ScoredView]): The results on this page, best first (oldest first for listings).
+        items (list[ScoredView3]): The results on this page, best first (oldest first for listings).
         page (int): The page number, from 0.
         size (int): Results per page.
         total (int): Results on all pages together.
@@ -28,7 +28,7 @@ class RecallResults:
         note (None | str | Unset): How the results were found, when it matters (words only, and why).
     """
 
-    items: list[ScoredView]
+    items: list[ScoredView3]
     page: int
     size: int
     total: int
@@ -74,13 +74,13 @@ class RecallResults:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.scored_view import ScoredView  # noqa: PLC0415
+        from ..models.scored_view_3 import ScoredView3  # noqa: PLC0415
 
         d = dict(src_dict)
         items = []
         _items = d.pop("items")
         for items_item_data in _items:
-            items_item = ScoredView.from_dict(items_item_data)
+            items_item = ScoredView3.from_dict(items_item_data)
 
             items.append(items_item)
 

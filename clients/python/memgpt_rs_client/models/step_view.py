@@ -42,8 +42,8 @@ class StepView:
         shared_blocks_changed (list[str]): Labels of the shared blocks other writers had changed since the agent's last
             step:
             the step started from their new text.
-        stop_detail (None | str | Unset): For `provider_error`, what the provider said; for `chain_limit`, the limit;
-            for
+        stop_detail (None | str | Unset): For `provider_error`, what kind of failure it was; for `chain_limit`, the
+            limit; for
             `awaiting_approval`, the id of the call to approve or deny.
         pending_approval (None | PendingCallView | Unset): With `awaiting_approval`: the call to approve or deny.
     """

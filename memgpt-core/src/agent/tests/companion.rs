@@ -200,3 +200,28 @@ async fn a_pair_travels_in_an_agent_file_as_letta_writes_it() {
         "the companion keeps its functions"
     );
 }
+
+/// A companion that answers in text instead of calling functions has not consolidated: the
+/// same messages wait for its next run (a quiet skip would lose them for good).
+#[tokio::test]
+async fn a_consolidation_answered_in_text_is_read_again() {
+    let storage = Storage::in_memory();
+    let (llm, companion_llm) = (llm(), llm());
+    let (mut evie, mut companion) = pair(&storage, &llm, &companion_llm).await;
+    llm.push_call("send_message", json!({"message": "Noted."}));
+    evie.step(Event::user("My cat is called Miso."))
+        .await
+        .unwrap();
+    companion_llm.push_text("I have read the conversation; nothing to change.");
+    let answered = companion.consolidate().await.unwrap().unwrap();
+    assert!(answered.function_calls.is_empty());
+    let pending = companion.pending_consolidation().await.unwrap();
+    assert!(
+        pending.is_some_and(|p| p.text.contains("My cat is called Miso.")),
+        "the messages were skipped"
+    );
+    // A run that says it is done moves the cursor.
+    companion_llm.push_call("memory_finish_edits", json!({}));
+    companion.consolidate().await.unwrap().unwrap();
+    assert!(companion.pending_consolidation().await.unwrap().is_none());
+}

@@ -8,14 +8,17 @@ from ...client import AuthenticatedClient, Client
 from ...models.completion import Completion
 from ...models.completion_request import CompletionRequest
 from ...models.error_body import ErrorBody
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     *,
     body: CompletionRequest,
+    idempotency_key: str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
+    if not isinstance(idempotency_key, Unset):
+        headers["Idempotency-Key"] = idempotency_key
 
     _kwargs: dict[str, Any] = {
         "method": "post",
@@ -67,9 +70,11 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: CompletionRequest,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[Completion | ErrorBody]:
     """
     Args:
+        idempotency_key (str | Unset):
         body (CompletionRequest): A chat completion request as OpenAI clients send it (fields
             memgpt does not use, such as
             `temperature`, are accepted and ignored).
@@ -84,6 +89,7 @@ def sync_detailed(
 
     kwargs = _get_kwargs(
         body=body,
+        idempotency_key=idempotency_key,
     )
 
     response = client.get_httpx_client().request(
@@ -97,9 +103,11 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
     body: CompletionRequest,
+    idempotency_key: str | Unset = UNSET,
 ) -> Completion | ErrorBody | None:
     """
     Args:
+        idempotency_key (str | Unset):
         body (CompletionRequest): A chat completion request as OpenAI clients send it (fields
             memgpt does not use, such as
             `temperature`, are accepted and ignored).
@@ -115,6 +123,7 @@ def sync(
     return sync_detailed(
         client=client,
         body=body,
+        idempotency_key=idempotency_key,
     ).parsed
 
 
@@ -122,9 +131,11 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: CompletionRequest,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[Completion | ErrorBody]:
     """
     Args:
+        idempotency_key (str | Unset):
         body (CompletionRequest): A chat completion request as OpenAI clients send it (fields
             memgpt does not use, such as
             `temperature`, are accepted and ignored).
@@ -139,6 +150,7 @@ async def asyncio_detailed(
 
     kwargs = _get_kwargs(
         body=body,
+        idempotency_key=idempotency_key,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -150,9 +162,11 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
     body: CompletionRequest,
+    idempotency_key: str | Unset = UNSET,
 ) -> Completion | ErrorBody | None:
     """
     Args:
+        idempotency_key (str | Unset):
         body (CompletionRequest): A chat completion request as OpenAI clients send it (fields
             memgpt does not use, such as
             `temperature`, are accepted and ignored).
@@ -169,5 +183,6 @@ async def asyncio(
         await asyncio_detailed(
             client=client,
             body=body,
+            idempotency_key=idempotency_key,
         )
     ).parsed

@@ -9,15 +9,18 @@ from ...client import AuthenticatedClient, Client
 from ...models.error_body import ErrorBody
 from ...models.send_message import SendMessage
 from ...models.step_view import StepView
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     agent_id: str,
     *,
     body: SendMessage,
+    idempotency_key: str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
+    if not isinstance(idempotency_key, Unset):
+        headers["Idempotency-Key"] = idempotency_key
 
     _kwargs: dict[str, Any] = {
         "method": "post",
@@ -72,10 +75,12 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: SendMessage,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[ErrorBody | StepView]:
     """
     Args:
         agent_id (str): The agent's id.
+        idempotency_key (str | Unset):
         body (SendMessage): An event to step the agent with.
 
     Raises:
@@ -89,6 +94,7 @@ def sync_detailed(
     kwargs = _get_kwargs(
         agent_id=agent_id,
         body=body,
+        idempotency_key=idempotency_key,
     )
 
     response = client.get_httpx_client().request(
@@ -103,10 +109,12 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
     body: SendMessage,
+    idempotency_key: str | Unset = UNSET,
 ) -> ErrorBody | StepView | None:
     """
     Args:
         agent_id (str): The agent's id.
+        idempotency_key (str | Unset):
         body (SendMessage): An event to step the agent with.
 
     Raises:
@@ -121,6 +129,7 @@ def sync(
         agent_id=agent_id,
         client=client,
         body=body,
+        idempotency_key=idempotency_key,
     ).parsed
 
 
@@ -129,10 +138,12 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: SendMessage,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[ErrorBody | StepView]:
     """
     Args:
         agent_id (str): The agent's id.
+        idempotency_key (str | Unset):
         body (SendMessage): An event to step the agent with.
 
     Raises:
@@ -146,6 +157,7 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         agent_id=agent_id,
         body=body,
+        idempotency_key=idempotency_key,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -158,10 +170,12 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
     body: SendMessage,
+    idempotency_key: str | Unset = UNSET,
 ) -> ErrorBody | StepView | None:
     """
     Args:
         agent_id (str): The agent's id.
+        idempotency_key (str | Unset):
         body (SendMessage): An event to step the agent with.
 
     Raises:
@@ -177,5 +191,6 @@ async def asyncio(
             agent_id=agent_id,
             client=client,
             body=body,
+            idempotency_key=idempotency_key,
         )
     ).parsed

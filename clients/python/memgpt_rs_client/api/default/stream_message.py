@@ -9,15 +9,18 @@ from ...client import AuthenticatedClient, Client
 from ...models.error_body import ErrorBody
 from ...models.send_message import SendMessage
 from ...models.stream_message_response_200_type_1 import StreamMessageResponse200Type1
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     agent_id: str,
     *,
     body: SendMessage,
+    idempotency_key: str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
+    if not isinstance(idempotency_key, Unset):
+        headers["Idempotency-Key"] = idempotency_key
 
     _kwargs: dict[str, Any] = {
         "method": "post",
@@ -86,10 +89,12 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: SendMessage,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[ErrorBody | str | StreamMessageResponse200Type1]:
     """
     Args:
         agent_id (str): The agent's id.
+        idempotency_key (str | Unset):
         body (SendMessage): An event to step the agent with.
 
     Raises:
@@ -103,6 +108,7 @@ def sync_detailed(
     kwargs = _get_kwargs(
         agent_id=agent_id,
         body=body,
+        idempotency_key=idempotency_key,
     )
 
     response = client.get_httpx_client().request(
@@ -117,10 +123,12 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
     body: SendMessage,
+    idempotency_key: str | Unset = UNSET,
 ) -> ErrorBody | str | StreamMessageResponse200Type1 | None:
     """
     Args:
         agent_id (str): The agent's id.
+        idempotency_key (str | Unset):
         body (SendMessage): An event to step the agent with.
 
     Raises:
@@ -135,6 +143,7 @@ def sync(
         agent_id=agent_id,
         client=client,
         body=body,
+        idempotency_key=idempotency_key,
     ).parsed
 
 
@@ -143,10 +152,12 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: SendMessage,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[ErrorBody | str | StreamMessageResponse200Type1]:
     """
     Args:
         agent_id (str): The agent's id.
+        idempotency_key (str | Unset):
         body (SendMessage): An event to step the agent with.
 
     Raises:
@@ -160,6 +171,7 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         agent_id=agent_id,
         body=body,
+        idempotency_key=idempotency_key,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -172,10 +184,12 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
     body: SendMessage,
+    idempotency_key: str | Unset = UNSET,
 ) -> ErrorBody | str | StreamMessageResponse200Type1 | None:
     """
     Args:
         agent_id (str): The agent's id.
+        idempotency_key (str | Unset):
         body (SendMessage): An event to step the agent with.
 
     Raises:
@@ -191,5 +205,6 @@ async def asyncio(
             agent_id=agent_id,
             client=client,
             body=body,
+            idempotency_key=idempotency_key,
         )
     ).parsed
