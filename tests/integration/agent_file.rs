@@ -50,7 +50,7 @@ fn without_volatile(mut file: AgentFile) -> AgentFile {
     file
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn export_import_export_is_identical() {
     let storage = Storage::in_memory();
     let agent = busy_agent(&storage).await;
@@ -91,7 +91,7 @@ async fn export_import_export_is_identical() {
     assert_eq!(copy.prompt(), agent.prompt());
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn letta_files_import_with_their_tools_mapped() {
     let storage = Storage::in_memory();
     let file = parse(LETTA).unwrap();
@@ -188,14 +188,14 @@ async fn letta_files_import_with_their_tools_mapped() {
     agent.step("When does Maya come?").await.unwrap();
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_file_that_is_a_json_string_is_read_twice() {
     let quoted = serde_json::to_string(LETTA).unwrap();
     let file = parse(&quoted).unwrap();
     assert_eq!(file.agents[0].name, "letta_helper");
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn bad_files_are_refused_and_write_nothing() {
     let storage = Storage::in_memory();
     let cases: Vec<(String, &str)> = vec![
@@ -247,7 +247,7 @@ async fn bad_files_are_refused_and_write_nothing() {
     assert_eq!(storage.agents.list_agents().await.unwrap().len(), 2);
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn the_loop_style_travels_as_letta_agent_type() {
     // Letta's v1 agents loop until they reply: they import as `until_reply`.
     let storage = Storage::in_memory();
@@ -444,7 +444,7 @@ fn calls_are_paired(messages: &[serde_json::Value]) -> Result<(), String> {
     Ok(())
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn every_published_letta_file_chats_and_exports_what_letta_loads() {
     use crate::fake_openai::{FakeOpenAi, Reply, is_agent_request};
     use serde_json::Value;
@@ -727,7 +727,7 @@ async fn every_published_letta_file_chats_and_exports_what_letta_loads() {
     }
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn an_agent_made_by_memgpt_exports_what_letta_loads() {
     let schema = letta_schema();
     let storage = Storage::in_memory();

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::fake_openai::{FAKE_EMBEDDING_DIMENSION, FakeOpenAi, Reply};
 use crate::{agent, config, provider};
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn heartbeats_page_through_archival_search() {
     let server = FakeOpenAi::start().await;
     let mut embed_config = config(&server);
@@ -84,7 +84,7 @@ async fn heartbeats_page_through_archival_search() {
     );
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn failed_calls_trigger_a_heartbeat_with_the_error() {
     let server = FakeOpenAi::start().await;
     let mut agent = agent(&server).await;
@@ -125,7 +125,7 @@ async fn failed_calls_trigger_a_heartbeat_with_the_error() {
     assert_eq!(agent.memory().get("human").unwrap().value(), "Name: Chad");
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn memory_pressure_warns_once_then_flushes_with_a_summary() {
     let server = FakeOpenAi::start().await;
     let mut agent = Agent::builder()
@@ -238,7 +238,7 @@ async fn memory_pressure_warns_once_then_flushes_with_a_summary() {
     );
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn an_unscripted_server_ends_the_step_cleanly() {
     let server = FakeOpenAi::start().await;
     let mut agent = agent(&server).await;
@@ -342,7 +342,7 @@ proptest! {
 
     /// Random conversations under a tiny window: every request on the wire keeps calls and
     /// results together, whatever was evicted.
-    #[test]
+    #[memgpt_test_harness::test]
     fn eviction_never_splits_calls_from_results(turns in prop::collection::vec(scripted_turn(), 20..40)) {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(async {
@@ -380,7 +380,7 @@ proptest! {
     }
 }
 
-#[test]
+#[memgpt_test_harness::test]
 fn the_pairing_check_catches_violations() {
     let call = |ids: &[&str]| json!({"role": "assistant", "content": null, "tool_calls": ids.iter().map(|id| json!({"id": id, "type": "function", "function": {"name": "f", "arguments": "{}"}})).collect::<Vec<_>>()});
     let result = |id: &str| json!({"role": "tool", "tool_call_id": id, "content": "{}"});
@@ -409,7 +409,7 @@ fn the_pairing_check_catches_violations() {
     );
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn an_agent_on_sqlite_survives_a_restart() {
     let dir = tempfile_dir();
     let url = format!("sqlite://{}", dir.display());

@@ -62,7 +62,7 @@ fn roles(messages: &[Value]) -> Vec<&str> {
         .collect()
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn an_agent_step_with_a_heartbeat_runs_on_anthropic() {
     let server = FakeAnthropic::start().await;
     let mut agent = Agent::builder()
@@ -167,7 +167,7 @@ async fn an_agent_step_with_a_heartbeat_runs_on_anthropic() {
     );
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn streaming_reports_pieces_as_they_arrive_and_matches_complete() {
     let server = FakeAnthropic::start().await;
     let reply = Reply::calls(
@@ -238,7 +238,7 @@ async fn streaming_reports_pieces_as_they_arrive_and_matches_complete() {
     assert!(seen.contains(&format!("call1:{}:send_message", streamed.tool_calls[1].id)));
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn rate_limits_and_overload_are_retried_before_the_stream_starts() {
     let server = FakeAnthropic::start().await;
     server.push_all([
@@ -267,7 +267,7 @@ async fn rate_limits_and_overload_are_retried_before_the_stream_starts() {
     assert_eq!(server.requests().len(), 6);
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn errors_are_typed_and_only_transient_ones_retried() {
     let server = FakeAnthropic::start().await;
     let p = provider(&server);
@@ -329,7 +329,7 @@ async fn errors_are_typed_and_only_transient_ones_retried() {
     );
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_failure_mid_stream_is_reported_not_retried() {
     let server = FakeAnthropic::start().await;
     let p = provider(&server);
@@ -375,7 +375,7 @@ async fn a_failure_mid_stream_is_reported_not_retried() {
     assert_eq!(server.requests().len(), 2);
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_prompt_too_long_forces_a_flush_with_an_anthropic_summary() {
     let server = FakeAnthropic::start().await;
     let mut agent = Agent::builder()

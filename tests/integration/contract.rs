@@ -4,7 +4,7 @@
 //! `clients/` (Python and TypeScript) through a whole session.
 //!
 //! The tools come from `.ci/python-api.sh` (a virtualenv: `MEMGPT_TEST_API_TOOLS` is its bin
-//! folder) and `clients/typescript` (npm). Without them the tests say they are skipped; under
+//! folder) and `clients/typescript` (npm). Without them the tests are reported ignored; under
 //! `CI=true` they fail instead.
 
 use std::path::{Path, PathBuf};
@@ -23,20 +23,13 @@ fn http() -> reqwest::Client {
     memgpt::http::client(&Default::default()).unwrap()
 }
 
-/// The tools' bin folder, or `None` (skipped; a failure under `CI=true`).
+/// The tools' bin folder; without it the test is reported ignored (a failure under `CI=true`).
 fn tools() -> Option<PathBuf> {
     match std::env::var("MEMGPT_TEST_API_TOOLS") {
         Ok(dir) => Some(PathBuf::from(dir)),
-        Err(_) => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI=true but MEMGPT_TEST_API_TOOLS is unset: .ci/run installs the API tools"
-            );
-            eprintln!(
-                "SKIPPED: MEMGPT_TEST_API_TOOLS is unset (run .ci/python-api.sh and export its output)"
-            );
-            None
-        }
+        Err(_) => memgpt_test_harness::skip(
+            "needs the API contract tools: set MEMGPT_TEST_API_TOOLS to what .ci/python-api.sh prints",
+        ),
     }
 }
 
@@ -175,7 +168,7 @@ async fn run_tool(
     text
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[memgpt_test_harness::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_served_document_is_valid_and_schemathesis_finds_no_failure() {
     let Some(tools) = tools() else { return };
     let served = Served::start().await;
@@ -257,7 +250,7 @@ async fn the_served_document_is_valid_and_schemathesis_finds_no_failure() {
 }
 
 /// The checked-in clients were generated from the document the server serves now.
-#[test]
+#[memgpt_test_harness::test]
 fn the_checked_in_document_is_the_servers() {
     let checked_in: Value = serde_json::from_str(
         &std::fs::read_to_string(
@@ -272,7 +265,7 @@ fn the_checked_in_document_is_the_servers() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[memgpt_test_harness::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_generated_python_client_runs_a_whole_session() {
     let Some(tools) = tools() else { return };
     let served = Served::start().await;
@@ -295,7 +288,7 @@ async fn the_generated_python_client_runs_a_whole_session() {
 /// client (clients/smoke/stateful.py): random sequences of agents, passages, messages and shared
 /// blocks created, changed and deleted, and the server stopped by SIGTERM or SIGKILL and started
 /// again; every search, listing and block read agrees with a plain model of what was stored.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[memgpt_test_harness::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_api_agrees_with_a_model_through_random_sequences_and_restarts() {
     let Some(tools) = tools() else { return };
     let llm = FakeOpenAi::start().await;
@@ -330,16 +323,13 @@ async fn the_api_agrees_with_a_model_through_random_sequences_and_restarts() {
     eprintln!("{}", out.trim());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[memgpt_test_harness::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_typescript_client_runs_a_whole_session() {
     let package = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/typescript");
     if !package.join("node_modules").exists() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true but clients/typescript/node_modules is missing: .ci/run runs `npm ci` there"
+        memgpt_test_harness::skip(
+            "needs the TypeScript client's packages: run `npm ci` in clients/typescript",
         );
-        eprintln!("SKIPPED: run `npm ci` in clients/typescript first");
-        return;
     }
     let served = Served::start().await;
     let npx = Path::new("npx");
@@ -355,7 +345,7 @@ async fn the_typescript_client_runs_a_whole_session() {
     assert!(out.contains("typescript client: ok"), "{out}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[memgpt_test_harness::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_openai_sdk_reads_replies_usage_and_failures() {
     let Some(tools) = tools() else { return };
     let served = Served::start().await;

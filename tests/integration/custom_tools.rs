@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::fake_openai::{FakeOpenAi, Reply};
 use crate::provider;
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn an_example_crate_tool_is_registered_and_callable() {
     let registry = FunctionRegistry::linked().unwrap();
     let calculate = &registry

@@ -130,7 +130,7 @@ fn repeated(fault: Fault, times: usize) -> Vec<Fault> {
     vec![fault; times]
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn rate_limits_with_and_without_retry_after() {
     // With Retry-After: the wait is honoured and the retry succeeds.
     let server = FaultServer::start().await;
@@ -164,7 +164,7 @@ async fn rate_limits_with_and_without_retry_after() {
     .await;
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn server_errors_are_retried_a_bounded_number_of_times() {
     for status in [500, 502, 503] {
         fault_through_a_step(
@@ -183,7 +183,7 @@ async fn server_errors_are_retried_a_bounded_number_of_times() {
     }
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn connection_resets_are_retried() {
     fault_through_a_step(
         "connection reset",
@@ -197,7 +197,7 @@ async fn connection_resets_are_retried() {
     .await;
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_read_timeout_mid_body_is_retried() {
     let stall = Fault::Stall {
         content_type: "application/json",
@@ -216,7 +216,7 @@ async fn a_read_timeout_mid_body_is_retried() {
     .await;
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_truncated_body_is_retried() {
     let truncated = Fault::Truncated {
         declared: 5_000,
@@ -234,7 +234,7 @@ async fn a_truncated_body_is_retried() {
     .await;
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_body_that_is_not_json_is_an_invalid_response() {
     fault_through_a_step(
         "not JSON",
@@ -248,7 +248,7 @@ async fn a_body_that_is_not_json_is_an_invalid_response() {
     .await;
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_50_mb_body_is_not_read_past_the_cap() {
     for declare in [true, false] {
         fault_through_a_step(
@@ -271,7 +271,7 @@ async fn a_50_mb_body_is_not_read_past_the_cap() {
     }
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_connect_timeout_is_retried_and_bounded() {
     let (addr, _guard) = unreachable_address().await;
     let mut config = OpenAiConfig::new(format!("http://{addr}/v1"), "gpt-4o-mini")
@@ -295,7 +295,7 @@ async fn a_connect_timeout_is_retried_and_bounded() {
 }
 
 /// The model misbehaves within a well-formed response: the agent answers it, never the caller.
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn bad_calls_are_reported_to_the_model_and_an_endless_chain_is_cut() {
     let server = FakeOpenAi::start().await;
     server.push(Reply::raw_call("core_memory_append", "{label: human, oops"));
@@ -355,7 +355,7 @@ mod anthropic {
             .with_timeout(TIMEOUT)
     }
 
-    #[tokio::test]
+    #[memgpt_test_harness::test]
     async fn a_stream_that_stalls_mid_way_times_out_with_a_typed_error() {
         let server = FaultServer::start().await;
         server.push(Fault::Stall {
@@ -377,7 +377,7 @@ mod anthropic {
         assert!(started.elapsed() < Duration::from_secs(5));
     }
 
-    #[tokio::test]
+    #[memgpt_test_harness::test]
     async fn a_10_mb_event_stream_line_is_refused() {
         let server = FaultServer::start().await;
         server.push(Fault::EndlessSseLine { bytes: 10 << 20 });
@@ -396,7 +396,7 @@ mod anthropic {
         assert_eq!(server.requests(), 1);
     }
 
-    #[tokio::test]
+    #[memgpt_test_harness::test]
     async fn an_anthropic_body_over_the_cap_is_refused() {
         let server = FaultServer::start().await;
         server.push(Fault::Huge {

@@ -174,7 +174,7 @@ fn top_level_cycles(graph: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<String> {
     cycles
 }
 
-#[test]
+#[memgpt_test_harness::test]
 fn no_module_imports_from_a_module_that_imports_it() {
     let mut problems = Vec::new();
     for krate in [
@@ -204,7 +204,7 @@ fn no_module_imports_from_a_module_that_imports_it() {
     );
 }
 
-#[test]
+#[memgpt_test_harness::test]
 fn nothing_in_core_imports_from_the_agent_or_the_crate_root() {
     let graph = graph("memgpt-core");
     let offenders: Vec<String> = graph
@@ -219,7 +219,7 @@ fn nothing_in_core_imports_from_the_agent_or_the_crate_root() {
     assert!(offenders.is_empty(), "{}", offenders.join("\n"));
 }
 
-#[test]
+#[memgpt_test_harness::test]
 fn the_checker_sees_imports() {
     // Guard against a checker that finds nothing: the agent imports the store, and the
     // SQLite recall module its dialect.
@@ -244,7 +244,7 @@ fn the_checker_sees_imports() {
 
 /// Every source file of the crates says what it is for in a `//!` module doc (the tidy rule of
 /// rust-analyzer's `tidy.rs`).
-#[test]
+#[memgpt_test_harness::test]
 fn every_source_file_has_a_module_doc() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut missing = Vec::new();

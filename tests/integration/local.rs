@@ -18,15 +18,10 @@ mod candle_embedder;
 /// The folder of `spec` in the test model cache, or `None` (skip) when no cache is configured.
 pub(crate) fn model_dir(spec: &ModelSpec) -> Option<std::path::PathBuf> {
     let Some(root) = std::env::var_os("MEMGPT_TEST_MODELS").filter(|r| !r.is_empty()) else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true but MEMGPT_TEST_MODELS is not set: .ci/run must provide the offline models"
-        );
-        eprintln!(
-            "SKIPPED: set MEMGPT_TEST_MODELS to a model cache folder holding {} to run this test",
+        memgpt_test_harness::skip(format!(
+            "needs the offline model {}: set MEMGPT_TEST_MODELS to the cache .ci/models.sh fills",
             spec.name
-        );
-        return None;
+        ));
     };
     let cache = ModelCache::new(root);
     let dir = cache.find(spec);
@@ -48,7 +43,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn local_embeddings_place_similar_sentences_together() {
     use memgpt::embed::Embedder;
     let Some(embedder) = embedder() else { return };
@@ -82,7 +77,7 @@ async fn local_embeddings_place_similar_sentences_together() {
     );
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn local_embeddings_do_not_depend_on_the_batch() {
     let Some(embedder) = embedder() else { return };
     // Varied lengths, so batches pad differently.
@@ -127,7 +122,7 @@ fn min_cosine(a: &[Vec<f32>], b: &[Vec<f32>]) -> f32 {
         .fold(f32::INFINITY, f32::min)
 }
 
-#[test]
+#[memgpt_test_harness::test]
 fn the_encoder_matches_the_previous_candle_embedder() {
     let Some(dir) = model_dir(&ALL_MINILM_L6_V2) else {
         return;
@@ -160,7 +155,7 @@ fn the_encoder_matches_the_previous_candle_embedder() {
     );
 }
 
-#[test]
+#[memgpt_test_harness::test]
 fn long_texts_are_embedded_window_by_window() {
     let Some(dir) = model_dir(&ALL_MINILM_L6_V2) else {
         return;
@@ -194,7 +189,7 @@ fn long_texts_are_embedded_window_by_window() {
     );
 }
 
-#[test]
+#[memgpt_test_harness::test]
 fn mpnet_matches_an_independent_reference() {
     let Some(dir) = model_dir(&ALL_MPNET_BASE_V2) else {
         return;
@@ -235,7 +230,7 @@ fn mpnet_matches_an_independent_reference() {
     );
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn the_local_embedder_drives_archival_search_by_meaning() {
     use memgpt::backend::testing::ScriptedProvider;
     use serde_json::json;
@@ -301,7 +296,7 @@ mod chat {
         ))
     }
 
-    #[tokio::test]
+    #[memgpt_test_harness::test]
     async fn a_local_model_drives_an_agent_with_only_valid_function_calls() {
         let Some(provider) = provider() else { return };
         let tools = [
@@ -374,7 +369,7 @@ mod chat {
     /// A consolidation companion on the local model, offline: it reads its primary's
     /// conversation and runs a step of valid calls among its functions, recorded like any step,
     /// its cursor moved. What it writes is up to a 135M model; the mechanics are what is tested.
-    #[tokio::test]
+    #[memgpt_test_harness::test]
     async fn a_local_model_runs_a_consolidation_companion() {
         let Some(provider) = provider() else { return };
         let storage = memgpt::store::Storage::in_memory();
@@ -444,7 +439,7 @@ mod chat {
 
     /// The reply streams from the local model too: the grammar's call is decoded while the
     /// model writes it, and `send_message`'s text reaches the observer token by token.
-    #[tokio::test]
+    #[memgpt_test_harness::test]
     async fn a_local_model_streams_its_reply() {
         use std::sync::Mutex;
 
@@ -484,7 +479,7 @@ mod chat {
     /// Tool rules by construction: every LLM call is offered only what the rules allow, and
     /// the grammar built from that offer cannot produce anything else, so the small model's
     /// calls follow the rules without a single refusal.
-    #[tokio::test]
+    #[memgpt_test_harness::test]
     async fn a_local_model_under_tool_rules_cannot_break_them() {
         use memgpt::rules::ToolRule;
 
@@ -539,7 +534,7 @@ mod chat {
     /// The until-reply loop on a real model: the grammar is built from schemas without the
     /// heartbeat flag, so the model never writes it, every call still validates (the flag is
     /// filled in for functions declared with it), and no heartbeat message joins the queue.
-    #[tokio::test]
+    #[memgpt_test_harness::test]
     async fn a_local_model_runs_the_until_reply_loop() {
         let Some(provider) = provider() else { return };
         let clock = memgpt::time::ManualClock::new(
@@ -613,7 +608,7 @@ mod chat {
         );
     }
 
-    #[tokio::test]
+    #[memgpt_test_harness::test]
     async fn a_local_function_call_streams_monologue_then_call_then_arguments() {
         use std::sync::Mutex;
 
@@ -678,7 +673,7 @@ mod chat {
     /// The local model reports its own attention: one share per request message, real numbers
     /// that sum to at most 1, the same reply as without recording, and an agent under the
     /// attention policy accumulates it on its queued messages.
-    #[tokio::test]
+    #[memgpt_test_harness::test]
     async fn the_local_model_reports_where_it_attended() {
         use memgpt::llm::{AttentionProvider, ChatMessage, ChatRequest, LlmProvider};
 

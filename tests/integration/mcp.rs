@@ -91,7 +91,7 @@ fn tool_results(server: &FakeOpenAi) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn an_agent_calls_the_tools_of_an_sdk_server_over_streamable_http() {
     let (url, calls) = calculator().await;
     let client = McpServerConfig::http("calc", url)
@@ -166,7 +166,7 @@ async fn an_agent_calls_the_tools_of_an_sdk_server_over_streamable_http() {
     );
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn attaching_fails_clearly() {
     let missing = McpServerConfig::stdio("ghost", "/nonexistent/mcp-server", Vec::<String>::new())
         .connect()
@@ -262,7 +262,7 @@ async fn call(
     (result.ok, result.text)
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn memgpt_mcp_serves_an_agents_memory_to_an_mcp_client() {
     let dir = tempfile::tempdir().unwrap();
     let llm = FakeOpenAi::start().await;

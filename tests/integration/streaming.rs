@@ -57,7 +57,7 @@ fn check(seen: &Seen, thought: &str) {
     );
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn openai_streams_the_reply_as_it_is_written() {
     let server = FakeOpenAi::start().await;
     let mut agent = Agent::builder()
@@ -88,7 +88,7 @@ async fn openai_streams_the_reply_as_it_is_written() {
     assert!(server.agent_requests()[1].body.get("stream").is_none());
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn the_openai_stream_assembles_what_complete_returns() {
     let server = FakeOpenAi::start().await;
     let provider = provider(&server);
@@ -141,7 +141,7 @@ async fn the_openai_stream_assembles_what_complete_returns() {
 }
 
 #[cfg(feature = "anthropic")]
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn anthropic_streams_the_reply_as_it_is_written() {
     use crate::fake_anthropic::{FakeAnthropic, Reply as AnthropicReply};
 

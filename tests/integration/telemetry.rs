@@ -88,7 +88,7 @@ pub(crate) fn attributes(span: &Span) -> HashMap<String, String> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[memgpt_test_harness::test(flavor = "multi_thread", worker_threads = 2)]
 async fn steps_model_calls_and_functions_arrive_as_genai_spans() {
     let receiver = Receiver::default();
     let endpoint = receiver.start().await;

@@ -2,6 +2,8 @@
 //! the first broken expectation, naming the store.
 
 use std::collections::BTreeSet;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use chrono::Duration;
@@ -1462,3 +1464,47 @@ pub async fn nul_characters_are_refused_alike(backend: &StoreUnderTest) {
         .unwrap();
     assert_eq!(passages.hits[0].item.text, text, "{name}");
 }
+
+/// A conformance case as a function pointer: what [`ALL_CASES`] lists, for harnesses that build
+/// their tests at run time.
+pub type CaseFn = for<'a> fn(&'a StoreUnderTest) -> Pin<Box<dyn Future<Output = ()> + 'a>>;
+
+macro_rules! case_list {
+    ($($case:ident),* $(,)?) => {
+        &[$((stringify!($case), |store| Box::pin($case(store)))),*]
+    };
+}
+
+/// Every case [`store_conformance_tests!`](crate::store_conformance_tests) runs on any store,
+/// by name.
+pub const ALL_CASES: &[(&str, CaseFn)] = case_list!(
+    agents_lifecycle,
+    commits_are_atomic_and_versioned,
+    recall_text_search_and_pagination,
+    recall_date_ranges_and_kinds,
+    unicode_and_long_texts,
+    hostile_queries_never_error,
+    archival_insert_search_delete,
+    archival_hybrid_and_text,
+    archival_finds_an_exact_match_among_equal_vectors,
+    embedding_space_is_enforced,
+    concurrent_commits,
+    agrees_with_the_reference,
+    hybrid_recall_agrees_with_the_reference,
+    message_embeddings_are_checked_and_backfilled,
+    long_messages_are_found_by_every_window,
+    embeddings_can_be_cleared_and_rebuilt,
+    extreme_pages_are_safe,
+    archival_filters_by_tag_and_date,
+    archival_ranking_agrees_with_the_reference,
+    facts_with_a_lifetime_agree_with_the_reference,
+    shared_blocks_are_exact,
+    queues_change_by_what_a_step_changed,
+    documents_follow_commits_of_another_handle,
+    imports_are_all_or_nothing,
+    nul_characters_are_refused_alike,
+    rows_after_deletions_are_found,
+);
+
+/// The cases only a [persistent](super::StoreUnderTest::persistent) store runs, by name.
+pub const PERSISTENT_CASES: &[(&str, CaseFn)] = case_list!(persistence_across_reopen);

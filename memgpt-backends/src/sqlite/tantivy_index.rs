@@ -42,7 +42,7 @@ use tantivy::tokenizer::{TextAnalyzer, WhitespaceTokenizer};
 use tantivy::{IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
 use tracing::{debug, info, warn};
 
-use super::tantivy_search::tantivy_error;
+use super::tantivy_search::{TERMS_TOKENIZER, tantivy_error};
 use crate::codec::{corrupt, db};
 
 /// Rows indexed per batch while catching up.
@@ -53,8 +53,6 @@ const WRITER_MEMORY: usize = 64 * 1024 * 1024;
 /// looks.
 const LOCK_WAIT: Duration = Duration::from_secs(5);
 const LOCK_POLL: Duration = Duration::from_millis(20);
-/// The tokenizer of the terms field: documents are analysed terms joined by spaces.
-pub(super) const TERMS_TOKENIZER: &str = "memgpt_terms";
 
 /// What an index has applied of the database: the payload of its last commit.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -223,8 +221,12 @@ struct TextIndex {
 
 impl TextIndex {
     /// Opens (or creates, or rebuilds if unreadable or of another schema) the index in `path`;
-    /// `None` while another writer holds it.
-    fn open(path: &Path, schema: &Schema, what: &'static str) -> Result<Option<Self>, StoreError> {
+    /// the inner error (tantivy's `LockBusy`) while another writer holds it.
+    fn open(
+        path: &Path,
+        schema: &Schema,
+        what: &'static str,
+    ) -> Result<Result<Self, tantivy::TantivyError>, StoreError> {
         let index = match open_index(path, schema, what) {
             Ok(index) => index,
             Err(e) => {
@@ -235,12 +237,12 @@ impl TextIndex {
         };
         let writer = match index.writer_with_num_threads(1, WRITER_MEMORY) {
             Ok(writer) => writer,
-            Err(tantivy::TantivyError::LockFailure(
-                tantivy::directory::error::LockError::LockBusy,
-                _,
-            )) => {
-                return Ok(None);
-            }
+            Err(
+                busy @ tantivy::TantivyError::LockFailure(
+                    tantivy::directory::error::LockError::LockBusy,
+                    _,
+                ),
+            ) => return Ok(Err(busy)),
             Err(e) => return Err(tantivy_error("opening a text index writer", e)),
         };
         let reader = index
@@ -249,7 +251,7 @@ impl TextIndex {
             .try_into()
             .map_err(|e| tantivy_error("opening a text index reader", e))?;
         let committed = committed_on_disk(&index);
-        Ok(Some(Self {
+        Ok(Ok(Self {
             index,
             writer: Mutex::new(Writer { writer, committed }),
             reader,
@@ -422,20 +424,20 @@ impl<R: IndexedRows> DerivedIndex<R> {
         // last index commit is still running) lets go within moments: wait for it, a while.
         let mut waited = Duration::ZERO;
         let index = loop {
-            if let Some(index) = TextIndex::open(path, &rows.schema(), R::WHAT)? {
-                break index;
-            }
+            let busy = match TextIndex::open(path, &rows.schema(), R::WHAT)? {
+                Ok(index) => break index,
+                Err(busy) => busy,
+            };
             if waited >= LOCK_WAIT {
-                return Err(StoreError::Backend {
-                    message: format!(
+                return Err(StoreError::transient(
+                    format!(
                         "{} in {} is held by another writer (one process at a time may open a \
                          data directory with a tantivy index)",
                         R::WHAT,
                         path.display()
                     ),
-                    transient: true,
-                    source: None,
-                });
+                    busy,
+                ));
             }
             tokio::time::sleep(LOCK_POLL).await;
             waited += LOCK_POLL;

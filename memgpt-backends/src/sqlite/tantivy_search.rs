@@ -14,9 +14,11 @@ use tantivy::query::{BooleanQuery, EnableScoring, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, TextFieldIndexing, TextOptions};
 use tantivy::{DocId, Score, SegmentReader, Term};
 
-use super::tantivy_index::TERMS_TOKENIZER;
 use crate::codec::{corrupt, db};
 use crate::vector::TopK;
+
+/// The tokenizer of the terms field: documents are analysed terms joined by spaces.
+pub(super) const TERMS_TOKENIZER: &str = "memgpt_terms";
 
 /// The options of a field of analysed terms.
 pub(super) fn terms_options() -> TextOptions {

@@ -6,8 +6,10 @@
 //! this binary as a child process), the self-repair of the derived indexes, and the PostgreSQL
 //! leases.
 //!
-//! PostgreSQL runs when `MEMGPT_TEST_POSTGRES_URL` is set; without it the Postgres tests say
-//! loudly that they were skipped, except under `CI=true`, where a missing URL fails them.
+//! PostgreSQL runs when `MEMGPT_TEST_POSTGRES_URL` is set; without it the Postgres tests are
+//! reported ignored, with the reason, except under `CI=true`, where a missing URL fails them.
+//! The binary's harness is `memgpt-test-harness` (libtest's command line and report): the kit's
+//! cases are trials built at run time for every stack, the rest are registered functions.
 
 mod crash;
 #[cfg(feature = "postgres")]
@@ -27,22 +29,16 @@ fn sqlite(name: &'static str, params: &'static str) -> StoreUnderTest {
     StoreUnderTest::from_url(name, url).keep(dir)
 }
 
-/// The database at `MEMGPT_TEST_POSTGRES_URL`, or `None` (after saying so) when it is not set
-/// outside CI.
+/// The database at `MEMGPT_TEST_POSTGRES_URL`; without it the test is reported ignored (under
+/// `CI=true` it fails).
 #[cfg(feature = "postgres")]
-fn postgres_base() -> Option<String> {
-    let Ok(base) = std::env::var("MEMGPT_TEST_POSTGRES_URL") else {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!(
-                "CI=true but MEMGPT_TEST_POSTGRES_URL is not set: the Postgres conformance tests must run in CI"
-            );
-        }
-        eprintln!(
-            "SKIPPED: PostgreSQL conformance tests (set MEMGPT_TEST_POSTGRES_URL to run them)"
-        );
-        return None;
-    };
-    Some(base)
+fn postgres_base() -> String {
+    match std::env::var("MEMGPT_TEST_POSTGRES_URL") {
+        Ok(base) => base,
+        Err(_) => memgpt_test_harness::skip(
+            "needs PostgreSQL + pgvector: set MEMGPT_TEST_POSTGRES_URL (.ci/postgres.sh start; .ci/postgres.sh url)",
+        ),
+    }
 }
 
 /// PostgreSQL in a fresh schema of the database at `base`, dropped with the store under test.
@@ -58,11 +54,11 @@ fn postgres_in_fresh_schema(base: &str) -> StoreUnderTest {
     )
 }
 
-/// PostgreSQL in a fresh schema of the database at `MEMGPT_TEST_POSTGRES_URL`, or `None`
-/// (after saying so) when it is not set outside CI.
+/// PostgreSQL in a fresh schema of the database at `MEMGPT_TEST_POSTGRES_URL` (see
+/// [`postgres_base`]).
 #[cfg(feature = "postgres")]
-fn postgres() -> Option<StoreUnderTest> {
-    postgres_base().map(|base| postgres_in_fresh_schema(&base))
+fn postgres() -> StoreUnderTest {
+    postgres_in_fresh_schema(&postgres_base())
 }
 
 /// Drops a test's schema when the test is done with it.
@@ -101,81 +97,123 @@ impl Drop for DroppedSchema {
     }
 }
 
-/// The kit's cases for one backend, plus (`crash`) the crash campaign for a persistent one.
-macro_rules! conformance {
-    ($module:ident, $store:expr) => {
-        mod $module {
-            use super::*;
-
-            memgpt_backends::store_conformance_tests!($store);
-        }
-    };
-    ($module:ident, $store:expr, crash) => {
-        mod $module {
-            use super::*;
-
-            memgpt_backends::store_conformance_tests!($store, persistent);
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn crash_campaign_loses_nothing_acknowledged() {
-                let store: Option<StoreUnderTest> = $store.into();
-                if let Some(store) = store {
-                    let url = store.url().expect("a persistent store has a URL");
-                    crate::crash::run(store.name(), url).await;
-                }
-            }
-        }
-    };
+/// A store stack the kit's cases run on: its module in the test names, how to open a fresh
+/// one, and whether it is persistent (then it also runs the persistence case and the crash
+/// campaign).
+struct Stack {
+    module: &'static str,
+    open: fn() -> StoreUnderTest,
+    persistent: bool,
 }
 
-conformance!(memory, StoreUnderTest::in_memory());
-#[cfg(feature = "sqlite")]
-conformance!(
-    sqlite_fts5_exact,
-    sqlite("sqlite (FTS5, exact)", "?recall=fts5&vectors=exact"),
-    crash
-);
-#[cfg(feature = "tantivy")]
-conformance!(
-    sqlite_tantivy_exact,
-    sqlite("sqlite + tantivy", "?recall=tantivy&vectors=exact"),
-    crash
-);
-#[cfg(feature = "usearch")]
-conformance!(
-    sqlite_fts5_usearch,
-    sqlite("sqlite + usearch", "?recall=fts5&vectors=usearch"),
-    crash
-);
-#[cfg(all(feature = "tantivy", feature = "usearch"))]
-conformance!(
-    sqlite_tantivy_usearch,
-    sqlite(
-        "sqlite + tantivy + usearch",
-        "?recall=tantivy&vectors=usearch&save_every=8"
-    ),
-    crash
-);
-#[cfg(feature = "postgres")]
-conformance!(postgres, postgres(), crash);
+/// Every stack this build includes.
+fn stacks() -> Vec<Stack> {
+    #[allow(unused_mut)]
+    let mut stacks = vec![Stack {
+        module: "memory",
+        open: StoreUnderTest::in_memory,
+        persistent: false,
+    }];
+    #[cfg(feature = "sqlite")]
+    stacks.push(Stack {
+        module: "sqlite_fts5_exact",
+        open: || sqlite("sqlite (FTS5, exact)", "?recall=fts5&vectors=exact"),
+        persistent: true,
+    });
+    #[cfg(feature = "tantivy")]
+    stacks.push(Stack {
+        module: "sqlite_tantivy_exact",
+        open: || sqlite("sqlite + tantivy", "?recall=tantivy&vectors=exact"),
+        persistent: true,
+    });
+    #[cfg(feature = "usearch")]
+    stacks.push(Stack {
+        module: "sqlite_fts5_usearch",
+        open: || sqlite("sqlite + usearch", "?recall=fts5&vectors=usearch"),
+        persistent: true,
+    });
+    #[cfg(all(feature = "tantivy", feature = "usearch"))]
+    stacks.push(Stack {
+        module: "sqlite_tantivy_usearch",
+        open: || {
+            sqlite(
+                "sqlite + tantivy + usearch",
+                "?recall=tantivy&vectors=usearch&save_every=8",
+            )
+        },
+        persistent: true,
+    });
+    #[cfg(feature = "postgres")]
+    stacks.push(Stack {
+        module: "postgres",
+        open: postgres,
+        persistent: true,
+    });
+    stacks
+}
+
+/// The kit's cases on every stack (and the crash campaign on the persistent ones), as trials
+/// beside the tests registered with `#[memgpt_test_harness::test]`.
+fn main() {
+    use memgpt_backends::conformance::cases::{ALL_CASES, CaseFn, PERSISTENT_CASES};
+    use memgpt_test_harness::{Runtime, TestFuture, async_trial};
+
+    let mut trials = Vec::new();
+    for stack in stacks() {
+        let persistent: &[(&str, CaseFn)] = if stack.persistent {
+            PERSISTENT_CASES
+        } else {
+            &[]
+        };
+        for &(name, case) in ALL_CASES.iter().chain(persistent) {
+            let open = stack.open;
+            trials.push(async_trial(
+                format!("{}::{name}", stack.module),
+                Runtime::MultiThread(2),
+                move || -> TestFuture {
+                    Box::pin(async move {
+                        let store = open();
+                        case(&store).await;
+                        Ok(())
+                    })
+                },
+            ));
+        }
+        if stack.persistent {
+            let open = stack.open;
+            trials.push(async_trial(
+                format!(
+                    "{}::crash_campaign_loses_nothing_acknowledged",
+                    stack.module
+                ),
+                Runtime::MultiThread(2),
+                move || -> TestFuture {
+                    Box::pin(async move {
+                        let store = open();
+                        let url = store.url().expect("a persistent store has a URL");
+                        crash::run(store.name(), url).await;
+                        Ok(())
+                    })
+                },
+            ));
+        }
+    }
+    memgpt_test_harness::main_with(trials)
+}
 
 /// What only stores with a real cross-process agent lock can show.
 #[cfg(feature = "postgres")]
 mod postgres_leases {
     use super::*;
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[memgpt_test_harness::test(flavor = "multi_thread", worker_threads = 2)]
     async fn leases_are_exclusive_and_freed_on_drop() {
-        if let Some(store) = postgres() {
-            leases::leases_are_exclusive_and_freed_on_drop(&store).await;
-        }
+        leases::leases_are_exclusive_and_freed_on_drop(&postgres()).await;
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[memgpt_test_harness::test(flavor = "multi_thread", worker_threads = 2)]
     async fn leases_do_not_starve_commits() {
-        if let Some(store) = postgres() {
-            leases::leases_do_not_starve_commits(&store).await;
-        }
+        leases::leases_do_not_starve_commits(&postgres()).await;
     }
 }
 
@@ -189,9 +227,9 @@ mod postgres_documents {
 
     use super::*;
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[memgpt_test_harness::test(flavor = "multi_thread", worker_threads = 2)]
     async fn documents_are_rebuilt_when_the_analyzer_changes() {
-        let Some(store) = postgres() else { return };
+        let store = postgres();
         let s = store.open().await;
         let mut a = new_agent(&s, "a").await;
         let messages = corpus(a.id, 30, 4);
@@ -258,7 +296,7 @@ mod postgres_documents {
 }
 
 /// The entry point of crash-test child processes (a no-op unless spawned as one).
-#[test]
+#[memgpt_test_harness::test]
 fn crash_child_entry() {
     crash::child_main();
 }
@@ -332,13 +370,22 @@ mod a_broken_store_fails {
         })
     }
 
-    #[test]
-    #[should_panic(expected = "newest first: oldest first")]
+    #[memgpt_test_harness::test]
     fn the_lifecycle_case_catches_it() {
-        block_on(cases::agents_lifecycle(&newest_first()));
+        let caught = std::panic::catch_unwind(|| {
+            block_on(cases::agents_lifecycle(&newest_first()));
+        });
+        let message = caught
+            .err()
+            .and_then(|p| p.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        assert!(
+            message.contains("newest first: oldest first"),
+            "the case did not fail the broken store: {message:?}"
+        );
     }
 
-    #[test]
+    #[memgpt_test_harness::test]
     fn cases_it_does_not_touch_still_pass() {
         block_on(cases::recall_text_search_and_pagination(&newest_first()));
     }

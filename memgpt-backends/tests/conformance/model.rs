@@ -22,7 +22,7 @@ fn report(name: &str, run: &ModelRun, operations: u64) {
     );
 }
 
-#[test]
+#[memgpt_test_harness::test]
 fn memory_agrees_with_the_model() {
     let run = ModelRun::from_env(CASES * 2, OPS);
     let operations = check_store(StoreUnderTest::in_memory, &run);
@@ -30,7 +30,7 @@ fn memory_agrees_with_the_model() {
 }
 
 #[cfg(feature = "sqlite")]
-#[test]
+#[memgpt_test_harness::test]
 fn sqlite_agrees_with_the_model() {
     let run = ModelRun::from_env(CASES, OPS);
     let operations = check_store(
@@ -41,7 +41,7 @@ fn sqlite_agrees_with_the_model() {
 }
 
 #[cfg(all(feature = "tantivy", feature = "usearch"))]
-#[test]
+#[memgpt_test_harness::test]
 fn sqlite_tantivy_usearch_agrees_with_the_model() {
     let run = ModelRun::from_env(CASES, OPS);
     let operations = check_store(
@@ -57,11 +57,9 @@ fn sqlite_tantivy_usearch_agrees_with_the_model() {
 }
 
 #[cfg(feature = "postgres")]
-#[test]
+#[memgpt_test_harness::test]
 fn postgres_agrees_with_the_model() {
-    let Some(base) = crate::postgres_base() else {
-        return;
-    };
+    let base = crate::postgres_base();
     let run = ModelRun::from_env(CASES, OPS);
     let operations = check_store(|| crate::postgres_in_fresh_schema(&base), &run);
     report("postgres", &run, operations);
@@ -72,7 +70,7 @@ fn postgres_agrees_with_the_model() {
 /// again, under tantivy and usearch), a filter one backend drops (tags in tantivy's archival
 /// index), and a time filter off by one in PostgreSQL.
 #[cfg(all(feature = "tantivy", feature = "usearch", feature = "postgres"))]
-#[test]
+#[memgpt_test_harness::test]
 fn model_catches_seeded_faults() {
     const CHILD: &str = "MEMGPT_MODEL_FAULT_CHILD";
     if std::env::var_os(CHILD).is_some() {
@@ -89,8 +87,8 @@ fn model_catches_seeded_faults() {
     ];
     let exe = std::env::current_exe().expect("the test binary");
     for (fault, test) in faults {
-        if test.contains("postgres") && crate::postgres_base().is_none() {
-            continue;
+        if test.contains("postgres") {
+            crate::postgres_base();
         }
         let output = std::process::Command::new(&exe)
             .args([test, "--exact", "--nocapture", "--test-threads=1"])

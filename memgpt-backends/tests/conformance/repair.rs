@@ -40,7 +40,7 @@ async fn assert_found(s: &Storage, agent: memgpt_core::ids::AgentId, word: &str,
     );
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn indexes_behind_the_database_catch_up_on_open() {
     let dir = tempfile::tempdir().unwrap();
     let agent = {
@@ -78,7 +78,7 @@ async fn indexes_behind_the_database_catch_up_on_open() {
     .await;
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn missing_or_corrupt_indexes_are_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
     let agent = {
@@ -162,7 +162,7 @@ async fn assert_each_finds_itself(s: &Storage, agent: AgentId, texts: &[String],
     }
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn every_quantization_indexes_persists_and_rebuilds() {
     for quantization in ["f32", "f16", "bf16", "i8"] {
         let dir = tempfile::tempdir().unwrap();
@@ -209,7 +209,7 @@ async fn every_quantization_indexes_persists_and_rebuilds() {
 /// A data directory written before hybrid search (schema version 2: unstemmed FTS tables, no
 /// documents, no message embeddings) opens with its history searchable the new way, every
 /// conversation message listed for embedding, and its passage tags indexed.
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_version_2_store_is_migrated_and_its_documents_built() {
     use sqlx::sqlite::{SqliteConnectOptions, SqlitePool};
     let dir = tempfile::tempdir().unwrap();
@@ -333,7 +333,7 @@ async fn a_version_2_store_is_migrated_and_its_documents_built() {
 
 /// A data directory written before archival statistics (schema version 4) opens with every
 /// passage counted, so archival search ranks its old passages as a new store would.
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_version_4_store_counts_its_passages_on_open() {
     use sqlx::sqlite::{SqliteConnectOptions, SqlitePool};
     let dir = tempfile::tempdir().unwrap();

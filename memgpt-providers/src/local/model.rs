@@ -388,10 +388,9 @@ mod tests {
     /// so runs in different batch shapes round differently and the logits agree closely rather
     /// than bit for bit; a wrong cache or mask gives a different distribution altogether.
     #[test]
+    #[ignore = "needs SmolLM2: set MEMGPT_TEST_MODELS to the model cache .ci/models.sh fills, and run with --ignored (.ci/run does)"]
     fn cached_prefixes_predict_like_a_fresh_run() {
-        let Some(path) = super::super::test_model() else {
-            return;
-        };
+        let path = super::super::test_model();
         let mut file = std::fs::File::open(&path).unwrap();
         let content = Content::read(&mut file).unwrap();
         let mut model = Llama::load(&content, &mut file, 1024).unwrap();

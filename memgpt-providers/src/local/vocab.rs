@@ -230,15 +230,16 @@ impl Vocab {
 mod tests {
     use super::*;
 
-    fn smollm2() -> Option<Content> {
-        let path = super::super::test_model()?;
+    fn smollm2() -> Content {
+        let path = super::super::test_model();
         let mut file = std::fs::File::open(&path).expect("the model file");
-        Some(Content::read(&mut file).expect("a GGUF file"))
+        Content::read(&mut file).expect("a GGUF file")
     }
 
     #[test]
+    #[ignore = "needs SmolLM2: set MEMGPT_TEST_MODELS to the model cache .ci/models.sh fills, and run with --ignored (.ci/run does)"]
     fn the_gguf_tokenizer_round_trips_and_keeps_turn_markers_whole() {
-        let Some(content) = smollm2() else { return };
+        let content = smollm2();
         let vocab = Vocab::from_gguf(&content).unwrap();
         let text = "<|im_start|>system\nYou are Sam. Born 1990, café 😢 {\"a\": [1, 2]}<|im_end|>\n\
                     <|im_start|>assistant\n";

@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn an_agent_lives_through_every_route() {
     let s = start().await;
     let key = s.tenant("acme").await;
@@ -366,7 +366,7 @@ async fn an_agent_lives_through_every_route() {
 /// Facts that change over HTTP: a passage updated and forgotten, searched now, as of an earlier
 /// time and with its history; a retired passage cannot change again (409), another tenant's
 /// passage is not found (404).
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn archival_facts_are_updated_forgotten_and_searched_as_of() {
     let s = start().await;
     let key = s.tenant("acme").await;
@@ -461,7 +461,7 @@ async fn archival_facts_are_updated_forgotten_and_searched_as_of() {
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_custom_policy_signal_shows_in_the_context_view() {
     let s = start().await;
     let key = s.tenant("acme").await;

@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_call_waits_for_approval_over_http() {
     let s = start().await;
     let key = s.tenant("acme").await;

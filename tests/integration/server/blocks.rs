@@ -10,7 +10,7 @@ async fn create_block(s: &Running, key: &str, body: Value) -> Value {
     block
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_block_shared_by_two_agents_is_edited_once_and_seen_by_both() {
     let s = start().await;
     let acme = s.tenant("acme").await;
@@ -182,7 +182,7 @@ async fn a_block_shared_by_two_agents_is_edited_once_and_seen_by_both() {
 /// once, through the block route and through two agents' memory routes: every line is kept,
 /// and the version counts every edit.
 #[cfg(feature = "postgres")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[memgpt_test_harness::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_server_processes_never_lose_a_shared_block_edit_on_postgres() {
     use crate::fake_openai::FakeOpenAi;
 

@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn malformed_and_oversized_bodies_get_stable_codes() {
     let s = start().await;
     let key = s.tenant("acme").await;
@@ -117,7 +117,7 @@ async fn malformed_and_oversized_bodies_get_stable_codes() {
 
 /// The OpenAPI document is generated from the handlers: every route is in it, with its
 /// request and response schemas.
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn the_openapi_document_describes_every_route() {
     let s = start().await;
     let (status, document) = s.get("/openapi.json", "").await;

@@ -4,7 +4,7 @@
 
 use super::*;
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_companion_consolidates_in_the_background_and_the_agent_answers_from_it() {
     let s = start().await;
     let key = s.tenant("acme").await;
@@ -91,7 +91,7 @@ async fn a_companion_consolidates_in_the_background_and_the_agent_answers_from_i
 
 /// Letta's sleep-time pair (Evie and her companion, frequency 5) runs as it did in Letta: after
 /// five messages to Evie her companion edits the blocks they share.
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_letta_sleep_time_pair_imports_and_runs() {
     let file = evie();
     let llm = Arc::new(ScriptedProvider::new());

@@ -4,7 +4,7 @@ use super::*;
 
 /// Every way a request can fail reaches the client as an error it can see: a failed model in
 /// a stream, a taken name, an unknown route or method, a malformed query.
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn every_failure_is_an_error_the_client_sees() {
     let s = start().await;
     let key = s.tenant("acme").await;

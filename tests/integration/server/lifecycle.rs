@@ -4,7 +4,7 @@ use super::*;
 
 /// Shutting down mid-step: the step finishes and commits, its caller gets the answer, and the
 /// server stops afterwards.
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_graceful_shutdown_lets_a_step_in_progress_finish() {
     let llm = Arc::new(ScriptedProvider::new());
     let slow = Arc::new(SlowModel(
@@ -50,7 +50,7 @@ async fn a_graceful_shutdown_lets_a_step_in_progress_finish() {
 }
 
 /// A step that outlives the request timeout is answered `504 timeout`, and still commits.
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_request_that_takes_too_long_times_out_but_its_step_commits() {
     let llm = Arc::new(ScriptedProvider::new());
     let slow = Arc::new(SlowModel(

@@ -20,7 +20,7 @@ fn write(to: &str, text: &str, wait: bool) -> Value {
     json!({"agent": to, "message": text, "wait": wait, "request_heartbeat": true})
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn agents_of_one_tenant_write_to_each_other_and_no_further() {
     let s = start().await;
     let acme = s.tenant("acme").await;

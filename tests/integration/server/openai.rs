@@ -5,7 +5,7 @@ use super::*;
 /// Any OpenAI client talks to an agent through `/v1/chat/completions`: here memgpt's own
 /// OpenAI provider, then raw requests (streaming included). Only the newest user message
 /// reaches the agent.
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn openai_clients_talk_to_agents_by_name_or_id() {
     use memgpt::llm::{ChatMessage, ChatRequest, LlmProvider};
     use memgpt::openai::{OpenAiConfig, OpenAiProvider};

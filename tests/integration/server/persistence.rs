@@ -3,7 +3,7 @@
 use super::*;
 
 /// On SQLite, tenants, keys and ownership live in the data directory with the agents.
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn tenants_and_agents_survive_a_restart_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().display());
@@ -55,7 +55,7 @@ async fn tenants_and_agents_survive_a_restart_on_sqlite() {
 /// works on the other, a revocation is seen by both at once, and concurrent sends to one agent
 /// through both run as whole steps one after another.
 #[cfg(feature = "postgres")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[memgpt_test_harness::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_share_tenants_and_serialise_steps_on_postgres() {
     let Some(url) = postgres_url() else { return };
     let llm = Arc::new(ScriptedProvider::new());
@@ -138,7 +138,7 @@ async fn two_servers_share_tenants_and_serialise_steps_on_postgres() {
 /// agent's lock, waiting for the model) leaves no lock behind and nothing half-written, and
 /// the other process steps the agent at once.
 #[cfg(feature = "postgres")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[memgpt_test_harness::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_processes_share_agents_and_a_killed_one_leaves_no_lock() {
     use crate::fake_openai::{FakeOpenAi, Reply};
 

@@ -58,7 +58,7 @@ impl Running {
 /// The native API: a step that failed at the model and its retries under one key store the
 /// message once; the retry that reaches the model resumes the step; later retries replay it;
 /// the key with another request is refused.
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_keyed_message_is_stored_once_and_its_retry_resumes_the_step() {
     let s = start().await;
     let key = s.tenant("acme").await;
@@ -119,7 +119,7 @@ async fn a_keyed_message_is_stored_once_and_its_retry_resumes_the_step() {
 
 /// The OpenAI facade: an SDK's numbered retries (`x-stainless-retry-count`) of one request are
 /// that request, streamed or not; a first attempt with the same words is a new message.
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn an_sdks_retries_are_one_request() {
     let s = start().await;
     let key = s.tenant("acme").await;
@@ -198,7 +198,7 @@ async fn an_sdks_retries_are_one_request() {
 
 /// A retry that arrives while the first attempt still runs (the client timed out) waits for it
 /// and gets its answer.
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_retry_waits_for_the_attempt_still_running() {
     let llm = Arc::new(ScriptedProvider::new());
     let slow = Arc::new(SlowModel(

@@ -24,7 +24,7 @@ async fn found(s: &Running, key: &str, id: &str, what: &str, query: &str) -> Vec
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[memgpt_test_harness::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleted_agent_leaves_later_writes_findable() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!(

@@ -3,7 +3,7 @@
 use super::*;
 
 /// A small window: the stream shows the memory-pressure warning and the flush as they happen.
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn the_stream_shows_memory_pressure_and_flushes() {
     let s = start().await;
     let key = s.tenant("acme").await;
@@ -130,7 +130,7 @@ async fn the_stream_shows_memory_pressure_and_flushes() {
     assert!(!evict.last().unwrap());
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_streamed_step_reports_each_message_in_order_then_the_record() {
     let s = start().await;
     let key = s.tenant("acme").await;

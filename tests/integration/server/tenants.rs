@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn admin_creates_tenants_and_keys_and_revokes_them() {
     let s = start().await;
     // Without the admin key, nothing.
@@ -65,7 +65,7 @@ async fn admin_creates_tenants_and_keys_and_revokes_them() {
 
 /// Every agent route tried with another tenant's key answers 404, exactly as for an agent
 /// that does not exist, and changes nothing.
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_key_never_reaches_another_tenants_agent() {
     let s = start().await;
     let alice = s.tenant("alice").await;

@@ -4,7 +4,7 @@ use super::*;
 
 /// A timer due while two servers share the database fires on exactly one of them.
 #[cfg(feature = "postgres")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[memgpt_test_harness::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timer_fires_once_across_two_servers_on_postgres() {
     let Some(url) = postgres_url() else { return };
     let llm = Arc::new(ScriptedProvider::new());
@@ -57,7 +57,7 @@ async fn a_timer_fires_once_across_two_servers_on_postgres() {
     }
 }
 
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn timers_fire_once_or_repeat_and_can_be_cancelled() {
     let s = start().await;
     let key = s.tenant("acme").await;
@@ -148,7 +148,7 @@ async fn timers_fire_once_or_repeat_and_can_be_cancelled() {
 }
 
 /// A timer set just before a restart fires after it: timers live in the data directory.
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_timer_survives_a_restart_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().display());

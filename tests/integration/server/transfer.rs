@@ -6,7 +6,7 @@ use super::*;
 /// server's function registry; an agent created with one in its `tools` calls it, and its
 /// context (what the inspector shows) lists it.
 #[cfg(feature = "mcp")]
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn agents_of_the_server_are_given_mcp_tools_by_name() {
     use memgpt::function::FunctionRegistry;
     use memgpt::mcp::client::{McpServerConfig, McpTransport};
@@ -83,7 +83,7 @@ async fn agents_of_the_server_are_given_mcp_tools_by_name() {
 
 /// A Letta file with an agent and its sleep-time companion imports as two agents of the
 /// caller's tenant (or one, chosen with `?agent=`); another tenant sees neither.
-#[tokio::test]
+#[memgpt_test_harness::test]
 async fn a_two_agent_letta_file_imports_into_one_tenant() {
     let file = evie();
     // The file is larger than the other tests' body limit.

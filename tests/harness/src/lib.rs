@@ -1,0 +1,189 @@
+//! The test harness of memgpt-rs's integration test binaries (`tests/integration`,
+//! `memgpt-backends/tests/conformance`), on libtest-mimic: the same command line and report as
+//! libtest's, plus one thing libtest cannot do, **a test that cannot run here is reported as
+//! ignored, with its reason**, instead of passing after printing "skipped" into captured output.
+//!
+//! * `#[memgpt_test_harness::test]` registers a test (sync or async; async ones take
+//!   `flavor = "multi_thread", worker_threads = N` like `tokio::test`).
+//! * [`skip`] ends a test that needs what this machine lacks (PostgreSQL, the offline models,
+//!   Chromium, the Python tools...): the summary line counts it as ignored and the listing says
+//!   why. Under `CI=true` it fails instead: CI provides everything, so a missing part there is
+//!   a broken CI, not a skip.
+//! * A binary's `main` is [`main`] (or [`main_with`], adding trials built at run time).
+//!
+//! ```text
+//! test server::persistence::two_servers_share_tenants ... ignored, needs PostgreSQL: set MEMGPT_TEST_POSTGRES_URL (.ci/postgres.sh start)
+//! test result: ok. 128 passed; 0 failed; 6 ignored; 0 measured; 0 filtered out
+//! ```
+
+use std::any::Any;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Once;
+
+pub use libtest_mimic::Trial;
+use libtest_mimic::{Arguments, Completion, Failed};
+pub use memgpt_test_harness_macros::test;
+
+/// What the generated code uses; not an API.
+#[doc(hidden)]
+pub mod __private {
+    pub use linkme;
+
+    /// A test's return value as the harness reads it.
+    pub fn outcome<E: std::fmt::Debug>(result: Result<(), E>) -> Result<(), String> {
+        result.map_err(|e| format!("the test returned an error: {e:?}"))
+    }
+}
+
+/// A boxed test future.
+pub type TestFuture = Pin<Box<dyn Future<Output = Result<(), String>>>>;
+
+/// The runtime an async test runs on.
+#[derive(Clone, Copy, Debug)]
+pub enum Runtime {
+    /// One thread (`tokio::test`'s default).
+    CurrentThread,
+    /// This many worker threads.
+    MultiThread(usize),
+}
+
+/// How to run a test.
+#[derive(Clone, Copy, Debug)]
+pub enum Run {
+    /// A plain function.
+    Sync(fn() -> Result<(), String>),
+    /// An async function on a fresh runtime.
+    Async(Runtime, fn() -> TestFuture),
+}
+
+/// A registered test.
+#[derive(Debug)]
+pub struct Case {
+    /// `module_path!()` where it is defined.
+    pub module: &'static str,
+    /// Its function's name.
+    pub name: &'static str,
+    /// How to run it.
+    pub run: Run,
+}
+
+/// Every test `#[memgpt_test_harness::test]` registered in this binary.
+#[linkme::distributed_slice]
+pub static CASES: [Case];
+
+/// The payload of a test that ended with [`skip`].
+struct Skipped(String);
+
+/// Ends the running test as ignored because `reason` (what it needs, and how to provide it):
+/// the report lists it as ignored with the reason. Under `CI=true` the test fails instead.
+pub fn skip(reason: impl Into<String>) -> ! {
+    let reason = reason.into();
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("CI=true, where every test runs, but this one {reason}");
+    }
+    std::panic::panic_any(Skipped(reason))
+}
+
+/// The trial of `name` run by `run`.
+pub fn trial(name: impl Into<String>, run: Run) -> Trial {
+    Trial::ignorable_test(name, move || {
+        execute(|| match run {
+            Run::Sync(test) => test(),
+            Run::Async(flavor, test) => block_on(flavor, test()),
+        })
+    })
+}
+
+/// A trial built at run time: `test` makes the future run on a fresh `runtime` (a conformance
+/// case of one store, say).
+pub fn async_trial(
+    name: impl Into<String>,
+    runtime: Runtime,
+    test: impl FnOnce() -> TestFuture + Send + 'static,
+) -> Trial {
+    Trial::ignorable_test(name, move || execute(|| block_on(runtime, test())))
+}
+
+/// Runs `future` on a fresh runtime of `flavor`.
+fn block_on(flavor: Runtime, future: TestFuture) -> Result<(), String> {
+    let runtime = match flavor {
+        Runtime::CurrentThread => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        Runtime::MultiThread(workers) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers.max(1))
+            .enable_all()
+            .build(),
+    };
+    match runtime {
+        Ok(runtime) => runtime.block_on(future),
+        Err(e) => Err(format!("cannot start the test's runtime: {e}")),
+    }
+}
+
+/// Runs a test, turning a [`skip`] into an ignored outcome and a panic into a failure.
+fn execute(test: impl FnOnce() -> Result<(), String>) -> Result<Completion, Failed> {
+    let result = std::panic::catch_unwind(AssertUnwindSafe(test));
+    match result {
+        Ok(Ok(())) => Ok(Completion::Completed),
+        Ok(Err(message)) => Err(message.into()),
+        Err(payload) => match payload.downcast::<Skipped>() {
+            Ok(skipped) => Ok(Completion::Ignored {
+                reason: Some(skipped.0),
+            }),
+            Err(payload) => Err(panic_message(&*payload).into()),
+        },
+    }
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    match (
+        payload.downcast_ref::<&str>(),
+        payload.downcast_ref::<String>(),
+    ) {
+        (Some(s), _) => format!("panicked: {s}"),
+        (_, Some(s)) => format!("panicked: {s}"),
+        _ => "panicked".to_owned(),
+    }
+}
+
+/// A test's name as libtest would give it: its module path without the binary's crate name.
+fn name_of(case: &Case) -> String {
+    match case.module.split_once("::") {
+        Some((_, module)) => format!("{module}::{}", case.name),
+        None => case.name.to_owned(),
+    }
+}
+
+/// Silences the panic of a skipped test (the report says it was ignored, and why).
+fn quiet_skips() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if info.payload().downcast_ref::<Skipped>().is_none() {
+                default(info);
+            }
+        }));
+    });
+}
+
+/// Runs this binary's tests as libtest would (same arguments, same report) and exits.
+pub fn main() -> ! {
+    main_with(Vec::new())
+}
+
+/// [`main`], with `extra` trials built at run time.
+pub fn main_with(extra: Vec<Trial>) -> ! {
+    quiet_skips();
+    let arguments = Arguments::from_args();
+    let mut trials: Vec<Trial> = CASES
+        .iter()
+        .map(|case| trial(name_of(case), case.run))
+        .chain(extra)
+        .collect();
+    trials.sort_by(|a, b| a.name().cmp(b.name()));
+    libtest_mimic::run(&arguments, trials).exit()
+}
