@@ -433,8 +433,12 @@ mod chat {
                     .is_object()
             );
         }
-        // The run moved the cursor: nothing is left until the primary speaks again.
-        assert!(companion.consolidate().await.unwrap().is_none());
+        // A run that carried out a call moved the cursor: nothing is left until the primary
+        // speaks again. One whose every call failed (a 135M model's edits often do) read
+        // nothing for good: the same messages wait for the next run.
+        let worked = record.function_calls.iter().any(|c| c.ok);
+        let pending = companion.pending_consolidation().await.unwrap();
+        assert_eq!(pending.is_none(), worked, "{pending:?}");
     }
 
     /// The reply streams from the local model too: the grammar's call is decoded while the

@@ -1508,3 +1508,26 @@ pub const ALL_CASES: &[(&str, CaseFn)] = case_list!(
 
 /// The cases only a [persistent](super::StoreUnderTest::persistent) store runs, by name.
 pub const PERSISTENT_CASES: &[(&str, CaseFn)] = case_list!(persistence_across_reopen);
+
+#[cfg(test)]
+mod tests {
+    /// `store_conformance_tests!` names its cases in a macro (one `#[test]` each), and
+    /// [`ALL_CASES`](super::ALL_CASES) lists them for other harnesses: the two lists are the
+    /// same, so a case added to one is not missing from the other.
+    #[test]
+    fn the_macro_and_the_list_name_the_same_cases() {
+        let source = include_str!("mod.rs");
+        let start = source
+            .find("@cases $store;\n")
+            .expect("the macro's case list");
+        let list = &source[start..];
+        let list = &list[list.find(';').unwrap_or(0) + 1..list.find(");").unwrap_or(0)];
+        let in_macro: Vec<&str> = list
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        let listed: Vec<&str> = super::ALL_CASES.iter().map(|(name, _)| *name).collect();
+        assert_eq!(in_macro, listed);
+    }
+}

@@ -334,7 +334,7 @@ impl ArchivalStore for SqliteStore {
             // others when one read fails) could index a batch twice; and the retired facts
             // read after it are at least as new as the index, so a fact retired by a commit
             // the index already holds is left out.
-            index.catch_up(&self.pool).await?;
+            index.index.catch_up(&self.pool).await?;
             // The counts from SQLite's counters, the frequencies from the index (FTS5's
             // vocabulary table reads a term's whole list of documents to count them). The
             // three reads of SQLite do not wait on one another.

@@ -103,13 +103,13 @@ impl SqliteStore {
         };
         #[cfg(feature = "tantivy")]
         if let Some(tantivy) = &self.tantivy {
-            tantivy.catch_up(&self.pool).await?;
-            audit.recall_documents = Some(tantivy.count(agent)?);
+            tantivy.index.catch_up(&self.pool).await?;
+            audit.recall_documents = Some(tantivy.index.count_documents(agent)?);
         }
         #[cfg(feature = "tantivy")]
         if let Some(archival) = &self.tantivy_archival {
-            archival.catch_up(&self.pool).await?;
-            audit.passage_documents = Some(archival.count_documents(agent)?);
+            archival.index.catch_up(&self.pool).await?;
+            audit.passage_documents = Some(archival.index.count_documents(agent)?);
         }
         #[cfg(feature = "usearch")]
         if let Some(space) = self.space().await? {

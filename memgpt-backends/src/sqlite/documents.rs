@@ -49,13 +49,8 @@ pub(crate) fn count_documents(batch: &mut Batch, documents: i64, terms: i64) {
 
 /// How many message documents the store holds and how many terms they have together (the
 /// counters every commit and deletion keeps).
-#[cfg(feature = "tantivy")]
-pub(crate) async fn message_totals(pool: &SqlitePool) -> Result<(u64, u64), StoreError> {
+pub(crate) async fn message_totals(conn: &mut SqliteConnection) -> Result<(u64, u64), StoreError> {
     let counter = |value: Option<String>| value.and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-    let mut conn = pool
-        .acquire()
-        .await
-        .map_err(|e| db("reading term statistics", e))?;
     let documents = counter(meta(&mut *conn, DOCUMENTS).await?);
     let total_terms = counter(meta(&mut *conn, TERMS).await?);
     Ok((documents, total_terms))
@@ -66,13 +61,11 @@ pub(crate) async fn fts_statistics(
     pool: &SqlitePool,
     terms: &[String],
 ) -> Result<TermStatistics, StoreError> {
-    let counter = |value: Option<String>| value.and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     let mut conn = pool
         .acquire()
         .await
         .map_err(|e| db("reading term statistics", e))?;
-    let documents = counter(meta(&mut *conn, DOCUMENTS).await?);
-    let total_terms = counter(meta(&mut *conn, TERMS).await?);
+    let (documents, total_terms) = message_totals(&mut conn).await?;
     Ok(TermStatistics {
         documents,
         total_terms,

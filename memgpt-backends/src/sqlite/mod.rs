@@ -411,6 +411,7 @@ impl SqliteStore {
         #[cfg(feature = "tantivy")]
         if let Some(tantivy) = &self.tantivy
             && let Err(e) = tantivy
+                .index
                 .forget_agent(agent, generation - 1, generation)
                 .await
         {
@@ -419,6 +420,7 @@ impl SqliteStore {
         #[cfg(feature = "tantivy")]
         if let Some(archival) = &self.tantivy_archival
             && let Err(e) = archival
+                .index
                 .forget_agent(agent, generation - 1, generation)
                 .await
         {
@@ -450,13 +452,13 @@ impl SqliteStore {
         self.unindexed.store(0, Ordering::Relaxed);
         #[cfg(feature = "tantivy")]
         if let Some(tantivy) = &self.tantivy
-            && let Err(e) = tantivy.catch_up(&self.pool).await
+            && let Err(e) = tantivy.index.catch_up(&self.pool).await
         {
             warn!(error = %e, "the tantivy recall index could not catch up; it will retry");
         }
         #[cfg(feature = "tantivy")]
         if let Some(archival) = &self.tantivy_archival
-            && let Err(e) = archival.catch_up(&self.pool).await
+            && let Err(e) = archival.index.catch_up(&self.pool).await
         {
             warn!(error = %e, "the tantivy archival index could not catch up; it will retry");
         }

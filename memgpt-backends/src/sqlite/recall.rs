@@ -131,8 +131,15 @@ impl RecallStore for SqliteStore {
     ) -> Result<TextCandidates, StoreError> {
         #[cfg(feature = "tantivy")]
         if let Some(tantivy) = &self.tantivy {
-            tantivy.catch_up(&self.pool).await?;
-            let totals = super::documents::message_totals(&self.pool).await?;
+            tantivy.index.catch_up(&self.pool).await?;
+            let totals = {
+                let mut conn = self
+                    .pool
+                    .acquire()
+                    .await
+                    .map_err(|e| db("reading term statistics", e))?;
+                super::documents::message_totals(&mut conn).await?
+            };
             return tantivy.candidates(agent, terms, query, limit, totals);
         }
         let statistics = super::documents::fts_statistics(&self.pool, terms).await?;

@@ -145,7 +145,8 @@ impl IndexedRows for PassageRows {
 
 /// A tantivy archival index next to an SQLite database (see the module documentation).
 pub(crate) struct TantivyArchival {
-    index: DerivedIndex<PassageRows>,
+    /// The index: catch-up, forgetting an agent and counting are the derived index's own.
+    pub(super) index: DerivedIndex<PassageRows>,
 }
 
 impl std::fmt::Debug for TantivyArchival {
@@ -161,35 +162,6 @@ impl TantivyArchival {
         Ok(Self {
             index: DerivedIndex::open(path, PassageRows::new(), pool).await?,
         })
-    }
-
-    /// Indexes every passage stored after the watermark and replays the deletions after it
-    /// (rebuilding from scratch when the watermark does not hold for the database). Safe to
-    /// cancel.
-    pub(crate) async fn catch_up(&self, pool: &SqlitePool) -> Result<(), StoreError> {
-        self.index.catch_up(pool).await
-    }
-
-    /// Forgets an agent's passages after the database deleted them, moving from generation
-    /// `from` to `to`.
-    pub(crate) async fn forget_agent(
-        &self,
-        agent: AgentId,
-        from: i64,
-        to: i64,
-    ) -> Result<(), StoreError> {
-        self.index.forget_agent(agent, from, to).await
-    }
-
-    /// How many live documents of `agent` the index holds.
-    pub(crate) fn count_documents(&self, agent: AgentId) -> Result<u64, StoreError> {
-        let term = self.index.rows().agent_term(agent);
-        let query = tantivy::query::TermQuery::new(term, tantivy::schema::IndexRecordOption::Basic);
-        self.index
-            .searcher()?
-            .search(&query, &tantivy::collector::Count)
-            .map(|n| n as u64)
-            .map_err(|e| tantivy_error("counting an agent's documents", e))
     }
 
     /// Up to `limit` of the agent's passages that `query`'s filters admit (and that are not

@@ -461,6 +461,18 @@ impl<R: IndexedRows> DerivedIndex<R> {
         self.index.searcher()
     }
 
+    /// How many live documents of `agent` the index holds.
+    pub(super) fn count_documents(&self, agent: AgentId) -> Result<u64, StoreError> {
+        let query = tantivy::query::TermQuery::new(
+            self.rows.agent_term(agent),
+            tantivy::schema::IndexRecordOption::Basic,
+        );
+        self.searcher()?
+            .search(&query, &tantivy::collector::Count)
+            .map(|n| n as u64)
+            .map_err(|e| tantivy_error("counting an agent's documents", e))
+    }
+
     /// Applies every row committed after the watermark and the deletions after it (rebuilding
     /// from scratch when the watermark does not hold for this database). Safe to cancel at
     /// any await point.

@@ -22,8 +22,7 @@ use memgpt_core::retrieval::TextCandidates;
 use memgpt_core::store::{RecallQuery, StoreError};
 use sqlx::{Row, SqlitePool};
 use tantivy::columnar::Column;
-use tantivy::query::TermQuery;
-use tantivy::schema::{FAST, Field, INDEXED, IndexRecordOption, STRING, Schema};
+use tantivy::schema::{FAST, Field, INDEXED, STRING, Schema};
 use tantivy::{DocId, SegmentReader, TantivyDocument, Term};
 
 use super::tantivy_index::{BATCH, DerivedIndex, IndexedRows, RowBatch, Watermark};
@@ -130,7 +129,8 @@ impl IndexedRows for MessageRows {
 
 /// A tantivy recall index next to an SQLite database (see the module documentation).
 pub struct TantivyRecall {
-    index: DerivedIndex<MessageRows>,
+    /// The index: catch-up, forgetting an agent and counting are the derived index's own.
+    pub(super) index: DerivedIndex<MessageRows>,
 }
 
 impl std::fmt::Debug for TantivyRecall {
@@ -146,23 +146,6 @@ impl TantivyRecall {
         Ok(Self {
             index: DerivedIndex::open(path, MessageRows::new(), pool).await?,
         })
-    }
-
-    /// Indexes every message committed after the watermark (rebuilding from scratch when the
-    /// watermark does not hold for the database). Safe to cancel.
-    pub(crate) async fn catch_up(&self, pool: &SqlitePool) -> Result<(), StoreError> {
-        self.index.catch_up(pool).await
-    }
-
-    /// Forgets an agent's messages after the database deleted them, moving from generation
-    /// `from` to `to`.
-    pub(crate) async fn forget_agent(
-        &self,
-        agent: AgentId,
-        from: i64,
-        to: i64,
-    ) -> Result<(), StoreError> {
-        self.index.forget_agent(agent, from, to).await
     }
 
     /// Up to `limit` of the agent's messages passing the query's filters whose documents hold
@@ -194,17 +177,6 @@ impl TantivyRecall {
                 .map(|filter| move |doc| filter.admits(doc)))
         })?;
         Ok(TextCandidates { keys, statistics })
-    }
-
-    /// How many live documents of `agent` the index holds.
-    pub(crate) fn count(&self, agent: AgentId) -> Result<u64, StoreError> {
-        let term = self.index.rows().agent_term(agent);
-        let query = TermQuery::new(term, IndexRecordOption::Basic);
-        self.index
-            .searcher()?
-            .search(&query, &tantivy::collector::Count)
-            .map(|n| n as u64)
-            .map_err(|e| tantivy_error("counting an agent's documents", e))
     }
 }
 

@@ -11,7 +11,7 @@ use memgpt_backends::conformance::StoreUnderTest;
 use memgpt_backends::conformance::model::{ModelRun, check_store};
 
 /// Cases and the longest sequence of the bounded run, per stack.
-const CASES: u32 = 24;
+const CASES: u32 = 48;
 const OPS: usize = 120;
 
 fn report(name: &str, run: &ModelRun, operations: u64) {

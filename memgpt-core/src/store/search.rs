@@ -71,15 +71,11 @@ pub async fn search_messages_found_by<S: RecallStore + ?Sized>(
     let mut candidates = store.candidates(agent, &keys).await?;
     // The last guard: whatever a store's index returned, only what the query admits is ranked.
     candidates.retain(|c| {
-        let admitted = c.message.agent_id == agent && query.admits(&c.message);
-        if !admitted {
-            tracing::error!(
-                key = c.key,
-                message = %c.message.id,
-                "a store returned a recall candidate its query does not admit; it is left out"
-            );
-        }
-        admitted
+        guarded(
+            c.message.agent_id == agent && query.admits(&c.message),
+            c.key,
+            "recall",
+        )
     });
     let cues = QueryCues::parse(text);
     let ranked = rank_candidates(
@@ -218,15 +214,11 @@ pub(crate) async fn search_passages_with<S: ArchivalStore + ?Sized>(
         .into_iter()
         .filter_map(|key| by_key.remove(&key))
         .filter(|c| {
-            let admitted = c.passage.agent_id == agent && query.admits(&c.passage);
-            if !admitted {
-                tracing::error!(
-                    key = c.key,
-                    passage = %c.passage.id,
-                    "a store returned an archival candidate its query does not admit; it is left out"
-                );
-            }
-            admitted
+            guarded(
+                c.passage.agent_id == agent && query.admits(&c.passage),
+                c.key,
+                "archival",
+            )
         })
         .collect();
     if !gone.is_empty() {
@@ -317,6 +309,18 @@ fn counted_in_totals(
         u64::from(text && !embedded),
         u64::from(embedded && by_vector),
     )
+}
+
+/// The last guard of a search: whether a store's candidate (its key, of `what` storage) is
+/// `admitted` by the query; one that is not is a store bug, logged, and left out.
+fn guarded(admitted: bool, key: CandidateKey, what: &str) -> bool {
+    if !admitted {
+        tracing::error!(
+            key,
+            "a store returned a {what} candidate its query does not admit; it is left out"
+        );
+    }
+    admitted
 }
 
 /// The keys of both candidate lists, each once, text candidates first.

@@ -6,19 +6,8 @@ use super::*;
 /// server stops afterwards.
 #[memgpt_test_harness::test]
 async fn a_graceful_shutdown_lets_a_step_in_progress_finish() {
-    let llm = Arc::new(ScriptedProvider::new());
-    let slow = Arc::new(SlowModel(
-        llm.clone(),
-        std::time::Duration::from_millis(400),
-    ));
-    let server = Server::with_parts(
-        Storage::in_memory(),
-        ServerTables::in_memory(),
-        slow,
-        None,
-        config(),
-    );
-    let mut s = start_with(server, llm.clone()).await;
+    let mut s = start_slow(std::time::Duration::from_millis(400)).await;
+    let llm = s.llm.clone();
     let key = s.tenant("acme").await;
     let id = s.agent(&key, "slowpoke").await;
     llm.push_call("send_message", json!({"message": "Done thinking."}));

@@ -149,6 +149,21 @@ fn code(body: &Value) -> &str {
     body["error"]["code"].as_str().unwrap_or("(no code)")
 }
 
+/// A server on the in-memory store whose model thinks for `delay` before answering as
+/// scripted (through the returned server's `llm`).
+async fn start_slow(delay: std::time::Duration) -> Running {
+    let llm = Arc::new(ScriptedProvider::new());
+    let slow = Arc::new(SlowModel(llm.clone(), delay));
+    let server = Server::with_parts(
+        Storage::in_memory(),
+        ServerTables::in_memory(),
+        slow,
+        None,
+        config(),
+    );
+    start_with(server, llm).await
+}
+
 /// A model that thinks for a while before answering as scripted.
 #[derive(Debug)]
 struct SlowModel(Arc<ScriptedProvider>, std::time::Duration);

@@ -200,19 +200,7 @@ async fn an_sdks_retries_are_one_request() {
 /// and gets its answer.
 #[memgpt_test_harness::test]
 async fn a_retry_waits_for_the_attempt_still_running() {
-    let llm = Arc::new(ScriptedProvider::new());
-    let slow = Arc::new(SlowModel(
-        llm.clone(),
-        std::time::Duration::from_millis(400),
-    ));
-    let server = Server::with_parts(
-        Storage::in_memory(),
-        ServerTables::in_memory(),
-        slow,
-        None,
-        config(),
-    );
-    let s = start_with(server, llm).await;
+    let s = start_slow(std::time::Duration::from_millis(400)).await;
     let key = s.tenant("acme").await;
     let id = s.agent(&key, "sam").await;
     s.llm
