@@ -134,7 +134,7 @@ impl AgentStore for SqliteStore {
                 .await
                 .map_err(|e| db("deleting an agent", e))?;
         }
-        give_numbers_again_if_faulty(&mut *tx).await?;
+        give_numbers_again_if_faulty(&mut tx).await?;
         let deleted = sqlx::query("DELETE FROM agents WHERE id = ?")
             .bind(uuid)
             .execute(&mut *tx)

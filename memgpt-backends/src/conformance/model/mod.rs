@@ -2,12 +2,14 @@
 //! deleted, steps committing messages and passages, passages deleted and retired, embeddings
 //! backfilled, shared blocks created, attached, detached, edited and deleted, searches of every
 //! mode and filter, searches dropped half-way, the store reopened) run against the store under
-//! test and a plain [reference](reference) of what it holds, and every read compared with it.
+//! test and a plain reference of what it holds (`model/reference.rs`), and every read compared
+//! with it.
 //!
 //! After each search: every item the reference says matches must be found, nothing outside the
 //! query's filters may appear, the total is the number of matches, and each page is the slice
 //! of the full ranking it claims to be. Where the store under test is not the in-memory
-//! reference store, the same operations also run on an [`InMemoryStore`] and the rankings must
+//! reference store, the same operations also run on an
+//! [`InMemoryStore`](memgpt_core::store::InMemoryStore) and the rankings must
 //! agree with its, scores included (ranking is one function in memgpt-core, so two stores that
 //! hand it the same candidates and statistics rank alike).
 //!
@@ -28,7 +30,6 @@ use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::Poll;
 
 use chrono::{DateTime, Duration, Utc};
 use memgpt_core::embed::Embedding;
@@ -205,7 +206,7 @@ async fn drop_after_waits<F: Future>(future: F, waits: u8) {
     let mut cx = std::task::Context::from_waker(&waker);
     let mut future = pin!(future);
     for _ in 0..=waits {
-        if let Poll::Ready(_) = future.as_mut().poll(&mut cx) {
+        if future.as_mut().poll(&mut cx).is_ready() {
             return;
         }
         // Bounded: a future that is never woken again is dropped all the same.
