@@ -12,7 +12,35 @@ use memgpt_core::store::{
     ArchivalQuery, EmbeddingSpace, Hit, Page, Passage, RecallQuery, SearchPage, SharedBlock,
     StoreError,
 };
-use sqlx::{Database, QueryBuilder};
+use sqlx::{Database, Pool, QueryBuilder, Transaction};
+
+/// Begins a transaction on `pool` (with `statement`, else the database's plain `BEGIN`) in a
+/// task of its own; `what` names it in errors.
+///
+/// sqlx 0.9's `begin` is not safe to cancel: a future dropped after its `BEGIN` reached the
+/// database but before the `Transaction` existed hands the connection back to the pool inside
+/// a transaction nobody owns, and the next user's writes on that connection land in it,
+/// uncommitted, and are gone when it closes (the model-based test found this, dropping a
+/// PostgreSQL search at one of its awaits: a block created next was missing after a reopen).
+/// Spawned, the begin always runs to its end, and a `Transaction` nobody receives is dropped,
+/// which rolls it back.
+pub(crate) async fn begin<DB: Database>(
+    pool: &Pool<DB>,
+    statement: Option<&'static str>,
+    what: &str,
+) -> Result<Transaction<'static, DB>, StoreError> {
+    let pool = pool.clone();
+    let begun = tokio::spawn(async move {
+        match statement {
+            Some(statement) => pool.begin_with(statement).await,
+            None => pool.begin().await,
+        }
+    });
+    match begun.await {
+        Ok(result) => result.map_err(|e| crate::codec::db(what, e)),
+        Err(e) => Err(crate::codec::db(what, e)),
+    }
+}
 
 /// Adds one row of a search-candidates query to `out`. The query returns one row per window of
 /// a message (its messages in order, each message's windows in order): a row of the message

@@ -25,7 +25,7 @@ pub use super::hybrid::{
 };
 pub use super::lifetimes::facts_with_a_lifetime_agree_with_the_reference;
 pub use super::queue::queues_change_by_what_a_step_changed;
-pub use super::sequences::rows_after_deletions_are_found;
+pub use super::sequences::{dropped_calls_leave_nothing_open, rows_after_deletions_are_found};
 
 /// Agents are created once (a second create is `AgentExists`), load back equal, list oldest
 /// first, and deleting one removes its messages and passages and nobody else's.
@@ -1504,6 +1504,7 @@ pub const ALL_CASES: &[(&str, CaseFn)] = case_list!(
     imports_are_all_or_nothing,
     nul_characters_are_refused_alike,
     rows_after_deletions_are_found,
+    dropped_calls_leave_nothing_open,
 );
 
 /// The cases only a [persistent](super::StoreUnderTest::persistent) store runs, by name.

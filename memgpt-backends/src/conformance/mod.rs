@@ -179,6 +179,30 @@ impl fmt::Debug for StoreUnderTest {
     }
 }
 
+/// Runs `future` until it has waited `waits` times (each time one of its awaits was pending:
+/// a query, a blocking task, a lock) and drops it there, unfinished; a future that finishes
+/// first just finishes. Waiting for its wake-up before polling again, as an executor does,
+/// makes "the n-th await" the same place on every run, so a failure shrinks.
+pub(crate) async fn drop_after_waits<F: Future>(future: F, waits: u8) {
+    struct Wakeup(tokio::sync::Notify);
+    impl std::task::Wake for Wakeup {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.notify_one();
+        }
+    }
+    let wakeup = std::sync::Arc::new(Wakeup(tokio::sync::Notify::new()));
+    let waker = std::task::Waker::from(wakeup.clone());
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    for _ in 0..=waits {
+        if future.as_mut().poll(&mut cx).is_ready() {
+            return;
+        }
+        // Bounded: a future that is never woken again is dropped all the same.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), wakeup.0.notified()).await;
+    }
+}
+
 /// Runs `future` to completion on a fresh two-worker tokio runtime: how every test that
 /// [`store_conformance_tests!`](crate::store_conformance_tests) generates runs its case.
 pub fn block_on<F: Future>(future: F) -> F::Output {
@@ -238,6 +262,7 @@ macro_rules! store_conformance_tests {
             imports_are_all_or_nothing,
             nul_characters_are_refused_alike,
             rows_after_deletions_are_found,
+            dropped_calls_leave_nothing_open,
         );
     };
     (@cases $store:expr; $($case:ident),* $(,)?) => {

@@ -115,3 +115,74 @@ pub async fn rows_after_deletions_are_found(backend: &StoreUnderTest) {
         "{name}: E's messages"
     );
 }
+
+/// A call dropped at any of its awaits (a client that went away) leaves nothing behind: no
+/// transaction open on a pooled connection that the next call's writes would land in. Each
+/// round drops a vector search, a hybrid recall search, a block edit and a commit at their
+/// `k`-th pending await, then creates a block and commits a step, and (for a persistent store)
+/// reopens: the block and the step are there, and the dropped commit landed whole or not at all.
+pub async fn dropped_calls_leave_nothing_open(backend: &StoreUnderTest) {
+    use memgpt_core::memory::MemoryBlock;
+    use memgpt_core::store::{BlockUpdate, SharedBlock};
+
+    use super::drop_after_waits;
+
+    let name = backend.name();
+    let mut s = backend.open().await;
+    let mut a = new_agent(&s, "a").await;
+    let commit = a.next_commit(
+        vec![user(a.id, "the kiwi orchard", t0())],
+        vec![passage(a.id, "kiwi orchard notes", t0())],
+    );
+    s.agents.commit(&commit).await.unwrap();
+    let edited = SharedBlock::new(MemoryBlock::new("notes", "kiwi"), t0());
+    s.blocks.create_block(&edited).await.unwrap();
+    let mut made = Vec::new();
+    for k in 0..12u8 {
+        let vector = ArchivalQuery::new("kiwi", SearchMode::Vector, Page::first(5))
+            .with_embedding(embed("kiwi"));
+        drop_after_waits(s.archival.search(a.id, &vector), k).await;
+        let recall = RecallQuery::text("kiwi", Page::first(5)).with_embedding(embed("kiwi"));
+        drop_after_waits(s.recall.search(a.id, &recall), k).await;
+        let append = |b: &mut MemoryBlock| b.append("more");
+        let update = BlockUpdate::new(&append, t0());
+        drop_after_waits(s.blocks.update_block(edited.id, &update), k).await;
+        let dropped = a.next_commit(vec![user(a.id, &format!("dropped {k}"), t0())], vec![]);
+        drop_after_waits(s.agents.commit(&dropped), k).await;
+
+        // What comes next must be stored for good, even when nothing else follows it on that
+        // connection before the store closes.
+        let block = SharedBlock::new(MemoryBlock::new(format!("b{k}"), "made"), t0());
+        s.blocks.create_block(&block).await.unwrap();
+        made.push(block.id);
+        if backend.is_persistent() {
+            drop(s);
+            s = backend.open().await;
+        }
+        let found = s.blocks.get_blocks(&made).await.unwrap();
+        assert_eq!(
+            found.len(),
+            made.len(),
+            "{name}: round {k}: a block created after a dropped call is gone"
+        );
+        // The dropped commit landed or not: go on from whichever version is stored.
+        let stored = s.agents.agent_version(a.id).await.unwrap().unwrap();
+        assert!(
+            stored + 1 == a.version || stored == a.version,
+            "{name}: round {k}: stored version {stored}, the dropped commit was {}",
+            a.version
+        );
+        a = s.agents.load_agent(a.id).await.unwrap().unwrap();
+        let kept = a.next_commit(vec![user(a.id, &format!("kept {k}"), t0())], vec![]);
+        s.agents.commit(&kept).await.unwrap();
+        if backend.is_persistent() {
+            drop(s);
+            s = backend.open().await;
+        }
+        assert_eq!(
+            s.agents.agent_version(a.id).await.unwrap(),
+            Some(a.version),
+            "{name}: round {k}: a step committed after a dropped call is gone"
+        );
+    }
+}

@@ -26,11 +26,7 @@ use crate::codec::db;
 impl AgentStore for PgStore {
     async fn create_agent(&self, state: &AgentState) -> Result<(), StoreError> {
         state.check_text()?;
-        let mut tx = self
-            .pool
-            .begin()
-            .await
-            .map_err(|e| db("starting to create an agent", e))?;
+        let mut tx = crate::sql::begin(&self.pool, None, "starting to create an agent").await?;
         insert_agent(&mut *tx, state, state.version).await?;
         write_queue(&mut tx, state, None, true).await?;
         if state.memory.has_shared() {
@@ -78,11 +74,7 @@ impl AgentStore for PgStore {
     }
 
     async fn delete_agent(&self, id: AgentId) -> Result<bool, StoreError> {
-        let mut tx = self
-            .pool
-            .begin()
-            .await
-            .map_err(|e| db("starting a transaction", e))?;
+        let mut tx = crate::sql::begin(&self.pool, None, "starting a transaction").await?;
         let uuid = id.as_uuid();
         // The agent's row first: that waits for a commit in flight and makes later ones fail
         // with AgentNotFound, so nothing is appended after the deletes below.
@@ -132,11 +124,7 @@ impl AgentStore for PgStore {
         if embeddings.is_empty() {
             return Ok(());
         }
-        let mut tx = self
-            .pool
-            .begin()
-            .await
-            .map_err(|e| db("starting to store embeddings", e))?;
+        let mut tx = crate::sql::begin(&self.pool, None, "starting to store embeddings").await?;
         let vectors: Vec<&Embedding> = embeddings.iter().map(|e| &e.embedding).collect();
         let space = self.check_embeddings(&mut tx, &vectors).await?;
         insert_message_embeddings(&mut tx, agent, embeddings).await?;
@@ -161,11 +149,8 @@ impl AgentStore for PgStore {
         let Some(first) = embeddings.first() else {
             return Ok(());
         };
-        let mut tx = self
-            .pool
-            .begin()
-            .await
-            .map_err(|e| db("starting to store passage embeddings", e))?;
+        let mut tx =
+            crate::sql::begin(&self.pool, None, "starting to store passage embeddings").await?;
         let vectors: Vec<&Embedding> = embeddings.iter().map(|e| &e.embedding).collect();
         let space = self.check_embeddings(&mut tx, &vectors).await?;
         let dimension = first.embedding.dimension() as i32;
@@ -208,11 +193,7 @@ impl AgentStore for PgStore {
     }
 
     async fn clear_embeddings(&self) -> Result<(), StoreError> {
-        let mut tx = self
-            .pool
-            .begin()
-            .await
-            .map_err(|e| db("starting to clear embeddings", e))?;
+        let mut tx = crate::sql::begin(&self.pool, None, "starting to clear embeddings").await?;
         sqlx::query("SELECT pg_advisory_xact_lock($1)")
             .bind(SPACE_LOCK)
             .execute(&mut *tx)
@@ -322,11 +303,7 @@ impl PgStore {
         create: bool,
     ) -> Result<(Option<EmbeddingSpace>, Option<DocumentBuilder>), StoreError> {
         let id = commit.state.id;
-        let mut tx = self
-            .pool
-            .begin()
-            .await
-            .map_err(|e| db("starting a commit", e))?;
+        let mut tx = crate::sql::begin(&self.pool, None, "starting a commit").await?;
         if create {
             commit.check_version(0)?;
             insert_agent(&mut *tx, &commit.state, 0).await?;

@@ -144,11 +144,7 @@ impl PgStore {
         filter: &ArchivalQuery,
         limit: usize,
     ) -> Result<(Vec<(f32, i64)>, usize), StoreError> {
-        let mut tx = self
-            .pool
-            .begin()
-            .await
-            .map_err(|e| db("starting a vector search", e))?;
+        let mut tx = crate::sql::begin(&self.pool, None, "starting a vector search").await?;
         let embedded: i64 = if is_filtered(filter)
             || validity_filters(&mut tx, agent, filter).await?
         {

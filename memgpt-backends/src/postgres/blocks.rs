@@ -96,11 +96,7 @@ impl BlockStore for PgStore {
         id: BlockId,
         update: &BlockUpdate<'_>,
     ) -> Result<SharedBlock, StoreError> {
-        let mut tx = self
-            .pool
-            .begin()
-            .await
-            .map_err(|e| db("starting a shared block edit", e))?;
+        let mut tx = crate::sql::begin(&self.pool, None, "starting a shared block edit").await?;
         let row = sqlx::query(select!("FROM shared_blocks WHERE id = $1 FOR UPDATE"))
             .bind(id.as_uuid())
             .fetch_optional(&mut *tx)
@@ -127,11 +123,8 @@ impl BlockStore for PgStore {
     }
 
     async fn delete_block(&self, id: BlockId) -> Result<bool, StoreError> {
-        let mut tx = self
-            .pool
-            .begin()
-            .await
-            .map_err(|e| db("starting a shared block deletion", e))?;
+        let mut tx =
+            crate::sql::begin(&self.pool, None, "starting a shared block deletion").await?;
         // The row lock first: attachments committed meanwhile are then visible below (and
         // the foreign key refuses any that would come after).
         let exists = sqlx::query("SELECT 1 FROM shared_blocks WHERE id = $1 FOR UPDATE")

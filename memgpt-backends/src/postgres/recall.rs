@@ -81,11 +81,7 @@ impl RecallStore for PgStore {
         // distinct messages are found (a message has one or a few windows).
         let mut fetch = limit.saturating_mul(2).max(limit + 16);
         loop {
-            let mut tx = self
-                .pool
-                .begin()
-                .await
-                .map_err(|e| db("starting a vector search", e))?;
+            let mut tx = crate::sql::begin(&self.pool, None, "starting a vector search").await?;
             super::archival::set_search_depth(&mut tx, fetch, self.ef_search).await?;
             let mut sql = QueryBuilder::<Postgres>::new(
                 "SELECT e.message_seq FROM message_embeddings e JOIN messages m ON m.seq = e.message_seq \

@@ -94,11 +94,12 @@ impl AgentStore for SqliteStore {
 
     async fn delete_agent(&self, id: AgentId) -> Result<bool, StoreError> {
         let _writer = self.writer.lock().await;
-        let mut tx = self
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(|e| db("starting a transaction", e))?;
+        let mut tx = crate::sql::begin(
+            &self.pool,
+            Some("BEGIN IMMEDIATE"),
+            "starting a transaction",
+        )
+        .await?;
         let uuid = id.as_uuid();
         let row = sqlx::query(
             "SELECT count(*) AS documents, coalesce(sum(document_length), 0) AS terms FROM messages WHERE agent_id = ?",
@@ -224,11 +225,12 @@ impl AgentStore for SqliteStore {
 
     async fn clear_embeddings(&self) -> Result<(), StoreError> {
         let writer = self.writer.lock().await;
-        let mut tx = self
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(|e| db("starting to clear embeddings", e))?;
+        let mut tx = crate::sql::begin(
+            &self.pool,
+            Some("BEGIN IMMEDIATE"),
+            "starting to clear embeddings",
+        )
+        .await?;
         for (sql, what) in [
             (
                 "DELETE FROM message_embeddings",
@@ -281,11 +283,12 @@ impl SqliteStore {
         vectors: &[&Embedding],
     ) -> Result<EmbeddingWrite<'_>, StoreError> {
         let writer = self.writer.lock().await;
-        let mut tx = self
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(|e| db("starting to store embeddings", e))?;
+        let mut tx = crate::sql::begin(
+            &self.pool,
+            Some("BEGIN IMMEDIATE"),
+            "starting to store embeddings",
+        )
+        .await?;
         let space = fix_space(&mut tx, vectors, self.space.get().as_ref()).await?;
         Ok(EmbeddingWrite {
             _writer: writer,
@@ -588,11 +591,8 @@ impl SqliteStore {
         StoreError,
     > {
         let writer = self.writer.lock().await;
-        let tx = self
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(|e| db("starting a commit", e))?;
+        let tx =
+            crate::sql::begin(&self.pool, Some("BEGIN IMMEDIATE"), "starting a commit").await?;
         Ok((writer, tx))
     }
 

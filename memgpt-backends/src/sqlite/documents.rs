@@ -203,10 +203,8 @@ pub(crate) async fn count_passages_if_missing(pool: &SqlitePool) -> Result<(), S
     if meta(pool, PASSAGE_STATISTICS).await?.is_some() {
         return Ok(());
     }
-    let mut tx = pool
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .map_err(|e| db("starting to count passages", e))?;
+    let mut tx =
+        crate::sql::begin(&pool, Some("BEGIN IMMEDIATE"), "starting to count passages").await?;
     // Another process may have counted while this one waited for the lock.
     if meta(&mut *tx, PASSAGE_STATISTICS).await?.is_none() {
         info!("counting every passage for archival search statistics");
@@ -224,10 +222,12 @@ pub(crate) async fn rebuild_if_stale<S: SqlDialect<Db = sqlx::Sqlite>>(
     if meta(pool, ANALYZER).await?.as_deref() == Some(ANALYZER_VERSION) {
         return Ok(());
     }
-    let mut tx = pool
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .map_err(|e| db("starting the search rebuild", e))?;
+    let mut tx = crate::sql::begin(
+        &pool,
+        Some("BEGIN IMMEDIATE"),
+        "starting the search rebuild",
+    )
+    .await?;
     // Another process may have rebuilt while this one waited for the lock.
     if meta(&mut *tx, ANALYZER).await?.as_deref() == Some(ANALYZER_VERSION) {
         return Ok(());

@@ -28,7 +28,6 @@ mod reference;
 
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
-use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::{DateTime, Duration, Utc};
@@ -47,8 +46,8 @@ use proptest::test_runner::{Config, RngAlgorithm, TestError, TestRng, TestRunner
 
 use self::ops::{ABSENT, ArchivalSpec, Op, RecallSpec, TAGS, WORDS};
 use self::reference::{AgentModel, BlockModel, Reference};
-use super::StoreUnderTest;
 use super::fixtures::{NextCommit, embed, state, t0};
+use super::{StoreUnderTest, drop_after_waits};
 
 /// How long a model-based run is.
 #[derive(Clone, Debug)]
@@ -188,30 +187,6 @@ fn range((start, end): (Option<u16>, Option<u16>)) -> TimeRange {
 /// What went wrong, for a store call that should not fail.
 fn failed(what: &str, e: StoreError) -> String {
     format!("{what} failed: {e}")
-}
-
-/// Runs `future` until it has waited `waits` times (each time one of its awaits was pending:
-/// a query, a blocking task, a lock) and drops it there, unfinished; a future that finishes
-/// first just finishes. Waiting for its wake-up before polling again, as an executor does,
-/// makes "the n-th await" the same place on every run, so a failure shrinks.
-async fn drop_after_waits<F: Future>(future: F, waits: u8) {
-    struct Wakeup(tokio::sync::Notify);
-    impl std::task::Wake for Wakeup {
-        fn wake(self: std::sync::Arc<Self>) {
-            self.0.notify_one();
-        }
-    }
-    let wakeup = std::sync::Arc::new(Wakeup(tokio::sync::Notify::new()));
-    let waker = std::task::Waker::from(wakeup.clone());
-    let mut cx = std::task::Context::from_waker(&waker);
-    let mut future = pin!(future);
-    for _ in 0..=waits {
-        if future.as_mut().poll(&mut cx).is_ready() {
-            return;
-        }
-        // Bounded: a future that is never woken again is dropped all the same.
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), wakeup.0.notified()).await;
-    }
 }
 
 impl Run<'_> {
