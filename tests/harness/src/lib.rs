@@ -187,3 +187,52 @@ pub fn main_with(extra: Vec<Trial>) -> ! {
     trials.sort_by(|a, b| a.name().cmp(b.name()));
     libtest_mimic::run(&arguments, trials).exit()
 }
+
+#[cfg(test)]
+mod tests {
+    use libtest_mimic::Completion;
+
+    use super::{Case, Run, Runtime, TestFuture, block_on, execute, name_of, quiet_skips, skip};
+
+    fn outcome(test: impl FnOnce() -> Result<(), String>) -> &'static str {
+        quiet_skips();
+        match execute(test) {
+            Ok(Completion::Completed) => "passed",
+            Ok(Completion::Ignored { reason: Some(r) }) if r == "needs a unicorn" => "ignored",
+            Ok(Completion::Ignored { .. }) => "ignored without its reason",
+            Err(_) => "failed",
+        }
+    }
+
+    #[test]
+    fn a_skip_is_ignored_with_its_reason_a_panic_or_an_error_fails() {
+        // Outside CI a skip is an ignored test; the harness's own CI run sets CI=true, where it
+        // is a failure instead.
+        let in_ci = std::env::var("CI").is_ok_and(|v| v == "true");
+        let skipped = outcome(|| skip("needs a unicorn"));
+        assert_eq!(skipped, if in_ci { "failed" } else { "ignored" });
+        assert_eq!(outcome(|| Ok(())), "passed");
+        assert_eq!(outcome(|| Err("no".into())), "failed");
+        assert_eq!(outcome(|| panic!("boom")), "failed");
+        let future = || -> TestFuture { Box::pin(async { Ok(()) }) };
+        assert_eq!(
+            outcome(|| block_on(Runtime::MultiThread(2), future())),
+            "passed"
+        );
+    }
+
+    #[test]
+    fn names_drop_the_binary_and_keep_the_module_path() {
+        let case = Case {
+            module: "integration::server::retries",
+            name: "a_retry_is_one_request",
+            run: Run::Sync(|| Ok(())),
+        };
+        assert_eq!(name_of(&case), "server::retries::a_retry_is_one_request");
+        let top = Case {
+            module: "integration",
+            ..case
+        };
+        assert_eq!(name_of(&top), "a_retry_is_one_request");
+    }
+}
