@@ -117,9 +117,10 @@ pub async fn rows_after_deletions_are_found(backend: &StoreUnderTest) {
 }
 
 /// A call dropped at any of its awaits (a client that went away) leaves nothing behind: no
-/// transaction open on a pooled connection that the next call's writes would land in. Each
-/// round drops a vector search, a hybrid recall search, a block edit and a commit at their
-/// `k`-th pending await, then creates a block and commits a step, and (for a persistent store)
+/// transaction open on a pooled connection that the next call's writes would land in, no index
+/// half caught up. Each round stores a passage, drops a text and a vector search, a hybrid
+/// recall search, a block edit and a commit at their `k`-th pending await (the next search
+/// finds the passage), then creates a block and commits a step, and (for a persistent store)
 /// reopens: the block and the step are there, and the dropped commit landed whole or not at all.
 pub async fn dropped_calls_leave_nothing_open(backend: &StoreUnderTest) {
     use memgpt_core::memory::MemoryBlock;
@@ -139,9 +140,20 @@ pub async fn dropped_calls_leave_nothing_open(backend: &StoreUnderTest) {
     s.blocks.create_block(&edited).await.unwrap();
     let mut made = Vec::new();
     for k in 0..12u8 {
+        // A passage the dropped searches start indexing: the next search finds it.
+        let word = format!("round{k}");
+        let fresh = a.next_commit(vec![], vec![passage(a.id, &format!("kiwi {word}"), t0())]);
+        s.agents.commit(&fresh).await.unwrap();
+        let text = ArchivalQuery::new(&word, SearchMode::Text, Page::first(5));
+        drop_after_waits(s.archival.search(a.id, &text), k).await;
         let vector = ArchivalQuery::new("kiwi", SearchMode::Vector, Page::first(5))
             .with_embedding(embed("kiwi"));
         drop_after_waits(s.archival.search(a.id, &vector), k).await;
+        assert_eq!(
+            s.archival.search(a.id, &text).await.unwrap().total,
+            1,
+            "{name}: round {k}: a passage a dropped search began to index is not found"
+        );
         let recall = RecallQuery::text("kiwi", Page::first(5)).with_embedding(embed("kiwi"));
         drop_after_waits(s.recall.search(a.id, &recall), k).await;
         let append = |b: &mut MemoryBlock| b.append("more");

@@ -290,7 +290,8 @@ impl TextIndex {
 
     /// Applies `batch` (deleting every document first, with `clear_first`) and commits it
     /// with its watermark, if the index is still at `base`: `Ok(true)`. `Ok(false)` when the
-    /// index moved on since `base` was read (nothing is written). Blocking.
+    /// index moved on since `base` was read (nothing is written). The reader is reloaded before
+    /// the new watermark shows (both under the writer's lock). Blocking.
     fn apply(
         &self,
         base: &Watermark,
@@ -304,9 +305,10 @@ impl TextIndex {
         let next = batch.next.clone();
         match write(&mut guard.writer, batch, &next, clear_first, self.what) {
             Ok(()) => {
-                guard.committed = next;
-                drop(guard);
+                // The reader first, then the watermark: a catch-up that sees the watermark
+                // (and so skips its own work) must find the documents in the next searcher.
                 self.reload();
+                guard.committed = next;
                 Ok(true)
             }
             Err(e) => {
