@@ -174,6 +174,8 @@ pub(crate) enum Claim {
 pub(crate) struct Ticket {
     registry: Option<Arc<Registry>>,
     slot: (TenantId, String),
+    /// Which attempt under the slot this is (a later first attempt may take the slot over).
+    attempt: u64,
     sender: watch::Sender<Option<Outcome>>,
 }
 
@@ -183,6 +185,7 @@ impl Ticket {
         Self {
             registry: None,
             slot: (TenantId(uuid::Uuid::nil()), String::new()),
+            attempt: 0,
             sender: watch::channel(None).0,
         }
     }
@@ -191,7 +194,7 @@ impl Ticket {
     /// the model).
     pub(crate) fn finish(mut self, outcome: Outcome) {
         if let Some(registry) = self.registry.take() {
-            registry.finish(&self.slot, outcome.clone());
+            registry.finish(&self.slot, self.attempt, outcome.clone());
         }
         let _ = self.sender.send(Some(outcome));
     }
@@ -200,7 +203,7 @@ impl Ticket {
 impl Drop for Ticket {
     fn drop(&mut self) {
         if let Some(registry) = self.registry.take() {
-            registry.forget(&self.slot);
+            registry.forget(&self.slot, self.attempt);
         }
     }
 }
@@ -214,6 +217,8 @@ enum State {
 #[derive(Debug)]
 struct Entry {
     fingerprint: [u8; 32],
+    /// The attempt that holds the slot.
+    attempt: u64,
     /// When the attempt began (running) or ended (done).
     at: Instant,
     state: State,
@@ -222,6 +227,8 @@ struct Entry {
 #[derive(Debug, Default)]
 struct Registry {
     entries: Mutex<HashMap<(TenantId, String), Entry>>,
+    /// Numbers attempts.
+    attempts: std::sync::atomic::AtomicU64,
     config: IdempotencyConfig,
 }
 
@@ -230,22 +237,23 @@ impl Registry {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn finish(&self, slot: &(TenantId, String), outcome: Outcome) {
-        if let Some(entry) = self.entries().get_mut(slot) {
+    /// Records an attempt's outcome, unless a later attempt holds the slot now.
+    fn finish(&self, slot: &(TenantId, String), attempt: u64, outcome: Outcome) {
+        if let Some(entry) = self
+            .entries()
+            .get_mut(slot)
+            .filter(|e| e.attempt == attempt)
+        {
             entry.at = Instant::now();
             entry.state = State::Done(outcome);
         }
     }
 
-    fn forget(&self, slot: &(TenantId, String)) {
+    /// Forgets an attempt that stored nothing, unless a later attempt holds the slot now.
+    fn forget(&self, slot: &(TenantId, String), attempt: u64) {
         let mut entries = self.entries();
-        if matches!(
-            entries.get(slot),
-            Some(Entry {
-                state: State::Running(_),
-                ..
-            })
-        ) {
+        let running = |e: &Entry| e.attempt == attempt && matches!(e.state, State::Running(_));
+        if entries.get(slot).is_some_and(running) {
             entries.remove(slot);
         }
     }
@@ -280,6 +288,7 @@ impl Idempotency {
         Self {
             registry: Arc::new(Registry {
                 entries: Mutex::default(),
+                attempts: Default::default(),
                 config,
             }),
         }
@@ -316,10 +325,15 @@ impl Idempotency {
                     resumable => {
                         let resume = resumable.is_some();
                         let (sender, receiver) = watch::channel(None);
+                        let attempt = self
+                            .registry
+                            .attempts
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         entries.insert(
                             slot.clone(),
                             Entry {
                                 fingerprint: key.fingerprint,
+                                attempt,
                                 at: Instant::now(),
                                 state: State::Running(receiver),
                             },
@@ -327,6 +341,7 @@ impl Idempotency {
                         let ticket = Ticket {
                             registry: Some(self.registry.clone()),
                             slot,
+                            attempt,
                             sender,
                         };
                         return Ok(if resume {
