@@ -204,7 +204,7 @@ pub(crate) async fn count_passages_if_missing(pool: &SqlitePool) -> Result<(), S
         return Ok(());
     }
     let mut tx =
-        crate::sql::begin(&pool, Some("BEGIN IMMEDIATE"), "starting to count passages").await?;
+        crate::sql::begin(pool, Some("BEGIN IMMEDIATE"), "starting to count passages").await?;
     // Another process may have counted while this one waited for the lock.
     if meta(&mut *tx, PASSAGE_STATISTICS).await?.is_none() {
         info!("counting every passage for archival search statistics");
@@ -222,12 +222,8 @@ pub(crate) async fn rebuild_if_stale<S: SqlDialect<Db = sqlx::Sqlite>>(
     if meta(pool, ANALYZER).await?.as_deref() == Some(ANALYZER_VERSION) {
         return Ok(());
     }
-    let mut tx = crate::sql::begin(
-        &pool,
-        Some("BEGIN IMMEDIATE"),
-        "starting the search rebuild",
-    )
-    .await?;
+    let mut tx =
+        crate::sql::begin(pool, Some("BEGIN IMMEDIATE"), "starting the search rebuild").await?;
     // Another process may have rebuilt while this one waited for the lock.
     if meta(&mut *tx, ANALYZER).await?.as_deref() == Some(ANALYZER_VERSION) {
         return Ok(());

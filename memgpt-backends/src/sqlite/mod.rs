@@ -495,7 +495,7 @@ async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
     .map_err(|e| db("creating the migrations table", e))?;
     for &(version, name, sql) in MIGRATIONS {
         let mut tx =
-            crate::sql::begin(&pool, Some("BEGIN IMMEDIATE"), "starting a migration").await?;
+            crate::sql::begin(pool, Some("BEGIN IMMEDIATE"), "starting a migration").await?;
         let applied: Option<i64> =
             sqlx::query_scalar("SELECT version FROM memgpt_migrations WHERE version = ?")
                 .bind(version)

@@ -27,7 +27,6 @@ mod ops;
 mod reference;
 
 use std::collections::{BTreeSet, HashMap};
-use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::{DateTime, Duration, Utc};
