@@ -9,8 +9,7 @@ use memgpt_core::ids::{AgentId, BlockId};
 use memgpt_core::message::Message;
 use memgpt_core::retrieval::{CandidateKey, RecallCandidate};
 use memgpt_core::store::{
-    ArchivalQuery, EmbeddingSpace, Hit, Page, Passage, RecallQuery, SearchPage, SharedBlock,
-    StoreError,
+    EmbeddingSpace, Hit, Page, Passage, RecallQuery, SearchPage, SharedBlock, StoreError,
 };
 use sqlx::{Database, Pool, QueryBuilder, Transaction};
 
@@ -119,9 +118,11 @@ pub(crate) fn space_from_meta(
 /// The query of whether some passage of `agent` has a lifetime (a known start or an end): the
 /// rows the partial index `passages_with_lifetime` holds, so it is one index probe, answered
 /// as a count of 0 or 1. `None` when `filter` sees every passage anyway (no validity instant).
+/// (SQLite asks only before an approximate usearch search.)
+#[cfg(any(feature = "postgres", feature = "usearch"))]
 pub(crate) fn lifetimes_exist<S: SqlDialect>(
     agent: AgentId,
-    filter: &ArchivalQuery,
+    filter: &memgpt_core::store::ArchivalQuery,
 ) -> Option<QueryBuilder<S::Db>> {
     filter.validity.instant()?;
     // `count(*)` over at most one row: an integer in both dialects, where EXISTS is a boolean
@@ -469,6 +470,7 @@ where
 }
 
 /// A shared block's `block` column: its [`MemoryBlock`](memgpt_core::MemoryBlock) as JSON.
+#[cfg(feature = "sqlite")]
 pub(crate) fn block_json(block: &SharedBlock) -> Result<String, StoreError> {
     serde_json::to_string(&block.block).map_err(|e| crate::codec::db("encoding a shared block", e))
 }

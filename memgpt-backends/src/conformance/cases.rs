@@ -1469,66 +1469,21 @@ pub async fn nul_characters_are_refused_alike(backend: &StoreUnderTest) {
 /// their tests at run time.
 pub type CaseFn = for<'a> fn(&'a StoreUnderTest) -> Pin<Box<dyn Future<Output = ()> + 'a>>;
 
-macro_rules! case_list {
+/// The `(name, case)` pairs of the cases named (what [`ALL_CASES`] and [`PERSISTENT_CASES`]
+/// hold).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_case_list {
     ($($case:ident),* $(,)?) => {
-        &[$((stringify!($case), |store| Box::pin($case(store)))),*]
+        &[$((::core::stringify!($case), |store| ::std::boxed::Box::pin($case(store)))),*]
     };
 }
 
 /// Every case [`store_conformance_tests!`](crate::store_conformance_tests) runs on any store,
 /// by name.
-pub const ALL_CASES: &[(&str, CaseFn)] = case_list!(
-    agents_lifecycle,
-    commits_are_atomic_and_versioned,
-    recall_text_search_and_pagination,
-    recall_date_ranges_and_kinds,
-    unicode_and_long_texts,
-    hostile_queries_never_error,
-    archival_insert_search_delete,
-    archival_hybrid_and_text,
-    archival_finds_an_exact_match_among_equal_vectors,
-    embedding_space_is_enforced,
-    concurrent_commits,
-    agrees_with_the_reference,
-    hybrid_recall_agrees_with_the_reference,
-    message_embeddings_are_checked_and_backfilled,
-    long_messages_are_found_by_every_window,
-    embeddings_can_be_cleared_and_rebuilt,
-    extreme_pages_are_safe,
-    archival_filters_by_tag_and_date,
-    archival_ranking_agrees_with_the_reference,
-    facts_with_a_lifetime_agree_with_the_reference,
-    shared_blocks_are_exact,
-    queues_change_by_what_a_step_changed,
-    documents_follow_commits_of_another_handle,
-    imports_are_all_or_nothing,
-    nul_characters_are_refused_alike,
-    rows_after_deletions_are_found,
-    dropped_calls_leave_nothing_open,
-);
+pub const ALL_CASES: &[(&str, CaseFn)] =
+    crate::__every_conformance_case!(__conformance_case_list {});
 
 /// The cases only a [persistent](super::StoreUnderTest::persistent) store runs, by name.
-pub const PERSISTENT_CASES: &[(&str, CaseFn)] = case_list!(persistence_across_reopen);
-
-#[cfg(test)]
-mod tests {
-    /// `store_conformance_tests!` names its cases in a macro (one `#[test]` each), and
-    /// [`ALL_CASES`](super::ALL_CASES) lists them for other harnesses: the two lists are the
-    /// same, so a case added to one is not missing from the other.
-    #[test]
-    fn the_macro_and_the_list_name_the_same_cases() {
-        let source = include_str!("mod.rs");
-        let start = source
-            .find("@cases $store;\n")
-            .expect("the macro's case list");
-        let list = &source[start..];
-        let list = &list[list.find(';').unwrap_or(0) + 1..list.find(");").unwrap_or(0)];
-        let in_macro: Vec<&str> = list
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .collect();
-        let listed: Vec<&str> = super::ALL_CASES.iter().map(|(name, _)| *name).collect();
-        assert_eq!(in_macro, listed);
-    }
-}
+pub const PERSISTENT_CASES: &[(&str, CaseFn)] =
+    crate::__conformance_case_list!(persistence_across_reopen);

@@ -162,11 +162,23 @@ impl StoreUnderTest {
     /// own); a store with a tantivy index admits one opener per directory, so it shares
     /// `first`.
     pub async fn another_handle(&self, first: &Storage) -> Storage {
-        match self.url() {
-            Some(url) if url.contains("recall=tantivy") => first.clone(),
-            _ => self.open().await,
+        if self.url().is_some_and(admits_one_opener) {
+            first.clone()
+        } else {
+            self.open().await
         }
     }
+}
+
+/// Whether the store at `url` admits one opener of its directory at a time: SQLite with tantivy
+/// recall, whether the URL names it or takes [`SqliteOptions::recommended`](crate::SqliteOptions::recommended)'s.
+fn admits_one_opener(url: &str) -> bool {
+    #[cfg(feature = "tantivy")]
+    if let Ok(crate::StoreConfig::Sqlite(options)) = crate::StoreConfig::from_url(url) {
+        return options.recall == crate::RecallIndex::Tantivy;
+    }
+    let _ = url;
+    false
 }
 
 impl fmt::Debug for StoreUnderTest {
@@ -235,7 +247,32 @@ macro_rules! store_conformance_tests {
         $crate::store_conformance_tests!(@cases $store; persistence_across_reopen);
     };
     ($store:expr) => {
-        $crate::store_conformance_tests!(@cases $store;
+        $crate::__every_conformance_case!(store_conformance_tests { @cases $store; });
+    };
+    (@cases $store:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                $crate::conformance::block_on(async {
+                    let store: ::core::option::Option<$crate::conformance::StoreUnderTest> =
+                        ::core::convert::Into::into($store);
+                    if let ::core::option::Option::Some(store) = store {
+                        $crate::conformance::cases::$case(&store).await;
+                    }
+                });
+            }
+        )*
+    };
+}
+
+/// Hands the name of every case any store runs, after `$prefix`, to the exported macro
+/// `$callback`: the one list behind both [`store_conformance_tests!`](crate::store_conformance_tests)
+/// and [`ALL_CASES`](crate::conformance::cases::ALL_CASES), so neither can miss a case.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __every_conformance_case {
+    ($callback:ident { $($prefix:tt)* }) => {
+        $crate::$callback! { $($prefix)*
             agents_lifecycle,
             commits_are_atomic_and_versioned,
             recall_text_search_and_pagination,
@@ -263,20 +300,20 @@ macro_rules! store_conformance_tests {
             nul_characters_are_refused_alike,
             rows_after_deletions_are_found,
             dropped_calls_leave_nothing_open,
-        );
+        }
     };
-    (@cases $store:expr; $($case:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $case() {
-                $crate::conformance::block_on(async {
-                    let store: ::core::option::Option<$crate::conformance::StoreUnderTest> =
-                        ::core::convert::Into::into($store);
-                    if let ::core::option::Option::Some(store) = store {
-                        $crate::conformance::cases::$case(&store).await;
-                    }
-                });
-            }
-        )*
-    };
+}
+
+/// The macro as a store author invokes it, on the embedded SQLite store with `persistent`: one
+/// `#[test]` per case of [`ALL_CASES`](cases::ALL_CASES) and
+/// [`PERSISTENT_CASES`](cases::PERSISTENT_CASES).
+#[cfg(all(test, feature = "sqlite"))]
+mod the_macro_expands_to_every_case {
+    fn sqlite() -> super::StoreUnderTest {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let url = format!("sqlite://{}", dir.path().display());
+        super::StoreUnderTest::from_url("sqlite (macro)", url).keep(dir)
+    }
+
+    crate::store_conformance_tests!(sqlite(), persistent);
 }

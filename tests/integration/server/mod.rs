@@ -228,14 +228,18 @@ async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
-/// The kinds of an agent's messages, oldest first.
-async fn kinds(s: &Running, key: &str, id: &str) -> Vec<String> {
+/// An agent's messages (up to 1,000), oldest first.
+async fn messages(s: &Running, key: &str, id: &str) -> Vec<Value> {
     let (_, page) = s
         .get(&format!("/v1/agents/{id}/messages?size=1000"), key)
         .await;
-    page["items"]
-        .as_array()
-        .unwrap()
+    page["items"].as_array().unwrap().clone()
+}
+
+/// The kinds of an agent's messages, oldest first.
+async fn kinds(s: &Running, key: &str, id: &str) -> Vec<String> {
+    messages(s, key, id)
+        .await
         .iter()
         .map(|m| m["kind"].as_str().unwrap().to_owned())
         .collect()

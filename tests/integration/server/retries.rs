@@ -43,12 +43,8 @@ impl Running {
 
     /// How many of the agent's user messages say `text`.
     async fn stored(&self, key: &str, id: &str, text: &str) -> usize {
-        let (_, page) = self
-            .get(&format!("/v1/agents/{id}/messages?size=1000"), key)
-            .await;
-        page["items"]
-            .as_array()
-            .unwrap()
+        messages(self, key, id)
+            .await
             .iter()
             .filter(|m| m["kind"] == "user" && m["text"] == text)
             .count()
