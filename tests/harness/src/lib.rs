@@ -178,14 +178,57 @@ pub fn main() -> ! {
 /// [`main`], with `extra` trials built at run time.
 pub fn main_with(extra: Vec<Trial>) -> ! {
     quiet_skips();
-    let arguments = Arguments::from_args();
+    let (args, filters) = split_filters(std::env::args());
+    let arguments = Arguments::from_iter(args);
     let mut trials: Vec<Trial> = CASES
         .iter()
         .map(|case| trial(name_of(case), case.run))
         .chain(extra)
         .collect();
+    if !filters.is_empty() {
+        let matches = |name: &str, filter: &String| match arguments.exact {
+            true => name == filter,
+            false => name.contains(filter.as_str()),
+        };
+        trials.retain(|t| filters.iter().any(|f| matches(t.name(), f)));
+    }
     trials.sort_by(|a, b| a.name().cmp(b.name()));
     libtest_mimic::run(&arguments, trials).exit()
+}
+
+/// The options of libtest's command line that take a value (as the next argument, or after
+/// `=`).
+const OPTIONS_WITH_VALUES: &[&str] = &[
+    "--test-threads",
+    "--logfile",
+    "--skip",
+    "--color",
+    "--format",
+];
+
+/// Splits a command line into what libtest-mimic parses and, when it names more than one
+/// filter, the filters: libtest runs the tests that match any of them
+/// (`cargo test -- server::retries server::timers`), libtest-mimic takes one. One filter stays
+/// with libtest-mimic, which then also counts what it filtered out.
+fn split_filters(args: impl IntoIterator<Item = String>) -> (Vec<String>, Vec<String>) {
+    let mut kept = Vec::new();
+    let mut filters = Vec::new();
+    let mut args = args.into_iter();
+    kept.extend(args.next());
+    while let Some(arg) = args.next() {
+        if OPTIONS_WITH_VALUES.contains(&arg.as_str()) {
+            kept.push(arg);
+            kept.extend(args.next());
+        } else if arg.starts_with('-') {
+            kept.push(arg);
+        } else {
+            filters.push(arg);
+        }
+    }
+    if filters.len() == 1 {
+        kept.append(&mut filters);
+    }
+    (kept, filters)
 }
 
 #[cfg(test)]
@@ -202,6 +245,32 @@ mod tests {
             Ok(Completion::Ignored { .. }) => "ignored without its reason",
             Err(_) => "failed",
         }
+    }
+
+    #[test]
+    fn several_filters_are_split_off_as_libtest_takes_them() {
+        let split = |line: &str| super::split_filters(line.split(' ').map(str::to_owned));
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            split("bin --exact a --test-threads 1 b --skip c --color=never"),
+            (
+                strings(&[
+                    "bin",
+                    "--exact",
+                    "--test-threads",
+                    "1",
+                    "--skip",
+                    "c",
+                    "--color=never"
+                ]),
+                strings(&["a", "b"])
+            )
+        );
+        assert_eq!(
+            split("bin --skip c a --nocapture"),
+            (strings(&["bin", "--skip", "c", "--nocapture", "a"]), vec![])
+        );
+        assert_eq!(split("bin"), (strings(&["bin"]), vec![]));
     }
 
     #[test]
