@@ -212,6 +212,15 @@ impl AgentConfig {
         self.context_window
             .saturating_sub(self.completion_reserve())
     }
+
+    /// The tokens working context (blocks at their character limits, skills listed and loaded)
+    /// may take when the model grows it (creates a block, loads a skill): the prompt budget
+    /// minus `fixed_tokens` (system instructions and function schemas) and a quarter of the
+    /// budget kept for messages.
+    pub fn memory_budget(&self, fixed_tokens: usize) -> usize {
+        let budget = self.prompt_budget();
+        budget.saturating_sub(fixed_tokens + budget / 4)
+    }
 }
 
 impl Default for AgentConfig {

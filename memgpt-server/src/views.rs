@@ -40,6 +40,9 @@ pub struct AgentView {
     pub loop_style: memgpt_core::LoopStyle,
     /// Working context: the memory blocks.
     pub memory: Vec<BlockView>,
+    /// Skills: procedural memory, listed in context and loaded by the agent when a task needs
+    /// one.
+    pub skills: Vec<SkillView>,
     /// The recursive summary of evicted messages.
     pub summary: String,
     /// Messages in the FIFO queue of main context.
@@ -63,6 +66,7 @@ impl From<&AgentState> for AgentView {
             tool_rules: state.config.tool_rules.clone(),
             loop_style: state.config.loop_style,
             memory: state.memory.blocks().iter().map(BlockView::from).collect(),
+            skills: SkillView::all(&state.memory),
             summary: state.summary.text.clone(),
             queued_messages: state.fifo.len(),
             created_at: state.created_at,
@@ -90,6 +94,7 @@ impl From<&Agent> for AgentView {
                 .iter()
                 .map(BlockView::from)
                 .collect(),
+            skills: SkillView::all(agent.memory()),
             summary: agent.summary().text.clone(),
             queued_messages: agent.stats().queue_messages,
             created_at: agent.created_at(),
@@ -130,6 +135,38 @@ impl From<&MemoryBlock> for BlockView {
             read_only: block.is_read_only(),
             block_id: block.shared().map(|s| s.id),
         }
+    }
+}
+
+/// A skill of the agent's (its files are in the agent file export).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SkillView {
+    /// Its name.
+    pub name: String,
+    /// What it is for (from its `SKILL.md`).
+    pub description: String,
+    /// Its files' paths; empty for a skill known only by its source.
+    pub files: Vec<String>,
+    /// Where it comes from, if known.
+    pub source_url: Option<String>,
+    /// The files the agent has loaded into its context.
+    pub loaded: Vec<String>,
+}
+
+impl SkillView {
+    fn all(memory: &memgpt_core::memory::WorkingContext) -> Vec<Self> {
+        memory
+            .skills()
+            .all()
+            .iter()
+            .map(|skill| Self {
+                name: skill.name.clone(),
+                description: skill.description.clone(),
+                files: skill.files.keys().cloned().collect(),
+                source_url: skill.source_url.clone(),
+                loaded: skill.loaded.clone(),
+            })
+            .collect()
     }
 }
 

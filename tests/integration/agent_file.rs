@@ -573,7 +573,27 @@ async fn every_published_letta_file_chats_and_exports_what_letta_loads() {
             Vec::<String>::new(),
             "{name}: the export"
         );
-        // ... and says what the original said, field by field.
+        // ... and says what the original said, field by field: its skills whole, Letta's
+        // revision id kept beside ours...
+        assert_eq!(
+            exported["skills"],
+            original["skills"]
+                .as_array()
+                .filter(|s| !s.is_empty())
+                .map_or(Value::Null, |s| Value::Array(s.clone())),
+            "{name}: skills"
+        );
+        assert_eq!(
+            report.skills,
+            original["skills"].as_array().map_or(0, Vec::len),
+            "{name}: skills imported"
+        );
+        if let Some(revision) = original["metadata"].get("revision_id") {
+            assert_eq!(
+                &exported["metadata"]["revision_id"], revision,
+                "{name}: revision_id"
+            );
+        }
         let agents = original["agents"].as_array().unwrap();
         let out_agents = exported["agents"].as_array().unwrap();
         assert_eq!(out_agents.len(), agents.len(), "{name}: agents");

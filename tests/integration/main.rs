@@ -25,6 +25,7 @@ mod faults;
 #[cfg(feature = "server")]
 mod inspector;
 mod layering;
+mod letta_tools;
 #[cfg(feature = "local-embed")]
 mod local;
 #[cfg(feature = "mcp")]

@@ -611,27 +611,18 @@ fn summarizer_input_budget(context_window: usize) -> usize {
     context_window.saturating_sub(664 + 256).clamp(256, 4_000)
 }
 
-/// Tokens a block may come to hold at its character limit (about four characters a token).
-fn block_tokens_at_limit(block: &MemoryBlock) -> usize {
-    block.limit().max(block.chars()).div_ceil(4)
-}
-
 /// Fails if the system instructions, function schemas and memory blocks (grown to their
 /// character limits) leave no room for messages in the prompt budget.
 fn check_fixed_prompt(services: &Services, state: &AgentState) -> Result<()> {
     let fixed = main_context(services, state, MemoryCounts::default()).stats();
-    let memory_at_limit: usize = state
-        .memory
-        .blocks()
-        .iter()
-        .map(block_tokens_at_limit)
-        .sum();
+    // About four characters a token; skills count as listed and loaded.
+    let memory_at_limit = state.memory.chars_at_limits().div_ceil(4);
     let worst = fixed.total_tokens - fixed.memory_tokens.min(fixed.total_tokens)
         + fixed.memory_tokens.max(memory_at_limit);
     if worst >= fixed.window {
         return Err(Error::Config(format!(
-            "the system instructions ({} tokens), {} function schemas ({} tokens) and memory blocks (up to about \
-             {memory_at_limit} tokens at their character limits) take about {worst} tokens, which leaves no room in \
+            "the system instructions ({} tokens), {} function schemas ({} tokens) and memory (up to about \
+             {memory_at_limit} tokens with blocks at their character limits) take about {worst} tokens, which leaves no room in \
              a prompt budget of {} tokens (a context window of {} minus {} kept for the completion); raise the \
              window, offer fewer functions, lower the block limits or shorten the prompt",
             fixed.system_tokens,

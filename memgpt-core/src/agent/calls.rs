@@ -232,6 +232,11 @@ impl Agent {
             fill_heartbeat: self.state.config.loop_style == LoopStyle::UntilReply,
         };
         let recall_messages = self.context.counts().recall;
+        let stats = self.context.stats();
+        let memory_budget = self
+            .state
+            .config
+            .memory_budget(stats.system_tokens + stats.tools_tokens);
         let waiting = std::mem::take(&mut run.waiting);
         let mut ctx = FunctionContext {
             agent_id: self.state.id,
@@ -252,6 +257,7 @@ impl Agent {
                 hops: run.hops,
                 waiting: &waiting,
             },
+            memory_budget,
         };
         let span = super::telemetry::tool_span(&call.name, &call.id);
         let result = run_call(&self.rt.functions, call, limits, &mut ctx)

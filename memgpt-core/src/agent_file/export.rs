@@ -1,6 +1,6 @@
 //! Writing agents from a store into an [`AgentFile`] that Letta loads.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
 
 use chrono::Utc;
@@ -33,6 +33,8 @@ const LETTA_TOOLS: &[(&str, &str)] = &[
     ("memory_replace", "letta_sleeptime_core"),
     ("memory_rethink", "letta_sleeptime_core"),
     ("memory_finish_edits", "letta_sleeptime_core"),
+    ("memory", "letta_memory_core"),
+    ("memory_apply_patch", "letta_memory_core"),
 ];
 
 /// The agent `id` of `storage` as an agent file: its state, blocks and functions, the messages
@@ -123,17 +125,24 @@ pub async fn export(storage: &Storage, id: AgentId) -> Result<AgentFile, AgentFi
             agent.group_ids = vec!["group-0".to_owned()];
         }
     }
+    if writer.skills.is_empty() {
+        // Which agent holds which skill matters only where there are skills.
+        for extras in &mut writer.extras {
+            extras.skills = None;
+        }
+    }
+    let mut metadata = std::mem::take(&mut writer.file_metadata);
+    metadata.insert(
+        "exported_by".to_owned(),
+        format!("memgpt-rs {}", env!("CARGO_PKG_VERSION")),
+    );
     Ok(AgentFile {
         agents: writer.agents,
         groups,
         blocks: writer.blocks,
         tools: writer.tools,
-        metadata: [(
-            "exported_by".to_owned(),
-            format!("memgpt-rs {}", env!("CARGO_PKG_VERSION")),
-        )]
-        .into_iter()
-        .collect(),
+        skills: writer.skills,
+        metadata,
         created_at: Some(Utc::now()),
         memgpt: Some(Extension {
             format: 1,
@@ -150,6 +159,10 @@ struct Writer {
     blocks: Vec<BlockSchema>,
     tools: Vec<ToolSchema>,
     extras: Vec<AgentExtras>,
+    /// The agents' skills (each name once), at the file's top level as Letta has them.
+    skills: Vec<SkillSchema>,
+    /// The metadata of the file the first agent was imported from (Letta's `revision_id`).
+    file_metadata: BTreeMap<String, String>,
     /// Messages numbered so far (ids are unique across the file).
     messages: usize,
     /// The file ids of the shared blocks written so far: an agent holding one refers to it.
@@ -303,6 +316,20 @@ impl Writer {
             Some(value) => serde_json::from_value(value).unwrap_or_default(),
             None => Vec::new(),
         };
+        if let Some(Value::Object(imported)) = carried.remove(super::import::FILE_METADATA)
+            && index == 0
+        {
+            self.file_metadata = imported
+                .into_iter()
+                .filter_map(|(k, v)| Some((k, v.as_str()?.to_owned())))
+                .collect();
+        }
+        let skills = state.memory.skills().all();
+        for skill in skills {
+            if !self.skills.iter().any(|s| s.name == skill.name) {
+                self.skills.push(super::skills::schema_of(skill));
+            }
+        }
         let metadata = match carried.remove("metadata") {
             Some(Value::Object(map)) => Some(map),
             _ => None,
@@ -379,6 +406,8 @@ impl Writer {
                 })
                 .collect(),
             embedding_model: space.map(|s| s.model),
+            skills: Some(skills.iter().map(|s| s.name.clone()).collect()),
+            loaded_skills: super::skills::loaded_of(skills),
         });
         self.agents.push(agent);
         Ok(())

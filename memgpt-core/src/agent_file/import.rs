@@ -57,6 +57,8 @@ pub struct ImportReport {
     pub passages: usize,
     /// Memory blocks.
     pub blocks: usize,
+    /// Skills (procedural memory the agent loads when needed).
+    pub skills: usize,
     /// What was not imported, one line each: tools without a memgpt function, secrets and
     /// tool environment variables, files and sources, blocks no agent uses, message kinds
     /// memgpt does not have, agents left out.
@@ -94,6 +96,10 @@ const NOT_KEPT: &[&str] = &[
     "secrets",
     "multi_agent_group",
 ];
+
+/// The key of [`AgentConfig::carried`] holding the metadata of the file an agent was
+/// imported from (Letta's `revision_id`), written back at the file's top level on export.
+pub(super) const FILE_METADATA: &str = "file_metadata";
 
 /// memgpt's name for Letta's function `name`.
 fn letta_name(name: &str) -> &str {
@@ -286,14 +292,21 @@ pub async fn import(
     let mut commits = Vec::new();
     let mut reports = Vec::new();
     for (i, agent) in agents.iter().enumerate() {
-        let (commit, mut report) =
-            match agent_commit(file, agent, ids[i], &names[i], &new_id, &registry, &shared) {
-                Ok(done) => done,
-                Err(e) => {
-                    remove_blocks(storage, &created_blocks).await;
-                    return Err(e);
-                }
-            };
+        let (commit, mut report) = match agent_commit(
+            file,
+            (i, agent),
+            ids[i],
+            &names[i],
+            &new_id,
+            &registry,
+            &shared,
+        ) {
+            Ok(done) => done,
+            Err(e) => {
+                remove_blocks(storage, &created_blocks).await;
+                return Err(e);
+            }
+        };
         if i == 0 {
             report.unmapped.append(&mut file_notes);
             report.adjusted.append(&mut shared_notes);
@@ -375,7 +388,7 @@ fn agent_names(agents: &[&AgentSchema], chosen: Option<&str>) -> Vec<String> {
 /// One agent's state, messages and passages, and what became of the file's fields.
 fn agent_commit(
     file: &AgentFile,
-    agent: &AgentSchema,
+    (index, agent): (usize, &AgentSchema),
     id: AgentId,
     name: &str,
     new_id: &HashMap<&str, AgentId>,
@@ -446,8 +459,28 @@ fn agent_commit(
         }
     }
     let block_count = blocks.len();
-    let memory = WorkingContext::from_blocks(blocks)
+    let mut memory = WorkingContext::from_blocks(blocks)
         .map_err(|e| invalid(format!("agent {}: memory blocks: {e}", agent.id)))?;
+    let skills = super::skills::skills_of(file, index, extras, &mut adjusted, &mut unmapped);
+    let skill_count = skills.len();
+    for skill in skills {
+        memory
+            .add_skill(skill)
+            .map_err(|e| invalid(format!("agent {}: skills: {e}", agent.id)))?;
+    }
+    if skill_count > 0
+        && registry.get("skill").is_some()
+        && !config.functions.iter().any(|f| f == "skill")
+    {
+        config.functions.push("skill".to_owned());
+    }
+    if index == 0 && extras.is_none() && !file.metadata.is_empty() {
+        // Letta's file metadata (its `revision_id`) goes back into the files memgpt writes.
+        config.carried.insert(
+            FILE_METADATA.to_owned(),
+            serde_json::to_value(&file.metadata).unwrap_or_default(),
+        );
+    }
 
     // Messages: the history under `memgpt`, then the agent's own, oldest first.
     let fallback_time = file.created_at.unwrap_or_else(Utc::now);
@@ -573,6 +606,7 @@ fn agent_commit(
         messages: messages.len(),
         passages: passages.len(),
         blocks: block_count,
+        skills: skill_count,
         unmapped,
         adjusted,
         kept,

@@ -6,7 +6,8 @@
 //! `tool-0`, `message-0`) whose references all resolve. What Letta has no place for goes under
 //! the top-level key `memgpt`, which Letta ignores: archival passages (with embeddings), recall
 //! history older than the context window, the recursive summary, the configuration (policy,
-//! functions, window) and the embedding model.
+//! functions, window) and the embedding model. The file's `skills` (Letta's, top level) become
+//! the skills of its first agent ([`Skill`](crate::memory::Skill)) and are written back there.
 //!
 //! [`import`] reads Letta's own exports too (including files whose JSON is itself a JSON
 //! string), maps Letta's memory tools onto memgpt's functions, reports what it could not map,
@@ -41,12 +42,14 @@
 mod export;
 mod import;
 mod schema;
+mod skills;
 
 pub use export::export;
 pub use import::{ImportOptions, ImportReport, import};
 pub use schema::{
     AgentExtras, AgentFile, AgentSchema, BlockSchema, Content, EmbeddingConfig, Extension,
-    FunctionCallSchema, LlmConfig, MessageSchema, PassageSchema, ToolCallSchema, ToolSchema,
+    FunctionCallSchema, LlmConfig, MessageSchema, PassageSchema, SkillSchema, ToolCallSchema,
+    ToolSchema,
 };
 
 use crate::store::StoreError;

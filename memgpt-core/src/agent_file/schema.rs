@@ -45,6 +45,14 @@ pub struct AgentFile {
     /// MCP servers (not used by memgpt yet).
     #[serde(default, deserialize_with = "nullable")]
     pub mcp_servers: Vec<Value>,
+    /// Skills: procedural memory the agents load when a task needs it
+    /// ([`Skill`](crate::memory::Skill)).
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub skills: Vec<SkillSchema>,
     /// Export information, such as `revision_id`.
     #[serde(default, deserialize_with = "nullable")]
     pub metadata: BTreeMap<String, String>,
@@ -310,6 +318,20 @@ pub struct BlockSchema {
     pub read_only: bool,
 }
 
+/// A skill (Letta's `SkillSchema`): its files, or where to find them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SkillSchema {
+    /// Its name, unique in the file.
+    pub name: String,
+    /// Its files by path; `SKILL.md` holds the instructions and front matter. `None` for a
+    /// skill given by `source_url` only.
+    #[serde(default)]
+    pub files: Option<BTreeMap<String, String>>,
+    /// Where it comes from (`letta:slack`, `owner/repo/path`).
+    #[serde(default)]
+    pub source_url: Option<String>,
+}
+
 /// A tool.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolSchema {
@@ -378,6 +400,13 @@ pub struct AgentExtras {
     /// The embedding model of the passages and messages, if any.
     #[serde(default)]
     pub embedding_model: Option<String>,
+    /// The names of the file's skills this agent holds (`None`: the file's first agent
+    /// holds them all, as for Letta's files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skills: Option<Vec<String>>,
+    /// The files of its skills it had loaded into context, by skill.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub loaded_skills: BTreeMap<String, Vec<String>>,
 }
 
 /// An archival passage.

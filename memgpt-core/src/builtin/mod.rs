@@ -10,6 +10,8 @@
 //! | `archival_memory_update` / `archival_memory_forget` / `archival_memory_search_as_of` | supersedes or retires a fact, searches the facts of a past day (opt-in: [`FACT_FUNCTIONS`]) |
 //! | `conversation_search` / `conversation_search_date` | pages through recall storage |
 //! | `memory_rethink` / `memory_finish_edits` | rewrites a block as a whole, ends a consolidation turn (opt-in: [`CONSOLIDATION_FUNCTIONS`]) |
+//! | `memory` / `memory_apply_patch` | Letta's memory tools: view, create, edit, rename, describe and delete blocks by path or patch (opt-in) |
+//! | `skill` | loads a skill's files into working context, unloads them, lists the skills (opt-in; offered to agents with skills) |
 //! | `send_message_to_agent` | writes to another agent, waiting for its reply or not (opt-in; see [`crate::messaging`]) |
 
 mod agents;
@@ -17,6 +19,7 @@ mod archival;
 mod consolidation;
 mod core_memory;
 mod facts;
+mod memory_tool;
 mod messaging;
 mod recall;
 

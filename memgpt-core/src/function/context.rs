@@ -182,6 +182,8 @@ pub struct FunctionContext<'a> {
     pub(crate) embedding_backlog: bool,
     /// Where messages to other agents go, with this step's place in an exchange.
     pub(crate) messaging: Messaging<'a>,
+    /// Tokens working context may come to take (see [`FunctionContext::memory_budget`]).
+    pub(crate) memory_budget: usize,
 }
 
 /// What a function needs to write to another agent: the messenger, who is writing, and the
@@ -274,6 +276,136 @@ impl<'a> FunctionContext<'a> {
             }
         }
         Ok(self.memory.block(label)?)
+    }
+
+    /// About how many tokens working context may take in this agent's window
+    /// ([`AgentConfig::memory_budget`]): a change that grows memory past it (a new block at its
+    /// character limit, a loaded skill) is refused with [`MemoryError::OverBudget`]. Counted on
+    /// [`WorkingContext::chars`], about four characters a token.
+    pub fn memory_budget(&self) -> usize {
+        self.memory_budget
+    }
+
+    /// Makes `change` to working context, then undoes it with `undo` and refuses it if memory,
+    /// with `headroom` more characters (what a new block may still grow by), grew past
+    /// [`FunctionContext::memory_budget`]. A change that does not grow memory always stands.
+    fn within_budget<T>(
+        &mut self,
+        headroom: usize,
+        change: impl FnOnce(&mut WorkingContext) -> Result<T, MemoryError>,
+        undo: impl FnOnce(&mut WorkingContext, &T),
+    ) -> Result<T, FunctionError> {
+        let before = self.memory.chars();
+        let done = change(self.memory)?;
+        let after = self.memory.chars() + headroom;
+        let would_be = after.div_ceil(4);
+        if after > before && would_be > self.memory_budget {
+            undo(self.memory, &done);
+            return Err(MemoryError::OverBudget {
+                would_be,
+                budget: self.memory_budget,
+            }
+            .into());
+        }
+        Ok(done)
+    }
+
+    /// Adds `block`, a new block of the agent's own, at the end of working context (committed
+    /// with the step): its label must be free and valid ([`check_label`](crate::memory::check_label)),
+    /// and memory must stay within [`FunctionContext::memory_budget`] with the new block at its
+    /// limit.
+    pub fn create_block(&mut self, block: MemoryBlock) -> Result<&MemoryBlock, FunctionError> {
+        crate::memory::check_label(block.label())?;
+        let label = block.label().to_owned();
+        let headroom = block.limit().saturating_sub(block.chars());
+        self.within_budget(
+            headroom,
+            |memory| memory.add(block),
+            |memory, _| {
+                let _ = memory.remove(&label);
+            },
+        )?;
+        Ok(self.memory.block(&label)?)
+    }
+
+    /// Deletes block `label` from the agent's working context and returns it: an own block is
+    /// gone with the step's commit; a shared block is detached from this agent only (the
+    /// others keep it, and it stays in the block store). A read-only block is refused.
+    pub fn delete_block(&mut self, label: &str) -> Result<MemoryBlock, FunctionError> {
+        if self.memory.block(label)?.is_read_only() {
+            return Err(MemoryError::ReadOnly {
+                label: label.to_owned(),
+            }
+            .into());
+        }
+        Ok(self.memory.remove(label)?)
+    }
+
+    /// Renames the agent's own block `from` to `to` (a free, valid label). A shared block's
+    /// label is every holder's, so renaming one is refused with [`MemoryError::Shared`].
+    pub fn rename_block(&mut self, from: &str, to: &str) -> Result<&MemoryBlock, FunctionError> {
+        Ok(self.memory.rename(from, to)?)
+    }
+
+    /// Sets the description of block `label` (`None` clears it), where the block lives, as
+    /// [`FunctionContext::edit_block`] does; a read-only block is refused.
+    pub async fn describe_block(
+        &mut self,
+        label: &str,
+        description: Option<&str>,
+    ) -> Result<&MemoryBlock, FunctionError> {
+        let edit = |block: &mut MemoryBlock| {
+            if block.is_read_only() {
+                return Err(MemoryError::ReadOnly {
+                    label: block.label().to_owned(),
+                });
+            }
+            block.set_description(description.map(str::to_owned));
+            Ok(())
+        };
+        self.edit_block_with(label, &edit, false).await
+    }
+
+    /// Loads `file` of skill `name` (its `SKILL.md` for `None`) into working context, within
+    /// [`FunctionContext::memory_budget`]; returns the path loaded.
+    pub fn load_skill(&mut self, name: &str, file: Option<&str>) -> Result<String, FunctionError> {
+        let (path, _) = self.within_budget(
+            0,
+            |memory| {
+                let was_loaded = memory.skills().get(name)?.loaded.clone();
+                let path = memory.load_skill(name, file)?;
+                let newly = !was_loaded.contains(&path);
+                Ok((path, newly))
+            },
+            |memory, (path, newly)| {
+                if *newly {
+                    let _ = memory.unload_skill(name, Some(path));
+                }
+            },
+        )?;
+        Ok(path)
+    }
+
+    /// Unloads `file` of skill `name` (every loaded file of it for `None`) from working
+    /// context; returns the paths unloaded.
+    pub fn unload_skill(
+        &mut self,
+        name: &str,
+        file: Option<&str>,
+    ) -> Result<Vec<String>, FunctionError> {
+        Ok(self.memory.unload_skill(name, file)?)
+    }
+
+    /// Refreshes this agent's copy of shared block `label` from the block store (after an
+    /// edit another writer made, or one this agent's function undid in working context only).
+    pub async fn refresh_shared_copy(&mut self, label: &str) -> Result<(), FunctionError> {
+        let Some(shared) = self.memory.block(label)?.shared() else {
+            return Ok(());
+        };
+        if let Some(stored) = self.storage.blocks.get_blocks(&[shared.id]).await?.pop() {
+            self.memory.refresh_shared(stored.attached());
+        }
+        Ok(())
     }
 
     /// Settings for built-in functions.

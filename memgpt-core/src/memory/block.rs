@@ -34,6 +34,34 @@ pub struct MemoryBlock {
     shared: Option<SharedRef>,
 }
 
+/// The longest label a block may have, in characters.
+pub const MAX_LABEL_CHARS: usize = 100;
+
+/// Checks that `label` can name a block: not empty, at most [`MAX_LABEL_CHARS`] characters,
+/// letters, digits and `_ - . /` only (it is written as a tag in the prompt; Letta's
+/// `system/human/work` labels fit).
+pub fn check_label(label: &str) -> Result<(), MemoryError> {
+    let invalid = |reason| {
+        Err(MemoryError::InvalidLabel {
+            label: label.to_owned(),
+            reason,
+        })
+    };
+    if label.is_empty() {
+        return invalid("it is empty");
+    }
+    if label.chars().count() > MAX_LABEL_CHARS {
+        return invalid("it is longer than 100 characters");
+    }
+    if !label
+        .chars()
+        .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/'))
+    {
+        return invalid("use letters, digits, `_`, `-`, `.` and `/` only");
+    }
+    Ok(())
+}
+
 /// Where a shared block lives: its id in the [`BlockStore`](crate::store::BlockStore) and the
 /// version an agent's copy shows (every edit bumps it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -129,6 +157,16 @@ impl MemoryBlock {
         }
         self.limit = limit;
         Ok(())
+    }
+
+    /// Changes the label (the caller keeps labels unique).
+    pub(crate) fn set_label(&mut self, label: String) {
+        self.label = label;
+    }
+
+    /// Characters the block may come to hold: its limit, or its text if longer.
+    pub fn chars_at_limit(&self) -> usize {
+        self.limit.max(self.chars())
     }
 
     /// Changes the description shown to the LLM.

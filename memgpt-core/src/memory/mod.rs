@@ -6,9 +6,14 @@
 //! message saying how far over it is.
 
 mod block;
+pub mod patch;
+mod skills;
 mod working;
 
-pub use block::{DEFAULT_BLOCK_LIMIT, MemoryBlock, SharedRef};
+pub use block::{DEFAULT_BLOCK_LIMIT, MAX_LABEL_CHARS, MemoryBlock, SharedRef, check_label};
+pub use skills::{
+    LISTED_DESCRIPTION_CHARS, LISTING_CHARS, SKILL_FILE, Skill, Skills, front_matter,
+};
 pub use working::WorkingContext;
 
 /// Why a working-context edit was rejected. The messages are written for the LLM to read.
@@ -93,5 +98,65 @@ pub enum MemoryError {
     DuplicateLabel {
         /// The label.
         label: String,
+    },
+    /// A label a block cannot have.
+    #[error("`{label}` cannot be a block label: {reason}")]
+    InvalidLabel {
+        /// The label.
+        label: String,
+        /// Why not.
+        reason: &'static str,
+    },
+    /// The change would let memory take more of the context window than it may.
+    #[error(
+        "refused: memory would take about {would_be} tokens (blocks at their character limits, skills listed and \
+         loaded) but may take {budget} of this agent's context window; unload a skill, delete or shorten a block, \
+         or move details to archival memory"
+    )]
+    OverBudget {
+        /// Tokens memory would take.
+        would_be: usize,
+        /// Tokens it may take.
+        budget: usize,
+    },
+    /// No skill has this name.
+    #[error("there is no skill named `{name}`; the skills are: {}", available.join(", "))]
+    UnknownSkill {
+        /// The name asked for.
+        name: String,
+        /// The skills there are.
+        available: Vec<String>,
+    },
+    /// A skill with this name already exists.
+    #[error("a skill named `{name}` already exists")]
+    DuplicateSkill {
+        /// The name.
+        name: String,
+    },
+    /// A line number outside the block.
+    #[error(
+        "edit rejected: block `{label}` has {lines} lines, so the line must be 0 (before the first) to {lines}, \
+         or -1 for the end; {line} is outside"
+    )]
+    InvalidLine {
+        /// The block.
+        label: String,
+        /// The line asked for.
+        line: i64,
+        /// The lines it has.
+        lines: usize,
+    },
+    /// A memory patch could not be applied.
+    #[error(transparent)]
+    Patch(#[from] patch::PatchError),
+    /// A skill has no such file, or no files at all.
+    #[error("skill `{name}` has no file `{file}`; its files are: {}", files.join(", "))]
+    UnknownSkillFile {
+        /// The skill.
+        name: String,
+        /// The file asked for.
+        file: String,
+        /// The files it has (none: it was imported by reference only).
+        files: Vec<String>,
     },
 }

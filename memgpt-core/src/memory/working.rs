@@ -2,16 +2,19 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{MemoryBlock, MemoryError};
+use super::{MemoryBlock, MemoryError, Skill, Skills, check_label};
 use crate::ids::BlockId;
 
-/// The labelled blocks of working context, in display order.
+/// The labelled blocks of working context, in display order, and the agent's skills (listed,
+/// and loaded where the model loaded them).
 ///
 /// Every successful edit bumps [`WorkingContext::revision`], which the agent uses to notice that
 /// the rendered system prompt (and its token count) must be refreshed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkingContext {
     blocks: Vec<MemoryBlock>,
+    #[serde(default, skip_serializing_if = "Skills::is_empty")]
+    skills: Skills,
     #[serde(skip)]
     revision: u64,
 }
@@ -48,6 +51,107 @@ impl WorkingContext {
         let index = self.index_of(label)?;
         self.revision += 1;
         Ok(self.blocks.remove(index))
+    }
+
+    /// Renames the agent's own block `from` to `to`, where it stands (a shared block is
+    /// refused with [`MemoryError::Shared`]: its label is every holder's).
+    pub fn rename(&mut self, from: &str, to: &str) -> Result<&MemoryBlock, MemoryError> {
+        let index = self.own_index(from)?;
+        check_label(to)?;
+        if from != to && self.get(to).is_some() {
+            return Err(MemoryError::DuplicateLabel {
+                label: to.to_owned(),
+            });
+        }
+        if self.blocks[index].is_read_only() {
+            return Err(MemoryError::ReadOnly {
+                label: from.to_owned(),
+            });
+        }
+        self.blocks[index].set_label(to.to_owned());
+        self.revision += 1;
+        Ok(&self.blocks[index])
+    }
+
+    /// The skills.
+    pub fn skills(&self) -> &Skills {
+        &self.skills
+    }
+
+    /// Adds a skill (a name already taken is refused).
+    pub fn add_skill(&mut self, skill: Skill) -> Result<(), MemoryError> {
+        self.skills.add(skill)?;
+        self.revision += 1;
+        Ok(())
+    }
+
+    /// Removes a skill, returning it.
+    pub fn remove_skill(&mut self, name: &str) -> Result<Skill, MemoryError> {
+        let skill = self.skills.remove(name)?;
+        self.revision += 1;
+        Ok(skill)
+    }
+
+    /// Loads `file` of skill `name` (its main file for `None`) into context; returns the
+    /// path loaded. Loading a loaded file changes nothing.
+    pub fn load_skill(&mut self, name: &str, file: Option<&str>) -> Result<String, MemoryError> {
+        let skill = self.skills.get_mut(name)?;
+        let path = match file {
+            Some(path) => path.to_owned(),
+            None => skill.main_file().unwrap_or(super::SKILL_FILE).to_owned(),
+        };
+        if !skill.files.contains_key(&path) {
+            return Err(MemoryError::UnknownSkillFile {
+                name: name.to_owned(),
+                file: path,
+                files: skill.files.keys().cloned().collect(),
+            });
+        }
+        if !skill.loaded.contains(&path) {
+            skill.loaded.push(path.clone());
+            self.revision += 1;
+        }
+        Ok(path)
+    }
+
+    /// Unloads `file` of skill `name` (all its files for `None`); returns the paths unloaded.
+    pub fn unload_skill(
+        &mut self,
+        name: &str,
+        file: Option<&str>,
+    ) -> Result<Vec<String>, MemoryError> {
+        let skill = self.skills.get_mut(name)?;
+        let unloaded: Vec<String> = match file {
+            None => std::mem::take(&mut skill.loaded),
+            Some(path) => {
+                let before = skill.loaded.len();
+                skill.loaded.retain(|p| p != path);
+                if skill.loaded.len() == before {
+                    Vec::new()
+                } else {
+                    vec![path.to_owned()]
+                }
+            }
+        };
+        if !unloaded.is_empty() {
+            self.revision += 1;
+        }
+        Ok(unloaded)
+    }
+
+    /// Characters working context holds now: the blocks' text plus the skills as rendered.
+    pub fn chars(&self) -> usize {
+        self.blocks.iter().map(MemoryBlock::chars).sum::<usize>() + self.skills.rendered_chars()
+    }
+
+    /// Characters working context may come to hold: every block at its character limit (or
+    /// its text, if longer) plus the skills as rendered. Memory budgets are counted on it.
+    pub fn chars_at_limits(&self) -> usize {
+        self.blocks
+            .iter()
+            .map(MemoryBlock::chars_at_limit)
+            .sum::<usize>()
+            + self.skills.rendered_chars()
     }
 
     /// The blocks, in order.
@@ -156,7 +260,7 @@ impl WorkingContext {
         self.revision
     }
 
-    /// Renders every block for the prompt.
+    /// Renders every block for the prompt, then the skills (see [`Skills::render`]).
     pub fn render(&self) -> String {
         let mut out = String::new();
         for (i, block) in self.blocks.iter().enumerate() {
@@ -164,6 +268,12 @@ impl WorkingContext {
                 out.push('\n');
             }
             block.render(&mut out);
+        }
+        if !self.skills.is_empty() {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(&self.skills.render());
         }
         out
     }

@@ -373,6 +373,16 @@ async function loadBlocks() {
       b.block_id ? el("p", { class: "meta shared", text: `Shared block ${b.block_id}: an edit here is seen by every agent holding it on its next step` }) : null,
       area, count, error, el("div", {}, save));
   }));
+  await loadSkills();
+}
+
+async function loadSkills() {
+  const { skills } = await api("GET", `/v1/agents/${state.agent.id}`);
+  $("skills").replaceChildren(...skills.map((s) => el("li", { "data-skill": s.name },
+    el("strong", { text: s.name }),
+    el("span", { class: "meta", text: ` · ${s.files.length ? `${s.files.length} files` : `no files${s.source_url ? ` (source ${s.source_url})` : ""}`}${s.loaded.length ? ` · loaded: ${s.loaded.join(", ")}` : ""}` }),
+    el("div", { text: s.description }))));
+  if (!skills.length) $("skills").append(el("li", { class: "meta", text: "No skills." }));
 }
 
 // ---- archival and recall -------------------------------------------------------------------

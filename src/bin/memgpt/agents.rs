@@ -128,6 +128,29 @@ pub async fn show(settings: &Settings, name: &str) -> Result<()> {
             block.value()
         );
     }
+    let skills = state.memory.skills().all();
+    if !skills.is_empty() {
+        println!(
+            "\nskills     {} (listed in context; the agent loads one with `skill`)",
+            skills.len()
+        );
+        for skill in skills {
+            let loaded = if skill.loaded.is_empty() {
+                String::new()
+            } else {
+                format!(" [loaded: {}]", skill.loaded.join(", "))
+            };
+            let files = if skill.files.is_empty() {
+                format!(
+                    "no files (source {})",
+                    skill.source_url.as_deref().unwrap_or("unknown")
+                )
+            } else {
+                format!("{} files", skill.files.len())
+            };
+            println!("  {} ({files}){loaded}: {}", skill.name, skill.description);
+        }
+    }
     Ok(())
 }
 
@@ -236,8 +259,8 @@ pub async fn import(
     };
     for report in std::iter::once(&report).chain(&report.related) {
         println!(
-            "imported agent {} ({} messages, {} passages, {} blocks)",
-            report.name, report.messages, report.passages, report.blocks
+            "imported agent {} ({} messages, {} passages, {} blocks, {} skills)",
+            report.name, report.messages, report.passages, report.blocks, report.skills
         );
         for note in &report.adjusted {
             println!("  adjusted: {note}");
