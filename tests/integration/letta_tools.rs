@@ -416,3 +416,60 @@ async fn the_memory_tool_edits_shared_blocks_where_they_live() {
         "Ann leads.\nCy tests.\nBo edits."
     );
 }
+
+#[memgpt_test_harness::test]
+async fn memory_pressure_names_the_loaded_skills() {
+    use memgpt::backend::testing::ScriptedProvider;
+    use memgpt::memory::Skill;
+    use std::sync::Arc;
+
+    let body = "Step: check the form field by field before filling it. ".repeat(40);
+    let pdf = Skill::from_files(
+        "pdf",
+        [(
+            "SKILL.md".to_owned(),
+            format!("---\nname: pdf\ndescription: Fill PDF forms.\n---\n{body}"),
+        )]
+        .into(),
+        None,
+    );
+    let llm = Arc::new(ScriptedProvider::new());
+    let mut agent = Agent::builder()
+        .provider(llm.clone())
+        .context_window(8_192)
+        .skill(pdf)
+        .build()
+        .await
+        .unwrap();
+    llm.push_call(
+        "skill",
+        json!({"command": "load", "name": "pdf", "request_heartbeat": true}),
+    );
+    llm.push_call("send_message", json!({"message": "Loaded."}));
+    let step = agent.step("Fill this form.").await.unwrap();
+    assert!(step.function_calls[0].ok, "{:?}", step.function_calls[0]);
+    let mut warning = None;
+    for i in 0..80 {
+        llm.push_call("send_message", json!({"message": format!("Noted {i}.")}));
+        let step = agent
+            .step(format!(
+                "Field {i}: {}",
+                "the applicant's details go here. ".repeat(12)
+            ))
+            .await
+            .unwrap();
+        if step.pressure_warning {
+            warning = step
+                .messages
+                .iter()
+                .find(|m| m.text.starts_with("Memory pressure"))
+                .map(|m| m.text.clone());
+            break;
+        }
+    }
+    let warning = warning.expect("a memory-pressure warning");
+    assert!(
+        warning.contains("unload those you no longer need (pdf)"),
+        "{warning}"
+    );
+}

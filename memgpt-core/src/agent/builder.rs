@@ -65,6 +65,7 @@ pub struct AgentBuilder {
     extensions: Extensions,
     system: Option<String>,
     blocks: Vec<MemoryBlock>,
+    skills: Vec<crate::memory::Skill>,
     persona: Option<String>,
     human: Option<String>,
     block_limit: Option<usize>,
@@ -365,6 +366,34 @@ impl AgentBuilder {
         self
     }
 
+    /// Gives a new agent a skill (procedural memory: listed in its context, loaded with the
+    /// `skill` function, which the agent is then offered).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> memgpt_core::Result<()> {
+    /// use memgpt_core::memory::Skill;
+    /// use memgpt_core::testing::ScriptedProvider;
+    /// use std::sync::Arc;
+    ///
+    /// let pdf = Skill::from_files(
+    ///     "pdf",
+    ///     [("SKILL.md".into(), "---\nname: pdf\ndescription: Fill PDF forms.\n---\nUse pdftk.".into())].into(),
+    ///     None,
+    /// );
+    /// let agent = memgpt_core::Agent::builder()
+    ///     .provider(Arc::new(ScriptedProvider::new()))
+    ///     .skill(pdf)
+    ///     .build()
+    ///     .await?;
+    /// assert!(agent.config().functions.iter().any(|f| f == "skill"));
+    /// assert!(agent.context().system_message().content.contains("- pdf: Fill PDF forms."));
+    /// # Ok(()) }
+    /// ```
+    pub fn skill(mut self, skill: crate::memory::Skill) -> Self {
+        self.skills.push(skill);
+        self
+    }
+
     /// Attaches shared block `block` (stored in the agent's
     /// [`BlockStore`](crate::store::BlockStore)) to a new agent, after its other blocks: the
     /// agent is created holding it, and sees other writers' edits on every step.
@@ -406,13 +435,19 @@ impl AgentBuilder {
                 )));
             }
         }
-        let memory = WorkingContext::from_blocks(blocks)?;
+        let mut memory = WorkingContext::from_blocks(blocks)?;
+        for skill in std::mem::take(&mut self.skills) {
+            memory.add_skill(skill)?;
+        }
         let mut config = AgentConfig {
             context_window: 0,
             ..AgentConfig::default()
         };
         for edit in self.edits.drain(..) {
             edit(&mut config);
+        }
+        if !memory.skills().is_empty() && !config.functions.iter().any(|f| f == "skill") {
+            config.functions.push("skill".to_owned());
         }
         if config.context_window == 0 {
             config.context_window = self.default_window();

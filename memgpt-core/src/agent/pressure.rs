@@ -30,12 +30,28 @@ impl Agent {
                 self.state.pressure_warned = true;
                 run.pressure_warning = true;
                 let fraction = self.context.stats().fraction;
-                let text = format!(
+                let mut text = format!(
                     "Memory pressure: your context is {:.0}% full. Older messages will soon be evicted: a summary is \
                      kept and the conversation stays searchable, but save anything you will need (including function \
                      results) to core memory or archival memory now.",
                     fraction * 100.0
                 );
+                // Loaded skills are not evicted: only the model can unload them.
+                let loaded: Vec<&str> = self
+                    .context
+                    .memory()
+                    .skills()
+                    .all()
+                    .iter()
+                    .filter(|s| !s.loaded.is_empty())
+                    .map(|s| s.name.as_str())
+                    .collect();
+                if !loaded.is_empty() {
+                    text.push_str(&format!(
+                        " Loaded skills take room too: unload those you no longer need ({}) with `skill`.",
+                        loaded.join(", ")
+                    ));
+                }
                 debug!(fraction, "memory-pressure warning");
                 let now = run.now(self.rt.clock.as_ref());
                 self.push(

@@ -109,8 +109,8 @@ pub enum MemoryError {
     },
     /// The change would let memory take more of the context window than it may.
     #[error(
-        "refused: memory would take about {would_be} tokens (blocks at their character limits, skills listed and \
-         loaded) but may take {budget} of this agent's context window; unload a skill, delete or shorten a block, \
+        "refused: memory would take about {would_be} tokens (blocks, a new block at its character limit, skills \
+         listed and loaded) but may take {budget} of this agent's context window; unload a skill, delete or shorten a block, \
          or move details to archival memory"
     )]
     OverBudget {
