@@ -60,10 +60,29 @@ pub async fn agents_lifecycle(backend: &StoreUnderTest) {
     );
     assert!(s.agents.agents_named("carol").await.unwrap().is_empty());
     twin.name = "carol".into();
+    // Skills live in the agent's state, loaded files included.
+    let skill = memgpt_core::memory::Skill::from_files(
+        "pdf",
+        [(
+            "SKILL.md".to_owned(),
+            "---\nname: pdf\ndescription: Fill forms.\n---\nUse pdftk.".to_owned(),
+        )]
+        .into(),
+        Some("anthropic:pdf".into()),
+    );
+    twin.memory.add_skill(skill).unwrap();
+    twin.memory.load_skill("pdf", None).unwrap();
     s.agents
         .commit(&twin.next_commit(vec![], vec![]))
         .await
         .unwrap();
+    let loaded = s.agents.load_agent(twin.id).await.unwrap().unwrap();
+    assert_eq!(
+        loaded.memory.skills(),
+        twin.memory.skills(),
+        "{}: skills",
+        backend.name()
+    );
     assert_eq!(s.agents.agents_named("carol").await.unwrap(), [twin.id]);
     assert_eq!(s.agents.agents_named("bob").await.unwrap(), [b.id]);
     assert!(s.agents.delete_agent(twin.id).await.unwrap());
