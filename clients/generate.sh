@@ -13,7 +13,9 @@ export PATH="$TOOLS:$PATH"
 
 cargo run --quiet --features server --bin memgpt -- serve --openapi > openapi.json
 
-openapi-python-client generate --path openapi.json --output-path python --meta setup \
+# `--meta uv`: the package builds with uv_build, which writes nothing into clients/python
+# (setuptools' setup.py wrote build/ and *.egg-info there on every `pip install`).
+openapi-python-client generate --path openapi.json --output-path python --meta uv \
     --overwrite --config python-generator.yaml
 
 cd typescript

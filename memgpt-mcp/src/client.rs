@@ -9,12 +9,19 @@
 //! tool's JSON schema first (a wrong call never reaches the server; the model reads what to
 //! fix), the call has a timeout, and a server error, a tool error or a broken connection comes
 //! back to the model as the call's error result.
+//!
+//! A session that ends (the child process exited, the HTTP connection was lost) is opened
+//! again on the next call: the process is restarted, or the server reconnected. A call that
+//! finds the session already ended runs on the new one; a call the server stopped in the middle
+//! of fails (it may or may not have run), and the next call restarts the server. When a restart
+//! fails, calls fail at once with the reason until the next try, 1 s later, then 2 s, 4 s ... up
+//! to [`MAX_RESTART_BACKOFF`]. [`McpClient::health`] says how the session is doing.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use memgpt_core::function::{
@@ -25,7 +32,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock,
     Implementation, ResourceContents, Tool,
 };
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde::{Deserialize, Serialize};
@@ -34,6 +41,9 @@ use tokio::io::AsyncBufReadExt;
 
 /// How long a call (and the handshake) may take unless configured: 60 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The longest wait between two tries to restart (or reconnect) a server whose session ended.
+pub const MAX_RESTART_BACKOFF: Duration = Duration::from_secs(60);
 
 /// What separates the server's name from the tool's in a function name.
 pub const NAMESPACE_SEPARATOR: &str = "__";
@@ -74,9 +84,79 @@ pub enum McpError {
         /// The timeout.
         seconds: u64,
     },
+    /// The session ended while the server ran a call (the process exited, the connection was
+    /// lost): the call may or may not have run. The next call restarts the server.
+    #[error(
+        "the MCP server `{server}` stopped while running `{tool}` (it may or may not have run); \
+         it is restarted on the next call"
+    )]
+    Lost {
+        /// The server's name.
+        server: String,
+        /// The tool the call was for.
+        tool: String,
+    },
+    /// The session ended and the last try to restart (or reconnect) the server failed; the
+    /// next try comes after a backoff.
+    #[error(
+        "the MCP server `{server}` is down ({reason}); memgpt tries to restart it again in {} s",
+        retry_in.as_secs().max(1)
+    )]
+    Down {
+        /// The server's name.
+        server: String,
+        /// Why the last restart failed.
+        reason: String,
+        /// How long until the next try.
+        retry_in: Duration,
+    },
+    /// The client was closed ([`McpClient::close`]).
+    #[error("the MCP server `{server}` was closed")]
+    Closed {
+        /// The server's name.
+        server: String,
+    },
     /// A tool could not be registered (its name or schema).
     #[error(transparent)]
     Registry(#[from] RegistryError),
+}
+
+/// How an MCP server's session is doing ([`McpClient::health`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServerHealth {
+    /// The session is open.
+    Up,
+    /// The session ended (the process exited, the connection was lost); the next call
+    /// restarts or reconnects the server.
+    Lost,
+    /// Being restarted or reconnected right now.
+    Restarting,
+    /// The last restart failed; the next call after `retry_in` tries again.
+    Down {
+        /// Why the last restart failed.
+        reason: String,
+        /// How long until the next try.
+        retry_in: Duration,
+    },
+    /// Closed by [`McpClient::close`].
+    Closed,
+}
+
+impl fmt::Display for ServerHealth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServerHealth::Up => f.write_str("up"),
+            ServerHealth::Lost => f.write_str("stopped (restarted on the next call)"),
+            ServerHealth::Restarting => f.write_str("restarting"),
+            ServerHealth::Down { reason, retry_in } => write!(
+                f,
+                "down ({reason}); the next call after {} s restarts it",
+                retry_in.as_secs().max(1)
+            ),
+            ServerHealth::Closed => f.write_str("closed"),
+        }
+    }
 }
 
 /// How to reach an MCP server.
@@ -178,11 +258,217 @@ impl McpServerConfig {
 
 type Session = RunningService<RoleClient, ClientConfig>;
 
+/// Opens a session with the server `config` names: spawns or connects, and shakes hands.
+async fn open_session(config: &McpServerConfig, timeout: Duration) -> Result<Session, McpError> {
+    let name = &config.name;
+    let info = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("memgpt-rs", env!("CARGO_PKG_VERSION")),
+    );
+    let protocol = |e: &dyn fmt::Display| McpError::Protocol {
+        server: name.clone(),
+        message: e.to_string(),
+    };
+    let timed_out = || McpError::Timeout {
+        server: name.clone(),
+        seconds: timeout.as_secs(),
+    };
+    match &config.transport {
+        McpTransport::Stdio { command, args, env } => {
+            let mut process = tokio::process::Command::new(command);
+            process.args(args).envs(env).kill_on_drop(true);
+            let (transport, stderr) = TokioChildProcess::builder(process)
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(|source| McpError::Spawn {
+                    server: name.clone(),
+                    command: command.clone(),
+                    source,
+                })?;
+            if let Some(stderr) = stderr {
+                let server = name.clone();
+                tokio::spawn(async move {
+                    let mut lines = tokio::io::BufReader::new(stderr).lines();
+                    while let Ok(Some(line)) = lines.next_line().await {
+                        tracing::debug!(target: "memgpt_mcp::server_log", server = %server, "{line}");
+                    }
+                });
+            }
+            tokio::time::timeout(timeout, info.serve(transport))
+                .await
+                .map_err(|_| timed_out())?
+                .map_err(|e| protocol(&e))
+        }
+        McpTransport::Http { url, bearer_token } => {
+            memgpt_providers::http::install_crypto_provider();
+            let mut settings = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            settings.auth_header = bearer_token.clone();
+            let transport = StreamableHttpClientTransport::from_config(settings);
+            tokio::time::timeout(timeout, info.serve(transport))
+                .await
+                .map_err(|_| timed_out())?
+                .map_err(|e| protocol(&e))
+        }
+    }
+}
+
+/// How long to wait before restart number `failures + 1` after `failures` failed in a row:
+/// 1 s, 2 s, 4 s ... up to [`MAX_RESTART_BACKOFF`].
+fn restart_backoff(failures: u32) -> Duration {
+    let exponent = failures.saturating_sub(1).min(16);
+    Duration::from_secs(1u64 << exponent).min(MAX_RESTART_BACKOFF)
+}
+
+/// One server's session, shared by the client and its tools, opened again when it ends.
+struct Connection {
+    config: McpServerConfig,
+    timeout: Duration,
+    state: tokio::sync::Mutex<ConnectionState>,
+}
+
+#[derive(Default)]
+struct ConnectionState {
+    /// The current session; `None` once it ended and was let go.
+    session: Option<Arc<Session>>,
+    /// Restarts that failed in a row.
+    failures: u32,
+    /// When the next restart may run, after a failed one.
+    retry_at: Option<Instant>,
+    /// Why the last restart failed.
+    last_error: String,
+    /// Closed by [`McpClient::close`]: never restarted.
+    closed: bool,
+}
+
+impl Connection {
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// The open session: the current one, or a new one when it ended (unless the last try
+    /// failed less than its backoff ago).
+    async fn session(&self) -> Result<Arc<Session>, McpError> {
+        let mut state = self.state.lock().await;
+        if state.closed {
+            return Err(McpError::Closed {
+                server: self.name().to_owned(),
+            });
+        }
+        if let Some(session) = &state.session {
+            if !session.is_transport_closed() {
+                return Ok(Arc::clone(session));
+            }
+            tracing::warn!(server = %self.name(), "the MCP server's session ended; restarting it");
+            state.session = None;
+        }
+        let now = Instant::now();
+        if let Some(at) = state.retry_at
+            && now < at
+        {
+            return Err(McpError::Down {
+                server: self.name().to_owned(),
+                reason: state.last_error.clone(),
+                retry_in: at - now,
+            });
+        }
+        match open_session(&self.config, self.timeout).await {
+            Ok(session) => {
+                tracing::info!(server = %self.name(), "MCP server restarted");
+                let session = Arc::new(session);
+                state.session = Some(Arc::clone(&session));
+                state.failures = 0;
+                state.retry_at = None;
+                state.last_error.clear();
+                Ok(session)
+            }
+            Err(error) => {
+                state.failures = state.failures.saturating_add(1);
+                let backoff = restart_backoff(state.failures);
+                state.retry_at = Some(Instant::now() + backoff);
+                state.last_error = error.reason();
+                tracing::warn!(
+                    server = %self.name(),
+                    error = %error,
+                    retry_in = ?backoff,
+                    "the MCP server could not be restarted"
+                );
+                Err(McpError::Down {
+                    server: self.name().to_owned(),
+                    reason: state.last_error.clone(),
+                    retry_in: backoff,
+                })
+            }
+        }
+    }
+
+    /// Lets `session` go if it is still the current one (its transport failed): the next call
+    /// opens a new one.
+    async fn forget(&self, session: &Arc<Session>) {
+        let mut state = self.state.lock().await;
+        if state
+            .session
+            .as_ref()
+            .is_some_and(|current| Arc::ptr_eq(current, session))
+        {
+            state.session = None;
+        }
+    }
+
+    /// Runs `tool` on the open session (see the [module](self) documentation).
+    async fn call(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<ToolOutput, McpError> {
+        let session = self.session().await?;
+        let result = run_tool(&session, self.name(), tool, arguments, self.timeout).await;
+        if matches!(result, Err(McpError::Lost { .. })) {
+            self.forget(&session).await;
+        }
+        result
+    }
+
+    fn health(&self) -> ServerHealth {
+        let Ok(state) = self.state.try_lock() else {
+            return ServerHealth::Restarting;
+        };
+        if state.closed {
+            return ServerHealth::Closed;
+        }
+        match (&state.session, state.retry_at) {
+            (Some(session), _) if !session.is_transport_closed() => ServerHealth::Up,
+            (None, Some(at)) => ServerHealth::Down {
+                reason: state.last_error.clone(),
+                retry_in: at.saturating_duration_since(Instant::now()),
+            },
+            _ => ServerHealth::Lost,
+        }
+    }
+
+    /// Ends the session for good.
+    async fn close(&self) {
+        let session = {
+            let mut state = self.state.lock().await;
+            state.closed = true;
+            state.session.take()
+        };
+        match session.map(Arc::try_unwrap) {
+            Some(Ok(session)) => {
+                let _ = session.cancel().await;
+            }
+            Some(Err(_)) => {
+                tracing::debug!(server = %self.name(), "MCP session still in a call; it ends with it");
+            }
+            None => {}
+        }
+    }
+}
+
 /// An open session with one MCP server, and the tools it offers.
 pub struct McpClient {
     name: String,
     timeout: Duration,
-    session: Arc<Session>,
+    connection: Arc<Connection>,
     tools: Vec<Tool>,
 }
 
@@ -211,64 +497,30 @@ impl McpClient {
             return Err(McpError::InvalidName(name));
         }
         let timeout = Duration::from_secs(config.timeout_secs.max(1));
-        let info = ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("memgpt-rs", env!("CARGO_PKG_VERSION")),
-        );
-        let protocol = |e: &dyn fmt::Display| McpError::Protocol {
-            server: name.clone(),
-            message: e.to_string(),
-        };
-        let timed_out = || McpError::Timeout {
-            server: name.clone(),
-            seconds: timeout.as_secs(),
-        };
-        let session = match &config.transport {
-            McpTransport::Stdio { command, args, env } => {
-                let mut process = tokio::process::Command::new(command);
-                process.args(args).envs(env).kill_on_drop(true);
-                let (transport, stderr) = TokioChildProcess::builder(process)
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .map_err(|source| McpError::Spawn {
-                        server: name.clone(),
-                        command: command.clone(),
-                        source,
-                    })?;
-                if let Some(stderr) = stderr {
-                    let server = name.clone();
-                    tokio::spawn(async move {
-                        let mut lines = tokio::io::BufReader::new(stderr).lines();
-                        while let Ok(Some(line)) = lines.next_line().await {
-                            tracing::debug!(target: "memgpt_mcp::server_log", server = %server, "{line}");
-                        }
-                    });
-                }
-                tokio::time::timeout(timeout, info.serve(transport))
-                    .await
-                    .map_err(|_| timed_out())?
-                    .map_err(|e| protocol(&e))?
-            }
-            McpTransport::Http { url, bearer_token } => {
-                memgpt_providers::http::install_crypto_provider();
-                let mut settings = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-                settings.auth_header = bearer_token.clone();
-                let transport = StreamableHttpClientTransport::from_config(settings);
-                tokio::time::timeout(timeout, info.serve(transport))
-                    .await
-                    .map_err(|_| timed_out())?
-                    .map_err(|e| protocol(&e))?
-            }
-        };
+        let session = open_session(config, timeout).await?;
         let tools = tokio::time::timeout(timeout, session.list_all_tools())
             .await
-            .map_err(|_| timed_out())?
-            .map_err(|e| protocol(&e))?;
+            .map_err(|_| McpError::Timeout {
+                server: name.clone(),
+                seconds: timeout.as_secs(),
+            })?
+            .map_err(|e| McpError::Protocol {
+                server: name.clone(),
+                message: e.to_string(),
+            })?;
         tracing::info!(server = %name, tools = tools.len(), "MCP server attached");
+        let connection = Connection {
+            config: config.clone(),
+            timeout,
+            state: tokio::sync::Mutex::new(ConnectionState {
+                session: Some(Arc::new(session)),
+                ..ConnectionState::default()
+            }),
+        };
         Ok(Self {
             name,
             timeout,
-            session: Arc::new(session),
+            connection: Arc::new(connection),
             tools,
         })
     }
@@ -283,11 +535,17 @@ impl McpClient {
         &self.tools
     }
 
+    /// How the session is doing: up, lost (restarted on the next call), down after a failed
+    /// restart, or closed.
+    pub fn health(&self) -> ServerHealth {
+        self.connection.health()
+    }
+
     /// The tools as agent functions.
     pub fn tools(&self) -> Vec<McpTool> {
         self.tools
             .iter()
-            .map(|tool| McpTool::new(&self.name, tool, Arc::clone(&self.session), self.timeout))
+            .map(|tool| McpTool::new(&self.name, tool, Arc::clone(&self.connection)))
             .collect()
     }
 
@@ -304,24 +562,21 @@ impl McpClient {
         Ok(names)
     }
 
-    /// Calls `tool` (its name on the server) directly, with the client's timeout; the arguments
-    /// are not checked against its schema here (the server checks them).
+    /// Calls `tool` (its name on the server) directly, with the client's timeout (restarting
+    /// the server first if its session ended); the arguments are not checked against its
+    /// schema here (the server checks them).
     pub async fn call(
         &self,
         tool: &str,
         arguments: Map<String, Value>,
     ) -> Result<ToolOutput, McpError> {
-        run_tool(&self.session, &self.name, tool, arguments, self.timeout).await
+        self.connection.call(tool, arguments).await
     }
 
-    /// Ends the session (and stops a child process). Tools still registered fail their calls
-    /// with a clear error afterwards.
+    /// Ends the session (and stops a child process) for good. Tools still registered fail
+    /// their calls with a clear error afterwards.
     pub async fn close(self) {
-        if let Ok(session) = Arc::try_unwrap(self.session) {
-            let _ = session.cancel().await;
-        } else {
-            tracing::debug!(server = %self.name, "MCP session still used by registered tools");
-        }
+        self.connection.close().await;
     }
 }
 
@@ -333,21 +588,20 @@ pub struct McpTool {
     description: String,
     input_schema: Value,
     parameters: Value,
-    session: Arc<Session>,
-    timeout: Duration,
+    connection: Arc<Connection>,
 }
 
 impl fmt::Debug for McpTool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("McpTool")
             .field("name", &self.name)
-            .field("timeout", &self.timeout)
+            .field("timeout", &self.connection.timeout)
             .finish_non_exhaustive()
     }
 }
 
 impl McpTool {
-    fn new(server: &str, tool: &Tool, session: Arc<Session>, timeout: Duration) -> Self {
+    fn new(server: &str, tool: &Tool, connection: Arc<Connection>) -> Self {
         let name = format!(
             "{server}{NAMESPACE_SEPARATOR}{}",
             tool.name
@@ -373,8 +627,7 @@ impl McpTool {
             tool: tool.name.to_string(),
             description,
             input_schema,
-            session,
-            timeout,
+            connection,
         }
     }
 
@@ -465,15 +718,7 @@ impl Function for McpTool {
         let Value::Object(arguments) = arguments_value else {
             return FunctionReturn::failed("arguments must be an object");
         };
-        match run_tool(
-            &self.session,
-            &self.server,
-            &self.tool,
-            arguments,
-            self.timeout,
-        )
-        .await
-        {
+        match self.connection.call(&self.tool, arguments).await {
             Ok(output) if output.ok => FunctionReturn::ok(output.text, heartbeat),
             Ok(output) => FunctionReturn::failed(output.text),
             Err(error) => FunctionReturn::failed(error.for_model(&self.tool)),
@@ -491,6 +736,18 @@ pub struct ToolOutput {
 }
 
 impl McpError {
+    /// What went wrong, without the server's name (for messages that name it already).
+    pub fn reason(&self) -> String {
+        match self {
+            McpError::Spawn {
+                command, source, ..
+            } => format!("could not start `{command}`: {source}"),
+            McpError::Protocol { message, .. } => message.clone(),
+            McpError::Timeout { seconds, .. } => format!("no answer within {seconds} s"),
+            other => other.to_string(),
+        }
+    }
+
     /// The error as the model reads it when calling `tool` failed.
     fn for_model(&self, tool: &str) -> String {
         match self {
@@ -513,16 +770,29 @@ async fn run_tool(
     timeout: Duration,
 ) -> Result<ToolOutput, McpError> {
     let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-    let result = tokio::time::timeout(timeout, session.call_tool(request))
-        .await
-        .map_err(|_| McpError::Timeout {
-            server: server.to_owned(),
-            seconds: timeout.as_secs(),
-        })?
-        .map_err(|e| McpError::Protocol {
-            server: server.to_owned(),
-            message: e.to_string(),
-        })?;
+    let result = match tokio::time::timeout(timeout, session.call_tool(request)).await {
+        Err(_) => {
+            return Err(McpError::Timeout {
+                server: server.to_owned(),
+                seconds: timeout.as_secs(),
+            });
+        }
+        // The session's transport failed under the call: the server is gone (a crashed
+        // process, a lost connection), and the next call opens a new session.
+        Ok(Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
+            return Err(McpError::Lost {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+            });
+        }
+        Ok(Err(e)) => {
+            return Err(McpError::Protocol {
+                server: server.to_owned(),
+                message: e.to_string(),
+            });
+        }
+        Ok(Ok(result)) => result,
+    };
     Ok(ToolOutput {
         ok: result.is_error != Some(true),
         text: result_text(&result),
@@ -583,6 +853,13 @@ mod tests {
         let bare = with_heartbeat(&json!({}));
         assert_eq!(bare["type"], "object");
         assert_eq!(bare["required"], json!(["request_heartbeat"]));
+    }
+
+    #[test]
+    fn restarts_back_off_exponentially_up_to_a_minute() {
+        let waits: Vec<u64> = (1..=8).map(|n| restart_backoff(n).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60]);
+        assert_eq!(restart_backoff(u32::MAX), MAX_RESTART_BACKOFF);
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //!   speaking over stdio or reached over streamable HTTP. Each tool becomes an agent function
 //!   named `<server>__<tool>`, with the server's JSON schema, arguments checked against it
 //!   before the call (the model reads a precise error otherwise), a timeout, and the paper's
-//!   `request_heartbeat` flag like every other function.
+//!   `request_heartbeat` flag like every other function. A server whose session ends is
+//!   restarted (or reconnected) on its next call, with a backoff while that fails.
 //! * [`server`] (feature `server`): serve an agent's memory (its blocks, archival insert and
 //!   search, conversation search) as MCP tools, so any MCP client can use a memgpt memory.
 //!   `memgpt mcp --agent NAME` runs it over stdio.

@@ -413,3 +413,109 @@ async fn a_prompt_too_long_forces_a_flush_with_an_anthropic_summary() {
     assert!(last.all_text().contains("We exchanged five messages."));
     assert_eq!(roles(last.messages()).first(), Some(&"user"));
 }
+
+/// `memgpt chat` on Anthropic embeds what is said, as on an OpenAI endpoint: the embedder is
+/// chosen apart from the chat provider (`auto`: the local model when it is in the model cache;
+/// or named), and `memgpt config` says which one will run.
+#[cfg(feature = "cli")]
+#[memgpt_test_harness::test]
+async fn chat_on_anthropic_embeds_its_messages_with_the_local_embedder() {
+    use memgpt::models::ALL_MINILM_L6_V2;
+    use tokio::io::AsyncWriteExt;
+    let Some(mini) = crate::local::model_dir(&ALL_MINILM_L6_V2) else {
+        return;
+    };
+    let server = FakeAnthropic::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("home")).unwrap();
+    std::os::unix::fs::symlink(mini.parent().unwrap(), dir.path().join("home/models")).unwrap();
+    let memgpt = async |args: &[&str], stdin: &str| {
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_memgpt"))
+            .args(args)
+            .current_dir(dir.path())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("ANTHROPIC_API_KEY", "sk-ant-test")
+            .env("MEMGPT_BASE_URL", server.base_url())
+            .env("MEMGPT_HOME", dir.path().join("home"))
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut input = child.stdin.take().unwrap();
+        input.write_all(stdin.as_bytes()).await.unwrap();
+        drop(input);
+        let output = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
+            .await
+            .unwrap()
+            .unwrap();
+        let out = String::from_utf8_lossy(&output.stdout).into_owned();
+        let err = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "memgpt {args:?}\n{out}\n{err}");
+        out
+    };
+    let config = memgpt(&["config"], "").await;
+    assert!(
+        config.contains(
+            "provider        = anthropic: Claude's Messages API (auto: ANTHROPIC_API_KEY is set)"
+        ),
+        "{config}"
+    );
+    assert!(
+        config.contains("embedder        = all-minilm-l6-v2 (local, auto)  [default]"),
+        "{config}"
+    );
+
+    let say = |text: &str| Reply::call("send_message", json!({ "message": text }));
+    server.push_all([say("Hello, Ada."), say("Sailing, lovely.")]);
+    let out = memgpt(
+        &["chat", "--agent", "ada"],
+        "Hi, I'm Ada.\nI sail on weekends.\n",
+    )
+    .await;
+    assert!(out.contains("ada> Sailing, lovely."), "{out}");
+    server.push(say("Noted."));
+    memgpt(
+        &["chat", "--agent", "ada", "--embedder", "all-minilm-l6-v2"],
+        "My boat is called Wren.\n",
+    )
+    .await;
+    assert_eq!(server.agent_requests().len(), 3);
+    // Now that the store holds vectors, `auto` follows their model.
+    let config = memgpt(&["config"], "").await;
+    assert!(
+        config.contains("embedder        = all-minilm-l6-v2 (local, auto: the store's model)"),
+        "{config}"
+    );
+
+    let url = format!(
+        "sqlite://{}?recall=fts5&vectors=exact",
+        dir.path().join("memgpt-data").display()
+    );
+    let storage = url
+        .parse::<memgpt::StoreConfig>()
+        .unwrap()
+        .open()
+        .await
+        .unwrap();
+    let space = storage.agents.embedding_space().await.unwrap().unwrap();
+    assert_eq!(
+        (space.model.as_str(), space.dimension),
+        ("all-minilm-l6-v2", 384)
+    );
+    let ada = storage.agents.list_agents().await.unwrap()[0].id;
+    let messages = storage.recall.count_messages(ada).await.unwrap();
+    assert!(
+        messages >= 6,
+        "three user messages and three replies: {messages}"
+    );
+    let missing = storage.recall.unembedded_messages(ada, 100).await.unwrap();
+    assert!(
+        missing.is_empty(),
+        "every conversation message is embedded: {} of {messages} are not",
+        missing.len()
+    );
+}

@@ -6,7 +6,7 @@ use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
 use crate::fake_openai::{FakeOpenAi, Reply};
@@ -310,7 +310,7 @@ async fn agents_export_import_round_trip_and_letta_files() {
         .ok(&["agents", "import", fixture.to_str().unwrap()], "")
         .await;
     assert!(
-        out.contains("imported agent letta_helper (5 messages, 0 passages, 2 blocks)"),
+        out.contains("imported agent letta_helper (5 messages, 0 passages, 2 blocks, 0 skills)"),
         "{out}"
     );
     assert!(out.contains("not imported: tool `roll_d20`"), "{out}");
@@ -375,6 +375,60 @@ async fn configuration_layers_and_missing_models() {
     );
     assert!(
         out.contains("sk-t…1234") && !out.contains("abcdefghijkl"),
+        "{out}"
+    );
+    // `provider` and `embedder` show what will actually run, and why.
+    assert!(
+        out.contains("provider        = openai: gpt-4o-mini at http://127.0.0.1:")
+            && out.contains("(auto: an endpoint or API key is set)  [default]"),
+        "{out}"
+    );
+    assert!(
+        out.contains("embedder        = none (embedder = none: searches match words only)  [$MEMGPT_EMBEDDER]"),
+        "{out}"
+    );
+    // `auto` without the local model in the model cache: none, with the way to get one; the
+    // same whichever provider runs.
+    for provider in [None, Some("anthropic"), Some("local")] {
+        let mut command = cli.command(&["config"]);
+        command.env_remove("MEMGPT_EMBEDDER");
+        if let Some(provider) = provider {
+            command.env("MEMGPT_PROVIDER", provider);
+        }
+        let (out, err) = text(&run(command, "").await);
+        let embedder = out
+            .lines()
+            .find(|l| l.starts_with("embedder "))
+            .unwrap_or_default();
+        match provider {
+            // The all-local chat pulls it on first use.
+            Some("local") => assert_eq!(
+                embedder,
+                "embedder        = all-minilm-l6-v2 (local, auto; not downloaded yet: pulled on first use)  [default]",
+                "{out}\n{err}"
+            ),
+            _ => assert_eq!(
+                embedder,
+                "embedder        = none (auto: all-minilm-l6-v2 is not in the model cache; `memgpt models pull all-minilm-l6-v2` to embed)  [default]",
+                "{out}\n{err}"
+            ),
+        }
+    }
+    let mut command = cli.command(&["config", "--embedder", "openai:text-embedding-3-small"]);
+    command.env("MEMGPT_PROVIDER", "anthropic");
+    let (out, _) = text(&run(command, "").await);
+    assert!(
+        out.contains("embedder        = (cannot run: embedder `openai:text-embedding-3-small` needs an OpenAI-compatible endpoint"),
+        "{out}"
+    );
+    let out = cli
+        .ok(
+            &["config", "--embedder", "openai:text-embedding-3-small"],
+            "",
+        )
+        .await;
+    assert!(
+        out.contains("embedder        = openai:text-embedding-3-small at http://127.0.0.1:"),
         "{out}"
     );
 
@@ -819,6 +873,84 @@ async fn models_and_reindex_switch_a_store_to_another_embedder() {
     );
 }
 
+/// `memgpt serve` chooses its embedder as `memgpt chat` does: `auto` follows the model of the
+/// store's vectors, and another model is refused with the way out.
+#[cfg(feature = "server")]
+#[memgpt_test_harness::test]
+async fn serve_follows_the_embedding_model_of_the_store() {
+    let cli = Cli::new().await;
+    let with_embedder = |embedder: Option<&str>, args: &[&str]| {
+        let mut command = cli.command(args);
+        match embedder {
+            Some(embedder) => command.env("MEMGPT_EMBEDDER", embedder),
+            None => command.env_remove("MEMGPT_EMBEDDER"),
+        };
+        command
+    };
+    let small = Some("openai:text-embedding-3-small");
+    let output = run(with_embedder(small, &["chat"]), "/exit\n").await;
+    assert!(output.status.success(), "{:?}", text(&output));
+    write(&cli.path("notes.md"), b"The keeper feeds the gulls.");
+    let output = run(
+        with_embedder(small, &["ingest", "--agent", "sam", "notes.md"]),
+        "",
+    )
+    .await;
+    assert!(output.status.success(), "{:?}", text(&output));
+    let embeddings = || {
+        cli.server
+            .all_requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/embeddings"))
+            .map(|r| r.body["model"].as_str().unwrap_or_default().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let before = embeddings().len();
+
+    // `auto`: the store's model, probed through the endpoint at start.
+    let mut serve = with_embedder(None, &["serve", "--listen", "127.0.0.1:0"])
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(serve.stderr.take().unwrap()).lines();
+    let banner = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains(" on http://") {
+                return line;
+            }
+        }
+        String::new()
+    })
+    .await
+    .unwrap();
+    assert!(
+        banner.contains("memgpt serve: model gpt-4o-mini"),
+        "{banner}"
+    );
+    serve.kill().await.unwrap();
+    assert_eq!(
+        embeddings()[before..],
+        ["text-embedding-3-small"],
+        "serve probed the store's model"
+    );
+
+    // Another model is refused before the server starts.
+    let output = run(
+        with_embedder(
+            Some("openai:text-embedding-3-large"),
+            &["serve", "--listen", "127.0.0.1:0"],
+        ),
+        "",
+    )
+    .await;
+    let (_, err) = text(&output);
+    assert!(!output.status.success());
+    assert!(
+        err.contains("vectors come from text-embedding-3-small")
+            && err.contains("memgpt reindex --embedder openai:text-embedding-3-large"),
+        "{err}"
+    );
+}
+
 /// Letta's sample agent with its model changed to `model`, written to `name` in the test folder.
 fn letta_agent_with_model(cli: &Cli, name: &str, model: &str) -> PathBuf {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -974,6 +1106,91 @@ async fn agents_can_be_read_while_a_chat_holds_the_store() {
     let out = run(command, "").await;
     assert!(out.status.success() && text(&out).0.contains("no agents"));
     assert!(!empty.path().join("memgpt-data").exists());
+}
+
+/// Short commands on the embedded store wait for the process holding it (as SQLite's busy
+/// timeout does, bounded, saying so) instead of failing: two shells appending to one shared
+/// block 50 times each, at the same time and while `memgpt mcp` holds the store for longer than
+/// the store's own wait for its lock, keep all 100 lines.
+#[memgpt_test_harness::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_short_writers_at_once_both_finish() {
+    let cli = Cli::new().await;
+    cli.ok(&["chat", "--agent", "sam"], "").await;
+    cli.ok(&["blocks", "create", "log", "--limit", "5000"], "")
+        .await;
+    // A long-running writer holds the store first.
+    let mut holder = cli.command(&["mcp", "--agent", "sam"]).spawn().unwrap();
+    let holder_in = holder.stdin.take().unwrap();
+    let mut holder_err = tokio::io::BufReader::new(holder.stderr.take().unwrap()).lines();
+    let serving = tokio::time::timeout(Duration::from_secs(60), holder_err.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap_or_default();
+    assert!(serving.contains("serving"), "{serving}");
+    let shell = |name: &'static str| {
+        let commands: Vec<Command> = (0..50)
+            .map(|i| cli.command(&["blocks", "append", "log", &format!("{name}-{i}")]))
+            .collect();
+        async move {
+            let mut waited = Vec::new();
+            for (i, command) in commands.into_iter().enumerate() {
+                let output = run(command, "").await;
+                let (out, err) = text(&output);
+                assert!(
+                    output.status.success(),
+                    "{name}: append {i} failed\n{out}\n{err}"
+                );
+                if err.contains("(another memgpt process may hold it; up to 60 s)") {
+                    waited.push(i);
+                }
+            }
+            waited
+        }
+    };
+    // The holder lets go after 7 s: longer than the store's own 5 s wait for its lock.
+    let release = async move {
+        tokio::time::sleep(Duration::from_secs(7)).await;
+        drop(holder_in);
+        holder.wait().await.unwrap()
+    };
+    // (It ends with an error: its stdin closed before any client shook hands.)
+    let (a, b, _) = tokio::join!(shell("a"), shell("b"), release);
+    // The first append of each shell waited for the holder, and said so.
+    assert_eq!(a.first(), Some(&0), "{a:?}");
+    assert_eq!(b.first(), Some(&0), "{b:?}");
+    let show = cli.ok(&["blocks", "show", "log"], "").await;
+    let mut lines: Vec<&str> = show
+        .lines()
+        .filter(|l| l.starts_with("a-") || l.starts_with("b-"))
+        .collect();
+    assert_eq!(lines.len(), 100, "{show}");
+    lines.sort_unstable();
+    lines.dedup();
+    assert_eq!(lines.len(), 100, "every line once: {show}");
+    // Each shell's lines are in its own order.
+    for name in ["a-", "b-"] {
+        let order: Vec<usize> = show
+            .lines()
+            .filter_map(|l| l.strip_prefix(name)?.parse().ok())
+            .collect();
+        assert_eq!(order, (0..50).collect::<Vec<_>>(), "{show}");
+    }
+    // A second long-running writer is still refused at once (after the store's own wait).
+    let mut holder = cli.command(&["mcp", "--agent", "sam"]).spawn().unwrap();
+    let holder_in = holder.stdin.take().unwrap();
+    let mut holder_err = tokio::io::BufReader::new(holder.stderr.take().unwrap()).lines();
+    let serving = holder_err.next_line().await.unwrap().unwrap_or_default();
+    assert!(serving.contains("serving"), "{serving}");
+    let second = cli.run(&["chat", "--agent", "sam"], "").await;
+    let (_, err) = text(&second);
+    assert!(
+        !second.status.success() && err.contains("in use by another memgpt process"),
+        "{err}"
+    );
+    assert!(!err.contains("waiting for"), "{err}");
+    drop(holder_in);
+    holder.wait().await.unwrap();
 }
 
 #[memgpt_test_harness::test]
@@ -1292,6 +1509,117 @@ timeout_secs = 30
         "{err}"
     );
     http.kill().await.unwrap();
+}
+
+/// One broken `[mcp_servers]` entry stops nothing: `memgpt chat` starts without its tools, with
+/// a warning naming it and why, and `/mcp` shows it down; a server that crashes in the middle
+/// of a session is started again on its next call.
+#[memgpt_test_harness::test]
+async fn a_broken_mcp_server_leaves_chat_usable_and_a_crashed_one_comes_back() {
+    let Some((python, pythonpath)) = crate::fastmcp_python() else {
+        return;
+    };
+    let cli = Cli::new().await;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/fastmcp_calc.py");
+    write(
+        &cli.path("memgpt.toml"),
+        format!(
+            r#"
+[mcp_servers.ghost]
+command = "/nonexistent/mcp-server"
+
+[mcp_servers.quitter]
+command = "sh"
+args = ["-c", "exit 7"]
+timeout_secs = 10
+
+[mcp_servers.calc]
+command = {python:?}
+args = [{script:?}]
+env = {{ PYTHONPATH = {pythonpath:?} }}
+"#,
+            script = script.display().to_string(),
+        )
+        .as_bytes(),
+    );
+    let marker = cli.path("calc-exited").display().to_string();
+    // The model crashes the server once, then adds (on a restarted server), then replies.
+    cli.server.push(Reply::calls(
+        "Testing.",
+        &[(
+            "calc__exit_once",
+            json!({"marker": marker, "request_heartbeat": true}),
+        )],
+    ));
+    cli.server.push(Reply::calls(
+        "Adding.",
+        &[(
+            "calc__add",
+            json!({"a": 2, "b": 3, "request_heartbeat": true}),
+        )],
+    ));
+    cli.server.push(say("2 + 3 = 5."));
+    let output = cli
+        .run(&["chat", "--agent", "sam"], "What is 2 + 3?\n/mcp\n/exit\n")
+        .await;
+    let (out, err) = text(&output);
+    assert!(output.status.success(), "{out}\n{err}");
+    assert!(out.contains("sam> 2 + 3 = 5."), "{out}");
+    // One line per broken server, naming it and the cause once.
+    let ghost: Vec<&str> = err.lines().filter(|l| l.contains("ghost")).collect();
+    assert_eq!(ghost.len(), 1, "{err}");
+    assert!(
+        ghost[0].starts_with("warning: MCP server `ghost` is down, so its tools are left out: could not start `/nonexistent/mcp-server`"),
+        "{err}"
+    );
+    assert_eq!(ghost[0].matches("No such file").count(), 1, "{err}");
+    assert!(
+        err.contains("warning: MCP server `quitter` is down, so its tools are left out"),
+        "{err}"
+    );
+    // `/mcp`: which servers are up (with their tools) and which are down.
+    assert!(
+        out.contains("MCP server calc: calc__add, calc__shout, calc__exit_once (up)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("MCP server ghost: down since the start, its tools are not offered (could not start `/nonexistent/mcp-server`"),
+        "{out}"
+    );
+    assert!(
+        out.contains("MCP server quitter: down since the start"),
+        "{out}"
+    );
+    // The results the model read: `{status, message, time}`.
+    let results: Vec<(String, String)> = cli
+        .server
+        .agent_requests()
+        .last()
+        .unwrap()
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            let result: Value = serde_json::from_str(m["content"].as_str().unwrap()).unwrap();
+            (
+                result["status"].as_str().unwrap().to_owned(),
+                result["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(
+        results[0].0 == "Failed"
+            && results[0].1.contains("stopped while running `exit_once`")
+            && results[0].1.contains("restarted on the next call"),
+        "{results:?}"
+    );
+    assert_eq!(
+        results[1],
+        ("OK".to_owned(), "5".to_owned()),
+        "the restarted server added"
+    );
+    assert!(std::path::Path::new(&marker).exists());
 }
 
 /// A companion made from the command line shares the agent's blocks; `memgpt chat` runs it in

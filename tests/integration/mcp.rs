@@ -195,28 +195,29 @@ async fn attaching_fails_clearly() {
     );
 }
 
-/// `memgpt mcp` for the agent `notes` in `dir`, its model the fake server (never called).
-fn memgpt_mcp(dir: &std::path::Path, llm: &FakeOpenAi) -> McpServerConfig {
-    let mut config = McpServerConfig::stdio(
+/// `memgpt mcp` for the agent `notes` in `dir`, configured as the README configures Claude
+/// Desktop: the data directory (and here the model cache) only, no endpoint, no key, no model
+/// (`env -i`: nothing else is inherited either). None of its tools needs an LLM.
+fn memgpt_mcp(dir: &std::path::Path) -> McpServerConfig {
+    let env = |key: &str, value: &std::path::Path| format!("{key}={}", value.display());
+    McpServerConfig::stdio(
         "memory",
-        env!("CARGO_BIN_EXE_memgpt"),
-        ["mcp", "--agent", "notes"],
-    );
-    if let McpTransport::Stdio { env, .. } = &mut config.transport {
-        for (key, value) in [
-            ("MEMGPT_DATA_DIR", dir.join("data").display().to_string()),
-            ("MEMGPT_HOME", dir.join("home").display().to_string()),
-            ("MEMGPT_BASE_URL", llm.base_url()),
-            ("MEMGPT_MODEL", "gpt-4o-mini".to_owned()),
-            ("MEMGPT_EMBEDDER", "none".to_owned()),
-        ] {
-            env.insert(key.to_owned(), value);
-        }
-    }
-    config.timeout(Duration::from_secs(60))
+        "env",
+        [
+            "-i".to_owned(),
+            env("MEMGPT_DATA_DIR", &dir.join("data")),
+            env("MEMGPT_HOME", &dir.join("home")),
+            env!("CARGO_BIN_EXE_memgpt").to_owned(),
+            "mcp".to_owned(),
+            "--agent".to_owned(),
+            "notes".to_owned(),
+        ],
+    )
+    .timeout(Duration::from_secs(60))
 }
 
-/// The `memgpt` binary with the environment of [`memgpt_mcp`], run to completion.
+/// The `memgpt` binary with the data directory of [`memgpt_mcp`] and `llm` as its model, run
+/// to completion.
 async fn memgpt_cli(
     dir: &std::path::Path,
     llm: &FakeOpenAi,
@@ -281,7 +282,7 @@ async fn memgpt_mcp_serves_an_agents_memory_to_an_mcp_client() {
     // `memgpt chat` creates on first use (end of input right away: no step).
     let created = memgpt_cli(dir.path(), &llm, &["chat", "--agent", "notes"], "").await;
     assert!(created.status.success(), "{created:?}");
-    let client = memgpt_mcp(dir.path(), &llm).connect().await.unwrap();
+    let client = memgpt_mcp(dir.path()).connect().await.unwrap();
     let tools: Vec<&str> = client
         .server_tools()
         .iter()
@@ -371,7 +372,7 @@ async fn memgpt_mcp_serves_an_agents_memory_to_an_mcp_client() {
     client.close().await;
 
     // Committed: a new session (a new process) reads what the first one wrote.
-    let client = memgpt_mcp(dir.path(), &llm).connect().await.unwrap();
+    let client = memgpt_mcp(dir.path()).connect().await.unwrap();
     let (ok, blocks) = call(&client, "core_memory_read", json!({})).await;
     assert!(ok, "{blocks}");
     assert!(
@@ -384,4 +385,188 @@ async fn memgpt_mcp_serves_an_agents_memory_to_an_mcp_client() {
         llm.agent_requests().is_empty(),
         "memgpt mcp never calls the model"
     );
+}
+
+/// The FastMCP calculator (`tests/support/fastmcp_calc.py`, official Python SDK) over stdio.
+fn fastmcp_stdio(python: &str, pythonpath: &str) -> McpServerConfig {
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/fastmcp_calc.py");
+    let mut config = McpServerConfig::stdio("calc", python, [script.display().to_string()]);
+    if let McpTransport::Stdio { env, .. } = &mut config.transport {
+        env.insert("PYTHONPATH".into(), pythonpath.to_owned());
+    }
+    config.timeout(Duration::from_secs(30))
+}
+
+/// The FastMCP calculator over streamable HTTP on `port`, as a process of its own.
+fn fastmcp_http(python: &str, pythonpath: &str, port: u16) -> tokio::process::Child {
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/fastmcp_calc.py");
+    tokio::process::Command::new(python)
+        .arg(&script)
+        .args(["http", &port.to_string()])
+        .env("PYTHONPATH", pythonpath)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("python3")
+}
+
+async fn wait_for_port(port: u16) {
+    for _ in 0..300 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("nothing listens on 127.0.0.1:{port}");
+}
+
+async fn try_call(
+    client: &memgpt::mcp::client::McpClient,
+    tool: &str,
+    arguments: Value,
+) -> Result<(bool, String), String> {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments must be an object")
+    };
+    client
+        .call(tool, arguments)
+        .await
+        .map(|r| (r.ok, r.text))
+        .map_err(|e| e.to_string())
+}
+
+/// A stdio server that exits is started again on the next call: the call it died in fails
+/// (saying so), and every later call works.
+#[memgpt_test_harness::test]
+async fn a_stdio_server_that_exits_is_restarted_on_the_next_call() {
+    use memgpt::mcp::client::ServerHealth;
+    let Some((python, pythonpath)) = crate::fastmcp_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("exited").display().to_string();
+    let client = fastmcp_stdio(&python, &pythonpath).connect().await.unwrap();
+    assert_eq!(client.health(), ServerHealth::Up);
+    let died = try_call(&client, "exit_once", json!({ "marker": marker }))
+        .await
+        .unwrap_err();
+    assert!(
+        died.contains("`calc` stopped while running `exit_once`")
+            && died.contains("restarted on the next call"),
+        "{died}"
+    );
+    assert!(std::path::Path::new(&marker).exists());
+    assert_ne!(client.health(), ServerHealth::Up);
+    // A new process answers, again and again.
+    for (a, b) in [(2, 3), (20, 22)] {
+        let (ok, text) = try_call(&client, "add", json!({ "a": a, "b": b }))
+            .await
+            .unwrap();
+        assert!(ok && text == (a + b).to_string(), "{text}");
+    }
+    assert_eq!(client.health(), ServerHealth::Up);
+    let (ok, text) = try_call(&client, "exit_once", json!({ "marker": marker }))
+        .await
+        .unwrap();
+    assert!(ok && text == "still running", "{text}");
+    client.close().await;
+}
+
+/// A server whose command is gone by the time it must restart is down, with the reason, and
+/// tried again after a backoff instead of on every call.
+#[memgpt_test_harness::test]
+async fn a_server_that_cannot_restart_is_down_and_retried_with_backoff() {
+    use memgpt::mcp::client::ServerHealth;
+    let Some((python, pythonpath)) = crate::fastmcp_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // The server runs through a link that is removed once it is up: a restart cannot start it.
+    let link = dir.path().join("python3");
+    std::os::unix::fs::symlink(&python, &link).unwrap();
+    let marker = dir.path().join("exited").display().to_string();
+    let client = fastmcp_stdio(link.to_str().unwrap(), &pythonpath)
+        .connect()
+        .await
+        .unwrap();
+    std::fs::remove_file(&link).unwrap();
+    try_call(&client, "exit_once", json!({ "marker": marker }))
+        .await
+        .unwrap_err();
+    let down = try_call(&client, "add", json!({"a": 1, "b": 1}))
+        .await
+        .unwrap_err();
+    assert!(
+        down.contains("`calc` is down (could not start")
+            && down.contains("tries to restart it again in 1 s"),
+        "{down}"
+    );
+    // Within the backoff, calls fail at once with the same reason (no new process).
+    let again = try_call(&client, "add", json!({"a": 1, "b": 1}))
+        .await
+        .unwrap_err();
+    assert!(again.contains("is down (could not start"), "{again}");
+    assert!(
+        matches!(client.health(), ServerHealth::Down { .. }),
+        "{:?}",
+        client.health()
+    );
+    // Once the command is back and the backoff is over, the next call starts it.
+    std::os::unix::fs::symlink(&python, &link).unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let (ok, text) = try_call(&client, "add", json!({"a": 1, "b": 1}))
+        .await
+        .unwrap();
+    assert!(ok && text == "2", "{text}");
+    assert_eq!(client.health(), ServerHealth::Up);
+}
+
+/// An HTTP server that goes away and comes back is reconnected: calls fail while it is gone
+/// (naming it), and work again once it is back, with no new client.
+#[memgpt_test_harness::test]
+async fn an_http_server_that_goes_away_is_reconnected_when_it_is_back() {
+    let Some((python, pythonpath)) = crate::fastmcp_python() else {
+        return;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = fastmcp_http(&python, &pythonpath, port);
+    wait_for_port(port).await;
+    let client = McpServerConfig::http("calc", format!("http://127.0.0.1:{port}/mcp"))
+        .timeout(Duration::from_secs(10))
+        .connect()
+        .await
+        .unwrap();
+    let (ok, text) = try_call(&client, "add", json!({"a": 2, "b": 3}))
+        .await
+        .unwrap();
+    assert!(ok && text == "5", "{text}");
+    server.kill().await.unwrap();
+    let gone = try_call(&client, "add", json!({"a": 2, "b": 3})).await;
+    assert!(
+        gone.as_ref().is_err_and(|e| e.contains("`calc`")),
+        "{gone:?}"
+    );
+    let _server = fastmcp_http(&python, &pythonpath, port);
+    wait_for_port(port).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let back = loop {
+        match try_call(&client, "add", json!({"a": 20, "b": 22})).await {
+            Ok(result) => break result,
+            Err(e) => {
+                assert!(tokio::time::Instant::now() < deadline, "never back: {e}");
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        }
+    };
+    assert_eq!(back, (true, "42".to_owned()));
 }

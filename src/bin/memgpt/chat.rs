@@ -22,6 +22,7 @@ const HELP: &str = "\
 /summary         the recursive summary of evicted messages
 /policy [NAME]   show or switch the page-replacement policy
 /model           the model the agent talks to
+/mcp             the MCP servers of memgpt.toml: their tools, which are up and which are down
 /login           send a login event
 /retry           ask the model again after it failed (your message is kept: do not send it again)
 /approve         let the call waiting for approval run (tool rule requires_approval)
@@ -38,6 +39,7 @@ const COMMANDS: &[&str] = &[
     "/summary",
     "/policy",
     "/model",
+    "/mcp",
     "/login",
     "/retry",
     "/approve",
@@ -48,7 +50,7 @@ const COMMANDS: &[&str] = &[
 
 /// Runs the chat until `/exit` or end of input.
 pub async fn run(settings: &Settings, name: &str) -> Result<()> {
-    let storage = open::storage(settings).await?;
+    let storage = open::session_storage(settings).await?;
     let stored = open::stored_space(&storage).await?;
     let Some(llm) = open::llm(settings, stored.as_ref()).await? else {
         eprintln!("{}", crate::pull::HOW_TO_CONFIGURE);
@@ -59,13 +61,10 @@ pub async fn run(settings: &Settings, name: &str) -> Result<()> {
         created,
         tools,
     } = open::open_or_create(settings, &llm, storage.clone(), name, true).await?;
-    let tools_help = match &tools {
-        Some(tools) => tools
-            .servers
-            .iter()
-            .map(|(server, names)| format!("\nMCP server {server}: {}", names.join(", ")))
-            .collect::<String>(),
-        None => String::new(),
+    // The MCP servers, as `/help` and `/mcp` list them (health as of when they are asked).
+    let mcp_report = || match &tools {
+        Some(tools) => tools.report(),
+        None => "no MCP servers ([mcp_servers.NAME] tables in memgpt.toml add them)\n".to_owned(),
     };
     // The agent's consolidation companion, if it has one, runs in the background.
     let companion = crate::companion::background(&llm, &storage, &agent).await?;
@@ -94,7 +93,14 @@ pub async fn run(settings: &Settings, name: &str) -> Result<()> {
         let event = match command {
             "/exit" | "/quit" => break,
             "/help" => {
-                println!("{HELP}{tools_help}");
+                println!("{HELP}");
+                if tools.is_some() {
+                    print!("{}", mcp_report());
+                }
+                continue;
+            }
+            "/mcp" => {
+                print!("{}", mcp_report());
                 continue;
             }
             "/memory" => {

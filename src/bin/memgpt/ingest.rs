@@ -39,10 +39,10 @@ pub async fn run(settings: &Settings, name: &str, paths: &[PathBuf]) -> Result<(
         bail!("no agent named `{name}` (create it with `memgpt chat --agent {name}`)");
     };
     // Embedding needs only the embedder; no chat model is involved.
-    let embedder = open::embedder(
+    let embedder = crate::embedders::embedder(
         settings,
-        open::endpoint(settings)?.as_ref(),
         open::stored_space(&storage).await?.as_ref(),
+        crate::embedders::WhenMissing::GoWithout,
     )
     .await?;
     let mut builder = memgpt::Agent::builder()

@@ -1,19 +1,24 @@
-//! The offline path: the local chat model (pure Rust, on candle) and the local embedder that
-//! goes with it, pulled into the model cache on first use.
+//! The offline chat model: SmolLM2 on candle, pure Rust, pulled into the model cache on first
+//! use. (Its embedder is chosen like every provider's: `crate::embedders`.)
 
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use memgpt::llm::LlmProvider;
 use memgpt::models::ModelCache;
 
-use crate::provider::{Llm, ProviderKind};
 use crate::settings::Settings;
 
-/// The local chat model and embedder; `Ok(None)` when the user declines the download.
-pub async fn llm(
-    settings: &Settings,
-    stored: Option<&memgpt::store::EmbeddingSpace>,
-) -> Result<Option<Llm>> {
+/// The local chat model, loaded.
+pub struct LocalModel {
+    /// The provider.
+    pub provider: Arc<dyn LlmProvider>,
+    /// `local model smollm2-135m-instruct on 1 thread(s)`.
+    pub description: String,
+}
+
+/// The local chat model; `Ok(None)` when the user declines the download.
+pub async fn provider(settings: &Settings) -> Result<Option<LocalModel>> {
     use memgpt::local::{LlamaConfig, LlamaProvider};
     use memgpt::models::SMOLLM2_135M_INSTRUCT;
 
@@ -30,23 +35,11 @@ pub async fn llm(
     let mut config = LlamaConfig::new(dir.join("model.gguf")).with_threads(threads);
     config.model_id = Some(SMOLLM2_135M_INSTRUCT.name.to_owned());
     let provider = LlamaProvider::new(config).context("loading the local chat model")?;
-    // Offline, `auto` pulls the embedder too: the local agent is all local.
-    let embedder = match settings.get("embedder").unwrap_or("auto") {
-        "none" => None,
-        "auto" => crate::embedders::choose_embedder(settings, None, stored, true).await?,
-        _ => crate::embedders::embedder(settings, None, stored).await?,
-    };
-    Ok(Some(Llm {
+    Ok(Some(LocalModel {
         provider: Arc::new(provider),
-        kind: ProviderKind::Local,
         description: format!(
-            "local model {} on {threads} thread(s){}, offline",
-            SMOLLM2_135M_INSTRUCT.name,
-            match &embedder {
-                Some(e) => format!(" with the local embedder {}", e.model()),
-                None => String::new(),
-            }
+            "local model {} on {threads} thread(s)",
+            SMOLLM2_135M_INSTRUCT.name
         ),
-        embedder,
     }))
 }

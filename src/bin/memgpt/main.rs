@@ -18,7 +18,9 @@
 mod agents;
 mod blocks;
 mod chat;
+mod choices;
 mod companion;
+mod config;
 mod display;
 mod embedders;
 mod ingest;
@@ -113,7 +115,8 @@ enum Command {
         /// The agent's name.
         name: String,
     },
-    /// Print the effective configuration (secrets masked) and where each value came from.
+    /// Print the effective configuration (secrets masked) and where each value came from, with
+    /// the provider and the embedder that will actually run.
     Config,
     /// The offline models (chat model and embedders): list, pull, verify.
     #[command(subcommand)]
@@ -137,8 +140,8 @@ enum Command {
         openapi: bool,
     },
     /// Serve an agent's memory (blocks, archival, conversation search) as MCP tools on stdin
-    /// and stdout, for any MCP client (Claude Desktop, an IDE, another agent). Created on first
-    /// use like `chat`.
+    /// and stdout, for any MCP client (Claude Desktop, an IDE, another agent). No LLM is needed;
+    /// the agent must exist (`memgpt chat` or `memgpt agents import` makes it).
     #[cfg(feature = "mcp")]
     Mcp {
         /// The agent's name.
@@ -455,10 +458,7 @@ async fn run(cli: Cli) -> Result<()> {
             ModelsCommand::Verify { names } => models::verify(&names),
         },
         Command::Reindex => reindex::run(&settings).await,
-        Command::Config => {
-            print!("{}", settings.render());
-            Ok(())
-        }
+        Command::Config => config::run(&settings).await,
         #[cfg(feature = "server")]
         Command::Serve { openapi: true, .. } => {
             println!("{:#}", memgpt::server::openapi());

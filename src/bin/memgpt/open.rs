@@ -1,22 +1,52 @@
 //! Opening what a command needs from the settings: the store, the LLM, the embedder, an agent.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use memgpt::backends::StoreConfig;
 use memgpt::builtin::DEFAULT_FUNCTIONS;
 use memgpt::llm::LlmProvider;
-use memgpt::openai::{ConfigError, OpenAiConfig, OpenAiProvider};
+use memgpt::openai::OpenAiProvider;
 use memgpt::store::{AgentState, EmbeddingSpace, Storage};
 use memgpt::{Agent, AgentBuilder};
 
-pub use crate::embedders::{choose_embedder, embedder};
+use crate::choices::ProviderPlan;
+use crate::embedders::WhenMissing;
 pub use crate::provider::{Llm, ProviderKind};
 use crate::settings::Settings;
 use crate::tools::Attached;
 
-/// The store the settings name; the data directory is created if needed.
+/// How long a short command waits for another process holding the embedded store.
+const BUSY_WAIT: Duration = Duration::from_secs(60);
+
+/// How long opening the store may take before a short command says it is waiting.
+const BUSY_NOTICE: Duration = Duration::from_secs(1);
+
+/// What opening the store does while another memgpt process holds its embedded indexes.
+#[derive(Clone, Copy, Debug)]
+enum OnBusy {
+    /// Wait for it, up to this long, as SQLite's busy timeout does (short commands).
+    Wait(Duration),
+    /// Refuse with what to do (long-running writers: a second one would wait for hours).
+    Refuse,
+}
+
+/// The store the settings name, for a command that writes and ends (`blocks`, `ingest`,
+/// `agents import` ...); the data directory is created if needed. While another memgpt
+/// process holds the embedded indexes, it waits for it (up to a minute, saying so on stderr),
+/// so two short commands at once both succeed.
 pub async fn storage(settings: &Settings) -> Result<Storage> {
+    open_store(settings, OnBusy::Wait(BUSY_WAIT)).await
+}
+
+/// The store the settings name, for a writer that runs until it is stopped (`chat`, `mcp`):
+/// another process holding the embedded indexes is an error saying what to do.
+pub async fn session_storage(settings: &Settings) -> Result<Storage> {
+    open_store(settings, OnBusy::Refuse).await
+}
+
+async fn open_store(settings: &Settings, on_busy: OnBusy) -> Result<Storage> {
     let url = settings.store_url();
     if settings.get("store").is_none() {
         let dir = settings.data_dir();
@@ -26,7 +56,43 @@ pub async fn storage(settings: &Settings) -> Result<Storage> {
     let config: StoreConfig = url
         .parse()
         .with_context(|| format!("setting `store`: {url} is not a store URL"))?;
-    config.open().await.map_err(|e| explain_busy(&url, e))
+    let started = Instant::now();
+    let mut told = false;
+    loop {
+        let attempt = config.open();
+        let result = match on_busy {
+            OnBusy::Wait(limit) if !told => {
+                // Opening takes milliseconds unless another process holds the store (or an
+                // index is rebuilt): say why the command may be waiting once it clearly is.
+                tokio::pin!(attempt);
+                tokio::select! {
+                    result = &mut attempt => result,
+                    () = tokio::time::sleep(BUSY_NOTICE) => {
+                        eprintln!(
+                            "memgpt: waiting for {} (another memgpt process may hold it; up to \
+                             {} s)...",
+                            crate::settings::without_password(&url),
+                            limit.as_secs()
+                        );
+                        told = true;
+                        attempt.await
+                    }
+                }
+            }
+            _ => attempt.await,
+        };
+        let error = match result {
+            Ok(storage) => return Ok(storage),
+            Err(error) => error,
+        };
+        match on_busy {
+            OnBusy::Wait(limit) if is_busy(&error) && started.elapsed() < limit => {
+                // The store itself polls the lock for a few seconds before it reports it busy.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            _ => return Err(explain_busy(&url, error)),
+        }
+    }
 }
 
 /// The store the settings name, opened for reading only: commands that only look (`agents
@@ -49,13 +115,19 @@ pub async fn reader(settings: &Settings) -> Result<Storage> {
         .with_context(|| format!("opening the store {url} for reading"))
 }
 
+/// Whether opening a store failed because another process holds its embedded indexes
+/// (tantivy takes one writer per data directory).
+fn is_busy(error: &(dyn std::error::Error + 'static)) -> bool {
+    chain(error).contains("LockBusy")
+}
+
 /// An error of opening the store at `url`, explained when another process holds it (tantivy
 /// and usearch take one writer per data directory).
 pub fn explain_busy(
     url: &str,
     error: impl std::error::Error + Send + Sync + 'static,
 ) -> anyhow::Error {
-    if chain(&error).contains("LockBusy") {
+    if is_busy(&error) {
         anyhow::anyhow!(
             "{url} is in use by another memgpt process (the embedded indexes allow one process at a \
              time): close it first, or share agents between processes with PostgreSQL \
@@ -76,64 +148,56 @@ pub async fn find_agent(storage: &Storage, name: &str) -> Result<Option<AgentSta
         .find(|a| a.name == name))
 }
 
-/// The provider the settings choose, or `None` when nothing is configured (`provider = auto`
-/// with no endpoint and no local model).
+/// The provider the settings choose, or `None` when the user declines to download the local
+/// model (`provider = auto` with no endpoint and no local model).
 ///
-/// `stored` is the model of the vectors the store holds, if any: the embedder follows it (see
-/// [`embedder`]).
+/// The embedder is chosen on its own (see [`crate::embedders`]): the same for every provider.
+/// `stored` is the model of the vectors the store holds, if any: `auto` follows it.
 pub async fn llm(settings: &Settings, stored: Option<&EmbeddingSpace>) -> Result<Option<Llm>> {
-    let provider = settings.get("provider").unwrap_or("auto");
-    let chosen = match provider {
-        "auto" | "openai" | "anthropic" | "local" => provider,
-        other => bail!("setting `provider` is `{other}`: use auto, openai, anthropic or local"),
-    };
-    if chosen == "anthropic" || (chosen == "auto" && anthropic_key(settings)) {
-        return anthropic(settings).map(Some);
-    }
-    if chosen == "local" {
-        return crate::local::llm(settings, stored).await;
-    }
-    match endpoint(settings)? {
-        Some(mut config) => {
+    let plan = ProviderPlan::resolve(settings)?;
+    let kind = plan.kind();
+    let (provider, description): (Arc<dyn LlmProvider>, String) = match plan {
+        ProviderPlan::OpenAi { mut config, .. } => {
             if let Some(window) = settings.number("context_window")? {
                 config.context_window = Some(window);
             }
-            let provider = Arc::new(
-                OpenAiProvider::new(config.clone()).context("setting up the OpenAI provider")?,
-            );
-            let embedder = embedder(settings, Some(&config), stored).await?;
-            Ok(Some(Llm {
-                provider,
-                embedder,
-                kind: ProviderKind::OpenAi,
-                description: format!("at {}", config.base_url),
-            }))
+            let description = format!("at {}", config.base_url);
+            let provider =
+                OpenAiProvider::new(*config).context("setting up the OpenAI provider")?;
+            (Arc::new(provider), description)
         }
-        None if chosen == "auto" => crate::local::llm(settings, stored).await,
-        None => bail!(
-            "provider `openai` needs `base_url` or `api_key` (MEMGPT_BASE_URL, OPENAI_API_KEY)"
+        ProviderPlan::Anthropic { .. } => anthropic(settings)?,
+        ProviderPlan::Local { .. } => match crate::local::provider(settings).await? {
+            Some(local) => (local.provider, local.description),
+            None => return Ok(None),
+        },
+    };
+    // Offline, `auto` pulls the embedder too: the local agent is all local.
+    let when_missing = match kind {
+        ProviderKind::Local => WhenMissing::Pull,
+        ProviderKind::OpenAi | ProviderKind::Anthropic => WhenMissing::GoWithout,
+    };
+    let embedder = crate::embedders::embedder(settings, stored, when_missing).await?;
+    let description = match kind {
+        ProviderKind::Local => format!(
+            "{description}{}, offline",
+            match &embedder {
+                Some(e) => format!(" with the local embedder {}", e.model()),
+                None => String::new(),
+            }
         ),
-    }
-}
-
-/// The OpenAI-compatible endpoint the settings name, if they name one.
-pub fn endpoint(settings: &Settings) -> Result<Option<OpenAiConfig>> {
-    match OpenAiConfig::from_lookup(settings.provider_lookup()) {
-        Ok(config) => Ok(Some(config)),
-        Err(ConfigError::NotConfigured { .. }) => Ok(None),
-        Err(e) => Err(e).context("reading the endpoint settings (base_url, model, tool_calling)"),
-    }
-}
-
-fn anthropic_key(settings: &Settings) -> bool {
-    matches!(
-        settings.source("api_key"),
-        Some(crate::settings::Source::Env("ANTHROPIC_API_KEY"))
-    )
+        _ => description,
+    };
+    Ok(Some(Llm {
+        provider,
+        embedder,
+        kind,
+        description,
+    }))
 }
 
 #[cfg(feature = "anthropic")]
-fn anthropic(settings: &Settings) -> Result<Llm> {
+fn anthropic(settings: &Settings) -> Result<(Arc<dyn LlmProvider>, String)> {
     use memgpt::anthropic::{AnthropicConfig, AnthropicProvider};
     let lookup = settings.provider_lookup();
     let config = AnthropicConfig::from_lookup(|var| match var {
@@ -143,17 +207,12 @@ fn anthropic(settings: &Settings) -> Result<Llm> {
     })
     .context("reading the Anthropic settings (api_key, base_url, model)")?;
     let description = format!("at {}", config.base_url);
-    Ok(Llm {
-        provider: Arc::new(AnthropicProvider::new(config)?),
-        embedder: None,
-        kind: ProviderKind::Anthropic,
-        description,
-    })
+    Ok((Arc::new(AnthropicProvider::new(config)?), description))
 }
 
 #[cfg(not(feature = "anthropic"))]
-fn anthropic(_: &Settings) -> Result<Llm> {
-    bail!("provider `anthropic` needs a memgpt built with the `anthropic` feature")
+fn anthropic(_: &Settings) -> Result<(Arc<dyn LlmProvider>, String)> {
+    anyhow::bail!("provider `anthropic` needs a memgpt built with the `anthropic` feature")
 }
 
 /// The embedding model and dimension of the vectors `storage` holds, if any.
@@ -237,11 +296,21 @@ pub fn functions_for(state: &AgentState, attached: Option<&Attached>) -> Vec<Str
             functions.push(function.clone());
         }
     }
-    if !dropped.is_empty() {
+    let (down, detached): (Vec<String>, Vec<String>) = dropped
+        .into_iter()
+        .partition(|f| attached.is_some_and(|a| a.is_down(f)));
+    if !down.is_empty() {
+        eprintln!(
+            "note: agent {} goes without {} this session (their MCP server is down: /mcp)",
+            state.name,
+            down.join(", ")
+        );
+    }
+    if !detached.is_empty() {
         eprintln!(
             "note: agent {} goes without {} (their MCP server is not attached: see [mcp_servers] in memgpt.toml)",
             state.name,
-            dropped.join(", ")
+            detached.join(", ")
         );
     }
     functions

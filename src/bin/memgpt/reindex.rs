@@ -2,7 +2,7 @@
 //! settings name (`--embedder NAME`), in place and resumably, after a change of model or to
 //! fill in what was stored without a vector.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use memgpt::indexing::{ReindexProgress, reindex_store};
 
 use crate::open;
@@ -11,15 +11,7 @@ use crate::settings::Settings;
 pub async fn run(settings: &Settings) -> Result<()> {
     let storage = open::storage(settings).await?;
     let stored = open::stored_space(&storage).await?;
-    let endpoint = open::endpoint(settings)?;
-    let Some(embedder) =
-        open::choose_embedder(settings, endpoint.as_ref(), stored.as_ref(), true).await?
-    else {
-        bail!(
-            "reindex needs an embedder: pass --embedder all-minilm-l6-v2, all-mpnet-base-v2 or \
-             openai:MODEL"
-        );
-    };
+    let embedder = crate::embedders::required_embedder(settings, stored.as_ref()).await?;
     let url = settings.store_url();
     match &stored {
         Some(space)

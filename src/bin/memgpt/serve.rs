@@ -14,9 +14,14 @@ pub async fn run(settings: &Settings, listen: &str) -> Result<()> {
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("creating the data directory {}", dir.display()))?;
     }
-    // The server opens the store itself; its embedder is the one the settings name (`auto`:
-    // the light local model when present).
-    let Some(llm) = open::llm(settings, None).await? else {
+    // The server opens the store itself; its embedder is the one the settings name, checked
+    // against the store's vectors (`auto` follows their model, as `memgpt chat` does), read
+    // first without taking the store.
+    let stored = {
+        let reader = open::reader(settings).await?;
+        open::stored_space(&reader).await?
+    };
+    let Some(llm) = open::llm(settings, stored.as_ref()).await? else {
         anyhow::bail!(
             "no model is configured: set `base_url` (an OpenAI-compatible server), an API key, \
              or `provider = \"local\"`"

@@ -360,11 +360,26 @@ impl Settings {
         }
     }
 
-    /// `memgpt config`: every setting, its value (secrets masked) and its source.
+    /// Every setting, its value (secrets masked) and its source.
+    #[cfg(test)]
     pub fn render(&self) -> String {
+        self.render_with(&[])
+    }
+
+    /// `memgpt config`: every setting, its value (secrets masked) and its source; the settings
+    /// in `resolved` show what they resolve to instead of their value (`embedder = auto` as
+    /// `all-minilm-l6-v2 (local, auto)`).
+    pub fn render_with(&self, resolved: &[(&str, String)]) -> String {
         let mut out = String::new();
         for key in KEYS {
+            let shown = resolved
+                .iter()
+                .find(|(name, _)| *name == key.name)
+                .map(|(_, value)| value);
             let (value, source) = match self.values.get(key.name) {
+                Some((_, source)) if shown.is_some() => {
+                    (shown.cloned().unwrap_or_default(), source.to_string())
+                }
                 Some((value, source)) if key.secret => (mask(value), source.to_string()),
                 Some((value, source)) if key.name == "store" => {
                     (without_password(value), source.to_string())
