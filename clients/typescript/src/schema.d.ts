@@ -765,6 +765,11 @@ export interface components {
             loop_style: components["schemas"]["LoopStyle"];
             /** @description Working context: the memory blocks. */
             memory: components["schemas"]["BlockView"][];
+            /**
+             * @description Skills: procedural memory, listed in context and loaded by the agent when a task needs
+             *     one.
+             */
+            skills: components["schemas"]["SkillView"][];
             /** @description The recursive summary of evicted messages. */
             summary: string;
             /**
@@ -805,6 +810,19 @@ export interface components {
             read_only: boolean;
             /** @description The shared block it is a copy of (`/v1/blocks/{block_id}`), if it is shared. */
             block_id?: string | null;
+        };
+        /** @description A skill of the agent's (its files are in the agent file export). */
+        SkillView: {
+            /** @description Its name. */
+            name: string;
+            /** @description What it is for (from its `SKILL.md`). */
+            description: string;
+            /** @description Its files' paths; empty for a skill known only by its source. */
+            files: string[];
+            /** @description Where it comes from, if known. */
+            source_url?: string | null;
+            /** @description The files the agent has loaded into its context. */
+            loaded: string[];
         };
         /** @description Agents. */
         Agents: {

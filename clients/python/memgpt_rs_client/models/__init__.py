@@ -76,6 +76,7 @@ from .send_message import SendMessage
 from .shared_block_path import SharedBlockPath
 from .shared_block_view import SharedBlockView
 from .shared_blocks import SharedBlocks
+from .skill_view import SkillView
 from .step_view import StepView
 from .stream_message_response_200_type_1 import StreamMessageResponse200Type1
 from .stream_message_response_200_type_1_event import StreamMessageResponse200Type1Event
@@ -177,6 +178,7 @@ __all__ = (
     "SharedBlockPath",
     "SharedBlocks",
     "SharedBlockView",
+    "SkillView",
     "StepView",
     "StreamMessageResponse200Type1",
     "StreamMessageResponse200Type1Event",

@@ -11,6 +11,7 @@ from ..models.loop_style import LoopStyle
 
 if TYPE_CHECKING:
     from ..models.block_view import BlockView
+    from ..models.skill_view import SkillView
     from ..models.tool_rule_children import ToolRuleChildren
     from ..models.tool_rule_continue import ToolRuleContinue
     from ..models.tool_rule_max_calls import ToolRuleMaxCalls
@@ -53,6 +54,8 @@ class AgentView:
             messages are added: each function result is the model's next input. Shorter schemas,
             and no flag for small models to forget.
         memory (list[BlockView]): Working context: the memory blocks.
+        skills (list[SkillView]): Skills: procedural memory, listed in context and loaded by the agent when a task needs
+            one.
         summary (str): The recursive summary of evicted messages.
         queued_messages (int): Messages in the FIFO queue of main context.
         created_at (datetime.datetime): When it was created.
@@ -77,6 +80,7 @@ class AgentView:
     ]
     loop_style: LoopStyle
     memory: list[BlockView]
+    skills: list[SkillView]
     summary: str
     queued_messages: int
     created_at: datetime.datetime
@@ -132,6 +136,11 @@ class AgentView:
             memory_item = memory_item_data.to_dict()
             memory.append(memory_item)
 
+        skills = []
+        for skills_item_data in self.skills:
+            skills_item = skills_item_data.to_dict()
+            skills.append(skills_item)
+
         summary = self.summary
 
         queued_messages = self.queued_messages
@@ -154,6 +163,7 @@ class AgentView:
                 "tool_rules": tool_rules,
                 "loop_style": loop_style,
                 "memory": memory,
+                "skills": skills,
                 "summary": summary,
                 "queued_messages": queued_messages,
                 "created_at": created_at,
@@ -166,6 +176,7 @@ class AgentView:
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.block_view import BlockView  # noqa: PLC0415
+        from ..models.skill_view import SkillView  # noqa: PLC0415
         from ..models.tool_rule_children import ToolRuleChildren  # noqa: PLC0415
         from ..models.tool_rule_continue import ToolRuleContinue  # noqa: PLC0415
         from ..models.tool_rule_max_calls import ToolRuleMaxCalls  # noqa: PLC0415
@@ -271,6 +282,13 @@ class AgentView:
 
             memory.append(memory_item)
 
+        skills = []
+        _skills = d.pop("skills")
+        for skills_item_data in _skills:
+            skills_item = SkillView.from_dict(skills_item_data)
+
+            skills.append(skills_item)
+
         summary = d.pop("summary")
 
         queued_messages = d.pop("queued_messages")
@@ -290,6 +308,7 @@ class AgentView:
             tool_rules=tool_rules,
             loop_style=loop_style,
             memory=memory,
+            skills=skills,
             summary=summary,
             queued_messages=queued_messages,
             created_at=created_at,
