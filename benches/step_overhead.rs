@@ -22,6 +22,8 @@
 //! With the `postgres` feature and `MEMGPT_TEST_POSTGRES_URL` set, a PostgreSQL row runs too,
 //! in a schema of its own (dropped afterwards). `--history N` keeps the rows at N messages
 //! (0, 1000 or 10000; repeatable) and `--store NAME` the rows of that store (repeatable).
+//! `--skills N` gives every agent N skills of about 3.7 KB each (`--skills 46`: the 171 KB of
+//! Letta's lettabot file), which live in the agent's state and are written with every commit.
 
 #[path = "../tests/support/fake_openai.rs"]
 mod fake_openai;
@@ -82,9 +84,23 @@ fn provider(base_url: &str) -> Arc<OpenAiProvider> {
 }
 
 async fn agent(base_url: String, storage: Option<Storage>) -> Agent {
-    let builder = Agent::builder()
+    let mut builder = Agent::builder()
         .provider(provider(&base_url))
         .context_window(128_000);
+    let skills: usize = values_of("--skills")
+        .first()
+        .map_or(0, |n| n.parse().expect("--skills N"));
+    for i in 0..skills {
+        let text = format!(
+            "---\nname: skill-{i}\ndescription: Does task {i} the way the team does it.\n---\n{}",
+            "Run the checks, then write the result down in the notes file. ".repeat(58)
+        );
+        builder = builder.skill(memgpt::memory::Skill::from_files(
+            format!("skill-{i}"),
+            [("SKILL.md".to_owned(), text)].into(),
+            None,
+        ));
+    }
     match storage {
         Some(storage) => builder.storage(storage),
         None => builder,

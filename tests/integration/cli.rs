@@ -322,6 +322,26 @@ async fn agents_export_import_round_trip_and_letta_files() {
     assert!(context.contains("===== functions"), "{context}");
     assert!(context.contains("tokens"), "{context}");
 
+    // A Letta file with skills: the import counts them, `agents show` lists them.
+    let ezra =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/letta/agent-file/ezra.af.gz");
+    let mut ezra_file = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(ezra).unwrap()),
+        &mut ezra_file,
+    )
+    .unwrap();
+    write(&cli.path("ezra.af"), ezra_file.as_bytes());
+    let out = cli.ok(&["agents", "import", "ezra.af"], "").await;
+    assert!(out.contains("blocks, 4 skills)"), "{out}");
+    let show = cli.ok(&["agents", "show", "ezra-super"], "").await;
+    assert!(show.contains("skills     4"), "{show}");
+    assert!(
+        show.contains("verify-claims (5 files): Verify factual claims"),
+        "{show}"
+    );
+    cli.ok(&["agents", "delete", "ezra-super"], "").await;
+
     // Bad files: one clear line each, nothing imported.
     write(&cli.path("garbage.af"), b"this is not json");
     write(

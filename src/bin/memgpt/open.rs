@@ -53,9 +53,10 @@ async fn open_store(settings: &Settings, on_busy: OnBusy) -> Result<Storage> {
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("creating the data directory {}", dir.display()))?;
     }
-    let config: StoreConfig = url
-        .parse()
-        .with_context(|| format!("setting `store`: {url} is not a store URL"))?;
+    let config: StoreConfig = url.parse().with_context(|| {
+        let url = crate::settings::without_password(&url);
+        format!("setting `store`: {url} is not a store URL")
+    })?;
     let started = Instant::now();
     let mut told = false;
     loop {
@@ -100,19 +101,20 @@ async fn open_store(settings: &Settings, on_busy: OnBusy) -> Result<Storage> {
 /// `serve`. An embedded store that does not exist yet reads as empty (nothing is created).
 pub async fn reader(settings: &Settings) -> Result<Storage> {
     let url = settings.store_url();
-    let mut config: StoreConfig = url
-        .parse()
-        .with_context(|| format!("setting `store`: {url} is not a store URL"))?;
+    let mut config: StoreConfig = url.parse().with_context(|| {
+        let url = crate::settings::without_password(&url);
+        format!("setting `store`: {url} is not a store URL")
+    })?;
     if let StoreConfig::Sqlite(options) = &mut config {
         if !options.dir.join("memgpt.db").exists() {
             return Ok(Storage::in_memory());
         }
         options.read_only = true;
     }
-    config
-        .open()
-        .await
-        .with_context(|| format!("opening the store {url} for reading"))
+    config.open().await.with_context(|| {
+        let url = crate::settings::without_password(&url);
+        format!("opening the store {url} for reading")
+    })
 }
 
 /// Whether opening a store failed because another process holds its embedded indexes
@@ -127,6 +129,8 @@ pub fn explain_busy(
     url: &str,
     error: impl std::error::Error + Send + Sync + 'static,
 ) -> anyhow::Error {
+    // Said on stderr: a PostgreSQL URL's password stays out of it.
+    let url = crate::settings::without_password(url);
     if is_busy(&error) {
         anyhow::anyhow!(
             "{url} is in use by another memgpt process (the embedded indexes allow one process at a \

@@ -12,7 +12,7 @@ pub async fn run(settings: &Settings) -> Result<()> {
     let storage = open::storage(settings).await?;
     let stored = open::stored_space(&storage).await?;
     let embedder = crate::embedders::required_embedder(settings, stored.as_ref()).await?;
-    let url = settings.store_url();
+    let url = crate::settings::without_password(&settings.store_url());
     match &stored {
         Some(space)
             if space.model != embedder.model() || space.dimension != embedder.dimension() =>
