@@ -27,6 +27,8 @@ pub struct Args {
     pub embed_base_url: Option<String>,
     pub embed_model: Option<String>,
     pub embed_dim: usize,
+    /// The store a retrieval run measures (`--store`).
+    pub store: crate::stores::EvalStore,
 }
 
 impl Args {
@@ -74,6 +76,7 @@ impl Args {
                 "--embed-base-url" => out.embed_base_url = Some(take()?),
                 "--embed-model" => out.embed_model = Some(take()?),
                 "--embed-dim" => out.embed_dim = number(&take()?, "--embed-dim")?,
+                "--store" => out.store = crate::stores::EvalStore::parse(&take()?)?,
                 flag if flag.starts_with('-') && flag != "-h" => bail!("unknown option `{flag}`"),
                 command if out.command.is_empty() => out.command = command.to_owned(),
                 extra => bail!("unexpected argument `{extra}`"),

@@ -2,8 +2,9 @@
 //! families of conversations, each next to the simplest baseline.
 //!
 //! What an agent gets, measured through the path it uses: each conversation is imported into a
-//! fresh agent's recall storage (the embedded stack: SQLite with the tantivy and usearch indexes
-//! in a temporary directory, and the local embedder), then each question goes to
+//! fresh agent's recall storage (by default the embedded stack: SQLite with the tantivy and
+//! usearch indexes in a temporary directory; `--store memory|sqlite|sqlite-tantivy-usearch|postgres`
+//! measures another composition, see [`crate::stores`]; and the local embedder), then each question goes to
 //! `conversation_search` exactly as an LLM would send it (its text as `query`, pages 0 and 1 of
 //! the default 5 results) through [`Agent::call`], and the listed messages are mapped back to
 //! the data's message ids by their timestamps (unique per message).
@@ -32,10 +33,8 @@ use anyhow::{Context, Result, bail};
 use chrono::{DateTime, Duration, Utc};
 use memgpt::Agent;
 use memgpt::backend::testing::ScriptedProvider;
-use memgpt::backends::{RecallIndex, SqliteOptions, SqliteStore, VectorIndex};
 use memgpt::message::{Message, MessageKind};
 use memgpt::retrieval::{Bm25Index, document_terms, query_terms};
-use memgpt::store::Storage;
 use memgpt::time::format_time;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -304,9 +303,14 @@ async fn run_family(
             "embedder": model,
             "analyzer": memgpt::backend::ANALYZER_VERSION,
             "ranking": memgpt::retrieval::RecallRanking::default(),
+            "store": args.store.name(),
         }),
     )?;
-    let name = format!("{}-retrieval", family.name);
+    // The shipped embedded stack keeps its old file name; other stores add theirs.
+    let name = match args.store {
+        crate::stores::EvalStore::SqliteTantivyUsearch => format!("{}-retrieval", family.name),
+        store => format!("{}-retrieval-{}", family.name, store.name()),
+    };
     let results = Results::<RecallResult>::open(&args.out, &name, args.fresh, fingerprint)?;
     let corpora: Vec<&Corpus> = family
         .corpora
@@ -314,7 +318,6 @@ async fn run_family(
         .take(args.limit.unwrap_or(usize::MAX))
         .collect();
     let mut skipped = 0usize;
-    let mut store_name = String::new();
     let total: usize = corpora.iter().map(|c| c.probes.len()).sum();
     let bar = progress(total, "questions");
     for corpus in corpora {
@@ -343,11 +346,8 @@ async fn run_family(
             continue;
         }
         let floor = Floor::new(corpus);
-        // The shipped embedded stack (what `sqlite://DIR` opens), in a directory of its own.
-        let dir = tempfile::tempdir()?;
-        let options = SqliteOptions::recommended(dir.path());
-        store_name = describe(&options);
-        let storage = Storage::from_store(Arc::new(SqliteStore::open(options).await?));
+        // The store under measurement, empty (SQLite in a directory of its own).
+        let (storage, _dir) = args.store.open().await?;
         let mut agent = Agent::builder()
             .provider(Arc::new(ScriptedProvider::new()))
             .storage(storage)
@@ -417,7 +417,7 @@ async fn run_family(
         }
     }
     bar.finish_and_clear();
-    summarize(family, &results, &model, &store_name, skipped)
+    summarize(family, &results, &model, args.store.describe(), skipped)
 }
 
 /// The simplest baseline: BM25 over each message's own words.
@@ -447,19 +447,6 @@ impl<'a> Floor<'a> {
             .map(|i| self.messages[i].id.as_str())
             .collect()
     }
-}
-
-/// The store, as the report names it.
-fn describe(options: &SqliteOptions) -> String {
-    let recall = match options.recall {
-        RecallIndex::Fts5 => "FTS5",
-        _ => "tantivy",
-    };
-    let vectors = match options.vectors {
-        VectorIndex::Exact => "exact vectors",
-        _ => "usearch",
-    };
-    format!("SQLite + {recall} + {vectors}")
 }
 
 fn summarize(

@@ -35,6 +35,7 @@ mod opener;
 mod oracle;
 mod report;
 mod score;
+mod stores;
 mod vectors;
 
 #[cfg(test)]
@@ -64,6 +65,8 @@ options:
   --data PATH        input file (default: ../shared/data/...)
   --beam DIR         locomo-retrieval: BEAM chats (e.g. BEAM's chats/500K); alone, BEAM only
   --limit N          first N items only (locomo-retrieval: first N conversations per family)
+  --store S          locomo-retrieval: memory, sqlite, sqlite-tantivy-usearch (default) or postgres
+                     (MEMGPT_TEST_POSTGRES_URL)
   --seed N           with --limit: a seeded random sample instead of the first N
   --jobs N           items run concurrently (default 1)
   --out DIR          results folder (default target/eval)
