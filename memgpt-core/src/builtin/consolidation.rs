@@ -3,10 +3,9 @@
 //! companion rewrites memory blocks into a clean, current whole. Offered when an agent lists
 //! them ([`CONSOLIDATION_FUNCTIONS`](crate::config::CONSOLIDATION_FUNCTIONS)).
 
-use super::core_memory::block_usage;
+use super::core_memory::{block_usage, replace_once};
 use crate::function::{FunctionContext, FunctionError};
 use crate::memgpt_fn;
-use crate::memory::MemoryError;
 
 /// Rewrites a memory block as a whole: new_memory replaces its text, so it must keep
 /// everything in the block that is still true, integrate what is new, and drop what is
@@ -43,16 +42,7 @@ async fn memory_replace(
     new_str: String,
 ) -> Result<String, FunctionError> {
     let block = ctx
-        .edit_block(&label, |b| {
-            let occurrences = b.value().matches(old_str.as_str()).count();
-            if occurrences > 1 {
-                return Err(MemoryError::Ambiguous {
-                    label: b.label().to_owned(),
-                    occurrences,
-                });
-            }
-            b.replace(&old_str, &new_str).map(|_| ())
-        })
+        .edit_block(&label, |b| replace_once(b, &old_str, &new_str))
         .await?;
     Ok(format!("Replaced. {}", block_usage(block)))
 }

@@ -2,7 +2,7 @@
 
 use crate::function::{FunctionContext, FunctionError};
 use crate::memgpt_fn;
-use crate::memory::MemoryBlock;
+use crate::memory::{MemoryBlock, MemoryError};
 
 /// Appends to a block of your core memory (always in view).
 #[memgpt_fn]
@@ -53,4 +53,25 @@ pub(super) fn block_usage(block: &MemoryBlock) -> String {
         block.chars(),
         block.limit()
     )
+}
+
+/// Replaces `old`, which must occur exactly once (Letta's `memory_replace` and `memory`'s
+/// `str_replace`); an empty `old` is [`MemoryError::EmptyPattern`].
+pub(super) fn replace_once(
+    block: &mut MemoryBlock,
+    old: &str,
+    new: &str,
+) -> Result<(), MemoryError> {
+    let occurrences = if old.is_empty() {
+        0
+    } else {
+        block.value().matches(old).count()
+    };
+    if occurrences > 1 {
+        return Err(MemoryError::Ambiguous {
+            label: block.label().to_owned(),
+            occurrences,
+        });
+    }
+    block.replace(old, new).map(|_| ())
 }

@@ -8,7 +8,7 @@ use std::fmt::Write;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::core_memory::block_usage;
+use super::core_memory::{block_usage, replace_once};
 use crate::function::{FunctionContext, FunctionError};
 use crate::memgpt_fn;
 use crate::memory::patch::{self, PatchOp, has_line_number_prefix};
@@ -363,22 +363,6 @@ fn refuse_line_numbers(text: &str, field: &str) -> Result<(), FunctionError> {
         )));
     }
     Ok(())
-}
-
-/// Replaces `old`, which must occur exactly once.
-fn replace_once(block: &mut MemoryBlock, old: &str, new: &str) -> Result<(), MemoryError> {
-    let occurrences = if old.is_empty() {
-        0
-    } else {
-        block.value().matches(old).count()
-    };
-    if occurrences > 1 {
-        return Err(MemoryError::Ambiguous {
-            label: block.label().to_owned(),
-            occurrences,
-        });
-    }
-    block.replace(old, new).map(|_| ())
 }
 
 /// Inserts `text` after line `at` (0: first; -1: at the end); a line past the end is refused.

@@ -372,10 +372,10 @@ impl<'a> FunctionContext<'a> {
         let (path, _) = self.within_budget(
             0,
             |memory| {
-                let was_loaded = memory.skills().get(name)?.loaded.clone();
+                // Loading a loaded file changes nothing, so the revision says what to undo.
+                let revision = memory.revision();
                 let path = memory.load_skill(name, file)?;
-                let newly = !was_loaded.contains(&path);
-                Ok((path, newly))
+                Ok((path, memory.revision() != revision))
             },
             |memory, (path, newly)| {
                 if *newly {

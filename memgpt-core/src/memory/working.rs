@@ -145,7 +145,8 @@ impl WorkingContext {
     }
 
     /// Characters working context may come to hold: every block at its character limit (or
-    /// its text, if longer) plus the skills as rendered. Memory budgets are counted on it.
+    /// its text, if longer) plus the skills as rendered; what loading an agent checks against
+    /// its window (the model's own changes are counted on [`WorkingContext::chars`]).
     pub fn chars_at_limits(&self) -> usize {
         self.blocks
             .iter()
