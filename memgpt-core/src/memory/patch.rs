@@ -228,11 +228,7 @@ pub fn apply_hunks(text: &str, diff: &str) -> Result<String, PatchError> {
             }
             continue;
         }
-        let found: Vec<usize> = (0..=lines.len().saturating_sub(expected.len()))
-            .filter(|&at| {
-                lines.len() >= expected.len() && lines[at..at + expected.len()] == expected[..]
-            })
-            .collect();
+        let found = occurrences(&lines, &expected);
         match found.as_slice() {
             [at] => {
                 lines.splice(*at..*at + expected.len(), replacement);
@@ -255,6 +251,39 @@ pub fn apply_hunks(text: &str, diff: &str) -> Result<String, PatchError> {
         }
     }
     Ok(lines.join("\n"))
+}
+
+/// Where `needle` starts in `hay`, overlaps included, in time linear in both (Knuth-Morris-
+/// Pratt over lines): the model writes both the block and the patch, and a naive scan of
+/// hundreds of thousands of equal lines would take minutes.
+fn occurrences(hay: &[String], needle: &[String]) -> Vec<usize> {
+    // fallback[i]: the length of the longest proper prefix of needle[..=i] that is also its suffix.
+    let mut fallback = vec![0; needle.len()];
+    let mut k = 0;
+    for i in 1..needle.len() {
+        while k > 0 && needle[i] != needle[k] {
+            k = fallback[k - 1];
+        }
+        if needle[i] == needle[k] {
+            k += 1;
+        }
+        fallback[i] = k;
+    }
+    let mut found = Vec::new();
+    let mut k = 0;
+    for (i, line) in hay.iter().enumerate() {
+        while k > 0 && *line != needle[k] {
+            k = fallback[k - 1];
+        }
+        if *line == needle[k] {
+            k += 1;
+        }
+        if k == needle.len() {
+            found.push(i + 1 - k);
+            k = fallback[k - 1];
+        }
+    }
+    found
 }
 
 /// The hunks of a diff: runs of ` `, `-` and `+` lines between `@@` lines (a blank line is
@@ -335,6 +364,27 @@ mod tests {
         assert_eq!(apply_hunks(text, "+e").unwrap(), "a\nb\nc\nb\ne");
         assert_eq!(apply_hunks("", "+first").unwrap(), "first");
         assert_eq!(apply_hunks(text, "@@"), Err(PatchError::Empty));
+    }
+
+    #[test]
+    fn occurrences_are_found_in_linear_time_overlaps_included() {
+        let lines = |text: &str| text.split('\n').map(str::to_owned).collect::<Vec<_>>();
+        assert_eq!(occurrences(&lines("a\na\na"), &lines("a\na")), vec![0, 1]);
+        assert_eq!(
+            occurrences(&lines("a\nb\na\nb\nc"), &lines("a\nb\nc")),
+            vec![2]
+        );
+        assert!(occurrences(&lines("a"), &lines("a\nb")).is_empty());
+        // 200,000 equal lines and a hunk of 100,000 of them plus one that differs: a naive
+        // scan compares about 10^10 lines (minutes); this one about 4 * 10^5.
+        let block = vec!["same".to_owned(); 200_000].join("\n");
+        let mut hunk = vec!["-same"; 100_000];
+        hunk.push("-other");
+        hunk.push("+x");
+        assert!(matches!(
+            apply_hunks(&block, &hunk.join("\n")),
+            Err(PatchError::NotFound { .. })
+        ));
     }
 
     #[test]
