@@ -415,6 +415,28 @@ async fn the_memory_tool_edits_shared_blocks_where_they_live() {
         ann.memory().get("team").unwrap().value(),
         "Ann leads.\nCy tests.\nBo edits."
     );
+
+    // A patch that fails after writing a shared block: working context is put back, but the
+    // shared block's edit stands in the store, and the agent's copy shows it.
+    llm.push_call(
+        "memory_apply_patch",
+        json!({"label": "", "patch": "*** Update Block: team\n Bo edits.\n+Di joins.\n*** Add Block: notes\n+x\n*** Update Block: nope\n-x\n+y", "request_heartbeat": true}),
+    );
+    llm.push_call("send_message", json!({"message": "ok"}));
+    let step = ann.step("Di joins; note it.").await.unwrap();
+    let patch = &step.function_calls[0];
+    assert!(
+        !patch.ok && patch.output.contains("except the shared blocks team"),
+        "{patch:?}"
+    );
+    assert!(
+        ann.memory().get("notes").is_none(),
+        "the own block is undone"
+    );
+    assert_eq!(
+        ann.memory().get("team").unwrap().value(),
+        "Ann leads.\nCy tests.\nBo edits.\nDi joins."
+    );
 }
 
 #[memgpt_test_harness::test]

@@ -176,8 +176,8 @@ async fn memory_apply_patch(
     for op in &ops {
         if let Err(e) = apply(ctx, op, &mut written_shared).await {
             *ctx.memory_mut() = before;
-            for label in &written_shared {
-                ctx.refresh_shared_copy(label).await?;
+            if !written_shared.is_empty() {
+                ctx.refresh_shared_blocks().await?;
             }
             let mut message = format!("patch refused at `{}`: {e}", describe(op));
             if written_shared.is_empty() {

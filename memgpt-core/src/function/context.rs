@@ -396,15 +396,11 @@ impl<'a> FunctionContext<'a> {
         Ok(self.memory.unload_skill(name, file)?)
     }
 
-    /// Refreshes this agent's copy of shared block `label` from the block store (after an
-    /// edit another writer made, or one this agent's function undid in working context only).
-    pub async fn refresh_shared_copy(&mut self, label: &str) -> Result<(), FunctionError> {
-        let Some(shared) = self.memory.block(label)?.shared() else {
-            return Ok(());
-        };
-        if let Some(stored) = self.storage.blocks.get_blocks(&[shared.id]).await?.pop() {
-            self.memory.refresh_shared(stored.attached());
-        }
+    /// Refreshes this agent's copies of its shared blocks from the block store, in one read
+    /// ([`refresh_shared_blocks`](crate::store::refresh_shared_blocks)): after a function put
+    /// working context back as it was, the edits it had written to shared blocks stand there.
+    pub(crate) async fn refresh_shared_blocks(&mut self) -> Result<(), FunctionError> {
+        crate::store::refresh_shared_blocks(self.memory, self.storage.blocks.as_ref()).await?;
         Ok(())
     }
 
